@@ -1,1 +1,44 @@
 //! `classifier`: evidence envelopes (design contract 1) in, classifications (contract 2) out.
+//!
+//! Users judge Recourse first by this crate: does it recognise what their agent just said, and
+//! does it never turn an unknown string or a tool's own error into an automatic retry or a
+//! provider switch? So it is deterministic and pure: no IO, no clock (`now` is an argument),
+//! no model calls. Provider knowledge is data, not code: rules live in TOML under
+//! `fixtures/catalogue/`, each proven by real, sanitized fixtures under `fixtures/classifier/`.
+//!
+//! Crate map:
+//! - [`envelope`]: the untrusted input, parsed leniently and bounded; truncation is recorded.
+//! - [`catalogue`]: rules as data, compiled once (regexes, one Aho-Corasick automaton), with a
+//!   content-hash version.
+//! - `engine`: signals, matching and resolution (tiers, conflicts, low confidence, staleness),
+//!   effects derived from ACP updates; produces the [`Verdict`].
+//! - `timing`: validated retry/reset hints (headers, Google `RetryInfo`, CLI text).
+//! - [`redact`]: the bounded, redacted `safe_excerpt`.
+//! - `gate`: the replay and effect-safety verdict.
+//! - [`cli`]: `recourse classify` (streams). [`check`]: `recourse catalogue check`.
+//!
+//! Invariant: worst-case time is linear in the input size. Literal search is Aho-Corasick,
+//! regexes are the `regex` crate's (finite automata, no backtracking), and every input is
+//! bounded before it is searched.
+
+pub mod catalogue;
+pub mod check;
+pub mod cli;
+mod engine;
+pub mod envelope;
+mod gate;
+pub mod redact;
+mod timing;
+
+pub use catalogue::Catalogue;
+pub use engine::{Verdict, SHORT_RATE_LIMIT_SECS};
+pub use envelope::{Envelope, EnvelopeError};
+pub use timing::MAX_HINT_SECS;
+
+use chrono::{DateTime, Utc};
+
+/// Classifies one envelope with the built-in catalogue. `now` is the current time, used to
+/// validate timing hints; relative hints count from the envelope's `occurred_at` if given.
+pub fn classify(envelope: &Envelope, now: DateTime<Utc>) -> Verdict {
+    Catalogue::builtin().classify(envelope, now)
+}

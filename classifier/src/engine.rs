@@ -1,0 +1,515 @@
+//! Matching evidence against the catalogue and resolving the matches into one verdict.
+//!
+//! **Signals.** The envelope is cut into signals, each one piece of evidence a rule can look
+//! at: an HTTP response, a JSON-RPC error (the prompt's error included), one run of
+//! consecutive agent message chunks, the prompt's stop reason, one stderr line, the exit.
+//!
+//! **Resolution, in order** (documented in `fixtures/README.md` too):
+//! 1. Per signal, the matching rules of the highest tier compete. If they disagree on the
+//!    outcome, the signal is *conflicting*. If they agree, the winner is the rule with the
+//!    highest confidence, then the smallest ID. Rule order in the files never matters.
+//! 2. Across signals, the highest winning tier decides. Several signals at that tier must agree
+//!    on the outcome, else the verdict is `unclassified/conflicting`; the representative is the
+//!    one with the highest confidence, then the earliest in evidence order.
+//! 3. A low-confidence winner gives `unclassified/low_confidence`; a `not_provider_error` winner
+//!    gives `unclassified/not_provider_error`; no match gives `unclassified/no_match`. Stale
+//!    evidence (generations differ) is `unclassified/stale` whatever matched.
+//! 4. Timing extractors named by the winning rule run on the winning signal, in the rule's
+//!    order; the first validated hint counts. Then the rate-limit/quota rule applies: a
+//!    `rate_limited` result whose validated reset is more than [`SHORT_RATE_LIMIT_SECS`] away
+//!    is not a short rate limit and becomes `quota_limited` (hard).
+//!
+//! Every step is linear in the input: one Aho-Corasick pass per signal, `regex` (no
+//! backtracking) only after a rule's cheaper conditions pass, JSON parsed at most once per
+//! signal and only when a rule asks for it.
+
+use crate::{
+    catalogue::{Catalogue, Outcome, SignalKind, Tier},
+    envelope::{AcpErrorEvidence, AcpUpdate, Envelope, EvidenceItem},
+    gate, redact,
+    timing::Hint,
+};
+use chrono::{DateTime, Utc};
+use policy::{
+    class::SemanticCode,
+    classification::{
+        ClassState, Classification, Confidence, Effects, Gate, PromptDelivery, UnclassifiedReason,
+    },
+};
+use serde::Serialize;
+use serde_json::Value;
+use std::{borrow::Cow, cell::OnceCell, collections::BTreeMap};
+
+/// The longest reset a `rate_limited` result may carry and stay transient: one hour.
+pub const SHORT_RATE_LIMIT_SECS: u64 = 3600;
+
+/// The classifier's answer for one envelope: contract 2's classification, flat, with the gate
+/// beside it, plus the combined effects and whether the input was truncated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    #[serde(flatten)]
+    pub classification: Classification,
+    pub gate: Gate,
+    /// Effects given by the adapter combined (OR) with those derived from ACP updates.
+    pub effects: Effects,
+    /// True when the envelope was cut to its bounds while parsing.
+    pub truncated: bool,
+}
+
+/// One piece of evidence a rule can look at.
+pub(crate) struct Signal<'a> {
+    pub(crate) kind: SignalKind,
+    pub(crate) status: Option<u16>,
+    pub(crate) rpc_code: Option<i64>,
+    pub(crate) exit_code: Option<i64>,
+    pub(crate) exit_signal: Option<&'a str>,
+    pub(crate) stop_reason: Option<&'a str>,
+    pub(crate) headers: Option<&'a BTreeMap<String, String>>,
+    pub(crate) text: Cow<'a, str>,
+    /// A structured JSON root (an ACP error object), when the evidence has one.
+    structured: Option<Value>,
+    /// JSON parsed from the text (an HTTP body, or JSON embedded in a message), lazily.
+    embedded: OnceCell<Option<Value>>,
+}
+
+impl<'a> Signal<'a> {
+    fn new(kind: SignalKind, text: Cow<'a, str>) -> Signal<'a> {
+        Signal {
+            kind,
+            status: None,
+            rpc_code: None,
+            exit_code: None,
+            exit_signal: None,
+            stop_reason: None,
+            headers: None,
+            text,
+            structured: None,
+            embedded: OnceCell::new(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        kind: SignalKind,
+        text: Cow<'a, str>,
+        headers: Option<&'a BTreeMap<String, String>>,
+    ) -> Signal<'a> {
+        let mut s = Signal::new(kind, text);
+        s.headers = headers;
+        s
+    }
+
+    /// The JSON roots of this signal, parsing the embedded one on first use.
+    pub(crate) fn json_roots(&self) -> impl Iterator<Item = &Value> {
+        let embedded = self.embedded.get_or_init(|| embedded_json(&self.text));
+        self.structured.iter().chain(embedded.iter())
+    }
+}
+
+/// JSON inside text: the whole text if it is JSON, else the span from the first `{` or `[` to
+/// the last matching bracket (an SSE `data:` line, `API Error: 429 {...}`, a log line).
+fn embedded_json(text: &str) -> Option<Value> {
+    let t = text.trim();
+    if t.is_empty() {
+        return None;
+    }
+    if t.starts_with(['{', '[']) {
+        if let Ok(v) = serde_json::from_str::<Value>(t) {
+            return Some(v);
+        }
+    }
+    let start = t.find('{')?;
+    let end = t.rfind('}')?;
+    if end <= start {
+        return None;
+    }
+    serde_json::from_str::<Value>(&t[start..=end])
+        .ok()
+        .filter(Value::is_object)
+}
+
+/// What a rule sees while matching one signal.
+pub(crate) struct MatchCtx<'a> {
+    pub(crate) envelope: &'a Envelope,
+    pub(crate) signal: &'a Signal<'a>,
+    /// For each catalogue literal, the first byte offset where it occurs in the text.
+    pub(crate) found: &'a [Option<usize>],
+}
+
+/// Visits the values at `segs` under `v` (keys apply to each element of an array); returns
+/// true as soon as `pred` accepts one. Scalars are compared as their text.
+pub(crate) fn json_any(
+    v: &Value,
+    segs: &[crate::catalogue::Seg],
+    pred: &mut dyn FnMut(&str) -> bool,
+) -> bool {
+    use crate::catalogue::Seg;
+    let Some((first, rest)) = segs.split_first() else {
+        return match v {
+            Value::String(s) => pred(s),
+            Value::Number(n) => pred(&n.to_string()),
+            Value::Bool(b) => pred(if *b { "true" } else { "false" }),
+            Value::Array(a) => a.iter().any(|x| json_any(x, &[], pred)),
+            _ => false,
+        };
+    };
+    match (first, v) {
+        (Seg::Key(k), Value::Object(o)) => o.get(k).is_some_and(|x| json_any(x, rest, pred)),
+        (Seg::Key(_), Value::Array(a)) => a.iter().any(|x| json_any(x, segs, pred)),
+        (Seg::Index(i), Value::Array(a)) => a.get(*i).is_some_and(|x| json_any(x, rest, pred)),
+        (Seg::Any, Value::Array(a)) => a.iter().any(|x| json_any(x, rest, pred)),
+        (Seg::Any, Value::Object(o)) => o.values().any(|x| json_any(x, rest, pred)),
+        _ => false,
+    }
+}
+
+/// Per-signal result of matching.
+#[derive(Debug, Clone)]
+enum SignalMatch {
+    None,
+    Won { rule: usize, tier: Tier },
+    Conflict { tier: Tier },
+}
+
+/// Cuts the envelope into signals, in evidence order.
+fn signals(env: &Envelope) -> Vec<Signal<'_>> {
+    let mut out = Vec::new();
+    for item in &env.items {
+        match item {
+            EvidenceItem::Http(h) => {
+                let mut s = Signal::new(SignalKind::Http, Cow::Borrowed(h.body.as_deref().unwrap_or("")));
+                s.status = h.status;
+                s.headers = Some(&h.headers);
+                out.push(s);
+            }
+            EvidenceItem::AcpError(e) => out.push(acp_error_signal(e)),
+            EvidenceItem::AcpUpdates(u) => {
+                let mut run: Option<String> = None;
+                for up in &u.updates {
+                    match up {
+                        AcpUpdate::AgentMessageChunk { text } => {
+                            run.get_or_insert_with(String::new).push_str(text)
+                        }
+                        // Thoughts do not break a message run; anything else does.
+                        AcpUpdate::AgentThoughtChunk { .. } => {}
+                        _ => {
+                            if let Some(t) = run.take() {
+                                out.push(Signal::new(SignalKind::AcpMessage, Cow::Owned(t)));
+                            }
+                        }
+                    }
+                }
+                if let Some(t) = run.take() {
+                    out.push(Signal::new(SignalKind::AcpMessage, Cow::Owned(t)));
+                }
+                if let Some(e) = &u.prompt_error {
+                    out.push(acp_error_signal(e));
+                }
+                if let Some(r) = &u.stop_reason {
+                    let mut s = Signal::new(SignalKind::AcpResult, Cow::Borrowed(""));
+                    s.stop_reason = Some(r);
+                    out.push(s);
+                }
+            }
+            EvidenceItem::Stderr(s) => {
+                for line in &s.lines {
+                    out.push(Signal::new(SignalKind::Stderr, Cow::Borrowed(line.as_str())));
+                }
+            }
+            EvidenceItem::ProcessExit(p) => {
+                let mut s = Signal::new(SignalKind::Exit, Cow::Borrowed(""));
+                s.exit_code = p.code;
+                s.exit_signal = p.signal.as_deref();
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+fn acp_error_signal(e: &AcpErrorEvidence) -> Signal<'_> {
+    let mut text = e.message.clone().unwrap_or_default();
+    match &e.data {
+        Some(Value::String(d)) => {
+            text.push('\n');
+            text.push_str(d);
+        }
+        Some(Value::Null) | None => {}
+        Some(d) => {
+            text.push('\n');
+            text.push_str(&d.to_string());
+        }
+    }
+    let mut s = Signal::new(SignalKind::AcpError, Cow::Owned(text));
+    s.rpc_code = e.code;
+    let mut obj = serde_json::Map::new();
+    if let Some(c) = e.code {
+        obj.insert("code".into(), c.into());
+    }
+    if let Some(m) = &e.message {
+        obj.insert("message".into(), Value::String(m.clone()));
+    }
+    if let Some(d) = &e.data {
+        obj.insert("data".into(), d.clone());
+    }
+    s.structured = Some(Value::Object(obj));
+    s
+}
+
+impl Catalogue {
+    /// Classifies one envelope with this catalogue. `now` validates timing hints (see
+    /// [`crate::timing`]); nothing here reads a clock.
+    pub fn classify(&self, env: &Envelope, now: DateTime<Utc>) -> Verdict {
+        let sigs = signals(env);
+        let mut matches = Vec::with_capacity(sigs.len());
+        let mut starts = Vec::with_capacity(sigs.len());
+        let mut found = vec![None; self.literals.len()];
+        for s in &sigs {
+            found.iter_mut().for_each(|f| *f = None);
+            if !s.text.is_empty() {
+                for m in self.automaton.find_overlapping_iter(s.text.as_bytes()) {
+                    let slot = &mut found[m.pattern().as_usize()];
+                    if slot.is_none() {
+                        *slot = Some(m.start());
+                    }
+                }
+            }
+            let ctx = MatchCtx {
+                envelope: env,
+                signal: s,
+                found: &found,
+            };
+            let m = self.match_signal(&ctx);
+            starts.push(match m {
+                SignalMatch::Won { rule, .. } => self.rules[rule].match_start(&ctx),
+                _ => None,
+            });
+            matches.push(m);
+        }
+
+        let effects = combine_effects(env, &sigs, &matches, &starts);
+        let base = self.base_classification(env);
+
+        let top = matches
+            .iter()
+            .filter_map(|m| match m {
+                SignalMatch::Won { tier, .. } | SignalMatch::Conflict { tier } => Some(*tier),
+                SignalMatch::None => None,
+            })
+            .max();
+        let mut winner: Option<(usize, usize)> = None; // (signal, rule)
+        let mut conflicting = false;
+        if let Some(top) = top {
+            for (si, m) in matches.iter().enumerate() {
+                match m {
+                    SignalMatch::Conflict { tier } if *tier == top => conflicting = true,
+                    SignalMatch::Won { rule, tier } if *tier == top => match winner {
+                        None => winner = Some((si, *rule)),
+                        Some((_, w)) => {
+                            if self.rules[w].outcome != self.rules[*rule].outcome {
+                                conflicting = true;
+                            } else if self.rules[*rule].confidence > self.rules[w].confidence {
+                                winner = Some((si, *rule));
+                            }
+                        }
+                    },
+                    _ => {}
+                }
+            }
+        }
+
+        let excerpt_signal = winner.map(|(s, _)| s).or_else(|| fallback_excerpt_signal(&sigs));
+        let mut c = base;
+        c.safe_excerpt = excerpt_signal.and_then(|i| excerpt(&sigs[i]));
+
+        let unclassified = |c: &mut Classification, reason: UnclassifiedReason| {
+            c.code = None;
+            c.class = ClassState::Unclassified;
+            c.reason = Some(reason);
+        };
+        if env.is_stale() {
+            unclassified(&mut c, UnclassifiedReason::Stale);
+        } else if conflicting {
+            unclassified(&mut c, UnclassifiedReason::Conflicting);
+        } else if let Some((si, ri)) = winner {
+            let rule = &self.rules[ri];
+            c.classifier_rule = Some(rule.id.clone());
+            c.confidence = rule.confidence;
+            match rule.outcome {
+                Outcome::NotProviderError => unclassified(&mut c, UnclassifiedReason::NotProviderError),
+                Outcome::Code(_) if rule.confidence == Confidence::Low => {
+                    c.confidence = Confidence::Low;
+                    unclassified(&mut c, UnclassifiedReason::LowConfidence)
+                }
+                Outcome::Code(code) => {
+                    let base_time = env.occurred_at.unwrap_or(now);
+                    let hint = rule
+                        .timing
+                        .iter()
+                        .find_map(|x| x.extract(&sigs[si], base_time, now));
+                    let code = promote(code, hint.as_ref());
+                    c.code = Some(code);
+                    c.class = code.class().into();
+                    c.reason = None;
+                    c.scope = rule.scope;
+                    if let Some(h) = hint {
+                        c.retry_after_seconds = Some(h.retry_after_seconds);
+                        c.reset_at = Some(h.reset_at);
+                    }
+                }
+            }
+        } else {
+            unclassified(&mut c, UnclassifiedReason::NoMatch);
+        }
+        let gate = gate::decide(env, &c, &effects);
+        Verdict {
+            classification: c,
+            gate,
+            effects,
+            truncated: env.truncated,
+        }
+    }
+
+    fn match_signal(&self, ctx: &MatchCtx<'_>) -> SignalMatch {
+        let mut best: Option<(usize, Tier)> = None;
+        let mut conflict = false;
+        for &ri in &self.by_kind[ctx.signal.kind.index()] {
+            let r = &self.rules[ri];
+            if best.is_some_and(|(_, t)| r.tier < t) {
+                continue;
+            }
+            if !r.matches(ctx) {
+                continue;
+            }
+            match best {
+                Some((b, t)) if t == r.tier => {
+                    let br = &self.rules[b];
+                    if br.outcome != r.outcome {
+                        conflict = true;
+                    } else if (r.confidence, std::cmp::Reverse(&r.id))
+                        > (br.confidence, std::cmp::Reverse(&br.id))
+                    {
+                        best = Some((ri, r.tier));
+                    }
+                }
+                _ => {
+                    // A higher tier (or the first match) resets any conflict of a lower tier.
+                    conflict = false;
+                    best = Some((ri, r.tier));
+                }
+            }
+        }
+        match best {
+            None => SignalMatch::None,
+            Some((_, tier)) if conflict => SignalMatch::Conflict { tier },
+            Some((rule, tier)) => SignalMatch::Won { rule, tier },
+        }
+    }
+
+    fn base_classification(&self, env: &Envelope) -> Classification {
+        Classification {
+            code: None,
+            class: ClassState::Unclassified,
+            reason: None,
+            catalogue_version: self.version().to_owned(),
+            confidence: Confidence::Low,
+            scope: None,
+            classifier_rule: None,
+            provider_id: env.provider_id.as_deref().map(redact::identifier),
+            model_id: env.model_id.as_deref().map(redact::identifier),
+            phase: env.phase,
+            occurred_at: env.occurred_at,
+            retry_after_seconds: None,
+            reset_at: None,
+            safe_excerpt: None,
+        }
+    }
+}
+
+/// The rate-limit/quota rule: a rate limit is transient only while it is short.
+fn promote(code: SemanticCode, hint: Option<&Hint>) -> SemanticCode {
+    match (code, hint) {
+        (SemanticCode::RateLimited, Some(h)) if h.retry_after_seconds > SHORT_RATE_LIMIT_SECS => {
+            SemanticCode::QuotaLimited
+        }
+        _ => code,
+    }
+}
+
+/// Adapter effects OR derived ones. A message run is a failure signal when a rule matched it;
+/// non-blank text before the matched evidence, or in a run nothing matched, is real output.
+fn combine_effects(
+    env: &Envelope,
+    sigs: &[Signal<'_>],
+    matches: &[SignalMatch],
+    starts: &[Option<usize>],
+) -> Effects {
+    let mut e = env.effects;
+    e.tool_activity |= env.derived.tool_activity;
+    for ((s, m), start) in sigs.iter().zip(matches).zip(starts) {
+        if s.kind != SignalKind::AcpMessage {
+            continue;
+        }
+        let output = match m {
+            SignalMatch::None => !s.text.trim().is_empty(),
+            SignalMatch::Conflict { .. } => false,
+            SignalMatch::Won { .. } => {
+                let start = start.unwrap_or(0).min(s.text.len());
+                let line_start = s.text[..start].rfind('\n').map_or(0, |i| i + 1);
+                !s.text[..line_start].trim().is_empty()
+            }
+        };
+        e.assistant_output |= output;
+    }
+    // The agent answered this prompt (an update, a result or a prompt error came back), so
+    // the prompt was delivered, whatever the adapter believed.
+    if env.derived.delivered {
+        e.prompt_delivery = PromptDelivery::Confirmed;
+    }
+    e
+}
+
+fn fallback_excerpt_signal(sigs: &[Signal<'_>]) -> Option<usize> {
+    const ORDER: [SignalKind; 5] = [
+        SignalKind::AcpError,
+        SignalKind::Http,
+        SignalKind::Stderr,
+        SignalKind::AcpMessage,
+        SignalKind::Exit,
+    ];
+    ORDER.iter().find_map(|k| {
+        let mut candidates = sigs.iter().enumerate().filter(|(_, s)| s.kind == *k);
+        if *k == SignalKind::Stderr || *k == SignalKind::AcpMessage {
+            candidates
+                .filter(|(_, s)| !s.text.trim().is_empty())
+                .last()
+                .map(|(i, _)| i)
+        } else {
+            candidates
+                .find(|(_, s)| !s.text.trim().is_empty() || s.kind == SignalKind::Exit)
+                .map(|(i, _)| i)
+        }
+    })
+}
+
+fn excerpt(s: &Signal<'_>) -> Option<String> {
+    let text: Cow<'_, str> = match s.kind {
+        SignalKind::Http => Cow::Owned(match s.status {
+            Some(st) => format!("HTTP {st}: {}", s.text),
+            None => s.text.to_string(),
+        }),
+        SignalKind::AcpError => Cow::Owned(match s.rpc_code {
+            Some(c) => format!("JSON-RPC {c}: {}", s.text),
+            None => s.text.to_string(),
+        }),
+        SignalKind::Exit => Cow::Owned(match (s.exit_code, s.exit_signal) {
+            (_, Some(sig)) => format!("process killed by {sig}"),
+            (Some(c), None) => format!("process exited with code {c}"),
+            (None, None) => "process exited".to_owned(),
+        }),
+        SignalKind::AcpResult => Cow::Owned(format!("stopReason: {}", s.stop_reason.unwrap_or("?"))),
+        _ => Cow::Borrowed(&*s.text),
+    };
+    let e = redact::safe_excerpt(&text);
+    (!e.is_empty()).then_some(e)
+}

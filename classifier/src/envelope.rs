@@ -1,0 +1,619 @@
+//! The evidence envelope (design contract 1), parsed leniently and bounded.
+//!
+//! Envelopes come from adapters, from `external` dispatchers over the API and from people
+//! piping JSON into `recourse classify`, so they are untrusted. Parsing therefore never
+//! rejects an envelope for an odd field type (a status sent as `"429"`, a signal sent as `15`):
+//! it keeps what it can read, drops what it cannot, and bounds every string, list and the
+//! whole input. Each cut sets [`Envelope::truncated`], so truncation is recorded, never silent.
+//! Effects implied by ACP updates are derived here, from *all* updates, before the list is cut,
+//! so a tool call early in a long prompt still counts.
+
+use chrono::{DateTime, Utc};
+use policy::classification::{Effects, Phase, PromptDelivery};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Largest accepted envelope, in bytes of JSON. Larger input is an error, not a silent cut.
+pub const MAX_ENVELOPE_BYTES: usize = 1024 * 1024;
+/// Most evidence items kept per envelope.
+pub const MAX_ITEMS: usize = 32;
+/// Longest kept text per field (HTTP body, ACP message, error data), in bytes.
+pub const MAX_TEXT_BYTES: usize = 16 * 1024;
+/// Longest kept stderr line, in bytes.
+pub const MAX_LINE_BYTES: usize = 2 * 1024;
+/// Most stderr lines kept per item (the last ones: errors come at the end).
+pub const MAX_LINES: usize = 64;
+/// Most headers kept per HTTP item.
+pub const MAX_HEADERS: usize = 64;
+/// Longest kept header value or identifier, in bytes.
+pub const MAX_SHORT_BYTES: usize = 256;
+/// Most ACP updates examined per item; effects are derived from all of them regardless.
+pub const MAX_UPDATES: usize = 1024;
+
+/// Why an envelope could not be read at all.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("envelope is {size} bytes; the limit is {limit}")]
+    TooLarge { size: usize, limit: usize },
+    #[error("envelope is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("envelope must be a JSON object")]
+    NotAnObject,
+    #[error("envelope has no `items` array")]
+    MissingItems,
+}
+
+impl EnvelopeError {
+    /// A stable machine spelling, used in `recourse classify` error lines.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EnvelopeError::TooLarge { .. } => "too_large",
+            EnvelopeError::Json(_) => "malformed_json",
+            EnvelopeError::NotAnObject => "not_an_object",
+            EnvelopeError::MissingItems => "missing_items",
+        }
+    }
+}
+
+/// One failure observation, bounded. Build it with [`Envelope::parse`] or
+/// [`Envelope::from_value`]; both apply the limits above.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Envelope {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invocation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub active_generation: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    pub cancel_requested: bool,
+    /// Effects as the adapter reported them (not yet combined with derived ones).
+    pub effects: Effects,
+    pub items: Vec<EvidenceItem>,
+    /// Effects derived from ACP updates while parsing (tool calls, any agent update).
+    #[serde(skip)]
+    pub(crate) derived: DerivedEffects,
+    /// True when any string, list or item was cut to its bound.
+    pub truncated: bool,
+}
+
+/// Effects read from ACP updates: facts only; whether message text is real output is decided
+/// by the engine, which knows which messages are failure signals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DerivedEffects {
+    pub(crate) tool_activity: bool,
+    /// Some update, result or prompt error came back for this prompt: it was delivered.
+    pub(crate) delivered: bool,
+}
+
+/// One piece of evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EvidenceItem {
+    Http(HttpEvidence),
+    AcpError(AcpErrorEvidence),
+    AcpUpdates(AcpUpdatesEvidence),
+    Stderr(StderrEvidence),
+    ProcessExit(ProcessExitEvidence),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HttpEvidence {
+    pub status: Option<u16>,
+    /// Lower-cased names; header names are case-insensitive.
+    pub headers: BTreeMap<String, String>,
+    /// The body as text (a JSON body is kept as its compact serialization).
+    pub body: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AcpErrorEvidence {
+    pub code: Option<i64>,
+    pub message: Option<String>,
+    pub data: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AcpUpdatesEvidence {
+    /// The ordered updates that matter to classification (messages, tool calls, thoughts);
+    /// bounded in count, with text fields bounded in length.
+    pub updates: Vec<AcpUpdate>,
+    pub stop_reason: Option<String>,
+    pub prompt_error: Option<AcpErrorEvidence>,
+}
+
+/// One ACP `session/update`, reduced to what classification reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "sessionUpdate", rename_all = "snake_case")]
+pub enum AcpUpdate {
+    AgentMessageChunk { text: String },
+    AgentThoughtChunk { text: String },
+    ToolCall { status: Option<String> },
+    Other { name: String },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct StderrEvidence {
+    pub lines: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProcessExitEvidence {
+    pub code: Option<i64>,
+    /// Signal name, upper case with the `SIG` prefix (`SIGTERM`), whether sent as a name or a number.
+    pub signal: Option<String>,
+}
+
+impl Envelope {
+    /// Parses one envelope from JSON bytes, applying every bound.
+    pub fn parse(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
+        if bytes.len() > MAX_ENVELOPE_BYTES {
+            return Err(EnvelopeError::TooLarge {
+                size: bytes.len(),
+                limit: MAX_ENVELOPE_BYTES,
+            });
+        }
+        let value: Value = serde_json::from_slice(bytes)?;
+        Envelope::from_value(&value)
+    }
+
+    /// Builds an envelope from an already parsed JSON value, leniently and bounded.
+    pub fn from_value(value: &Value) -> Result<Envelope, EnvelopeError> {
+        let obj = value.as_object().ok_or(EnvelopeError::NotAnObject)?;
+        let items = obj
+            .get("items")
+            .and_then(Value::as_array)
+            .ok_or(EnvelopeError::MissingItems)?;
+        let mut b = Bounder::default();
+        let mut env = Envelope {
+            invocation_id: b.short_str(obj.get("invocation_id")),
+            generation: obj.get("generation").and_then(as_u64),
+            active_generation: obj.get("active_generation").and_then(as_u64),
+            phase: obj
+                .get("phase")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            occurred_at: obj
+                .get("occurred_at")
+                .and_then(Value::as_str)
+                .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+                .map(|d| d.with_timezone(&Utc)),
+            provider_id: b.short_str(obj.get("provider_id")),
+            model_id: b.short_str(obj.get("model_id")),
+            agent: b.short_str(obj.get("agent")),
+            cancel_requested: obj
+                .get("cancel_requested")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            effects: obj.get("effects").map(parse_effects).unwrap_or_default(),
+            ..Envelope::default()
+        };
+        if items.len() > MAX_ITEMS {
+            b.truncated = true;
+        }
+        for item in items.iter().take(MAX_ITEMS) {
+            if let Some(parsed) = parse_item(item, &mut b, &mut env.derived) {
+                env.items.push(parsed);
+            }
+        }
+        env.truncated = b.truncated;
+        Ok(env)
+    }
+
+    /// True when `generation` and `active_generation` are both given and differ.
+    pub fn is_stale(&self) -> bool {
+        matches!((self.generation, self.active_generation), (Some(g), Some(a)) if g != a)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Envelope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        Envelope::from_value(&v).map_err(serde::de::Error::custom)
+    }
+}
+
+fn as_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn as_i64(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn parse_effects(v: &Value) -> Effects {
+    let flag = |k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+    Effects {
+        assistant_output: flag("assistant_output"),
+        tool_activity: flag("tool_activity"),
+        partial_result: flag("partial_result"),
+        prompt_delivery: v
+            .get("prompt_delivery")
+            .and_then(|d| serde_json::from_value(d.clone()).ok())
+            // An unreadable delivery value is not evidence of non-delivery: fail closed.
+            .unwrap_or(if v.get("prompt_delivery").is_some() {
+                PromptDelivery::Ambiguous
+            } else {
+                PromptDelivery::NotSent
+            }),
+    }
+}
+
+/// Applies bounds and remembers whether it cut anything.
+#[derive(Default)]
+struct Bounder {
+    truncated: bool,
+}
+
+impl Bounder {
+    fn cut(&mut self, s: &str, max: usize) -> String {
+        if s.len() <= max {
+            return s.to_owned();
+        }
+        self.truncated = true;
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s[..end].to_owned()
+    }
+
+    fn short_str(&mut self, v: Option<&Value>) -> Option<String> {
+        match v? {
+            Value::String(s) => Some(self.cut(s, MAX_SHORT_BYTES)),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Text of a value: a string as is, anything else as compact JSON; bounded.
+    fn text(&mut self, v: &Value, max: usize) -> String {
+        match v {
+            Value::String(s) => self.cut(s, max),
+            other => {
+                let s = other.to_string();
+                self.cut(&s, max)
+            }
+        }
+    }
+
+    /// A JSON value kept whole if its serialization fits, else reduced to its bounded text.
+    fn json(&mut self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(self.cut(s, MAX_TEXT_BYTES)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+            _ => {
+                let s = v.to_string();
+                if s.len() <= MAX_TEXT_BYTES {
+                    v.clone()
+                } else {
+                    Value::String(self.cut(&s, MAX_TEXT_BYTES))
+                }
+            }
+        }
+    }
+}
+
+fn parse_item(item: &Value, b: &mut Bounder, derived: &mut DerivedEffects) -> Option<EvidenceItem> {
+    let obj = item.as_object()?;
+    match obj.get("kind").and_then(Value::as_str)? {
+        "http" => Some(EvidenceItem::Http(parse_http(obj, b))),
+        "acp_error" => Some(EvidenceItem::AcpError(parse_acp_error(obj, b))),
+        "acp_updates" => Some(EvidenceItem::AcpUpdates(parse_updates(obj, b, derived))),
+        "stderr" => Some(EvidenceItem::Stderr(parse_stderr(obj, b))),
+        "process_exit" => Some(EvidenceItem::ProcessExit(ProcessExitEvidence {
+            code: obj.get("code").and_then(as_i64),
+            signal: obj.get("signal").and_then(signal_name),
+        })),
+        // An unknown kind from a newer adapter is ignored, but not silently.
+        _ => {
+            b.truncated = true;
+            None
+        }
+    }
+}
+
+fn parse_http(obj: &Map<String, Value>, b: &mut Bounder) -> HttpEvidence {
+    let mut headers = BTreeMap::new();
+    if let Some(h) = obj.get("headers").and_then(Value::as_object) {
+        if h.len() > MAX_HEADERS {
+            b.truncated = true;
+        }
+        for (name, value) in h.iter().take(MAX_HEADERS) {
+            let value = match value {
+                Value::String(s) => b.cut(s, MAX_SHORT_BYTES),
+                Value::Number(n) => n.to_string(),
+                // Some clients give repeated headers as a list; the first one counts.
+                Value::Array(a) => match a.first() {
+                    Some(Value::String(s)) => b.cut(s, MAX_SHORT_BYTES),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            let name = b.cut(&name.to_ascii_lowercase(), MAX_SHORT_BYTES);
+            headers.insert(name, value);
+        }
+    }
+    HttpEvidence {
+        status: obj
+            .get("status")
+            .and_then(as_u64)
+            .and_then(|s| u16::try_from(s).ok()),
+        headers,
+        body: obj
+            .get("body")
+            .filter(|v| !v.is_null())
+            .map(|v| b.text(v, MAX_TEXT_BYTES)),
+    }
+}
+
+fn parse_acp_error(obj: &Map<String, Value>, b: &mut Bounder) -> AcpErrorEvidence {
+    AcpErrorEvidence {
+        code: obj.get("code").and_then(as_i64),
+        message: obj
+            .get("message")
+            .filter(|v| !v.is_null())
+            .map(|v| b.text(v, MAX_TEXT_BYTES)),
+        data: obj.get("data").filter(|v| !v.is_null()).map(|v| b.json(v)),
+    }
+}
+
+fn parse_updates(
+    obj: &Map<String, Value>,
+    b: &mut Bounder,
+    derived: &mut DerivedEffects,
+) -> AcpUpdatesEvidence {
+    let mut out = AcpUpdatesEvidence::default();
+    let updates = obj
+        .get("updates")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if updates.len() > MAX_UPDATES {
+        b.truncated = true;
+    }
+    for (i, raw) in updates.iter().enumerate() {
+        // Accept both the bare update and the whole `session/update` params object.
+        let u = raw.get("update").filter(|u| u.is_object()).unwrap_or(raw);
+        let Some(kind) = u.get("sessionUpdate").and_then(Value::as_str) else {
+            continue;
+        };
+        let update = match kind {
+            "agent_message_chunk" | "agent_thought_chunk" => {
+                derived.delivered = true;
+                let text = content_text(u.get("content"));
+                let text = b.cut(&text, MAX_TEXT_BYTES);
+                if kind == "agent_message_chunk" {
+                    AcpUpdate::AgentMessageChunk { text }
+                } else {
+                    AcpUpdate::AgentThoughtChunk { text }
+                }
+            }
+            "tool_call" | "tool_call_update" => {
+                derived.delivered = true;
+                derived.tool_activity = true;
+                AcpUpdate::ToolCall {
+                    status: u
+                        .get("status")
+                        .and_then(Value::as_str)
+                        .map(|s| b.cut(s, MAX_SHORT_BYTES)),
+                }
+            }
+            // The user's own echoed prompt proves nothing about the agent.
+            "user_message_chunk" => continue,
+            other => {
+                derived.delivered = true;
+                AcpUpdate::Other {
+                    name: b.cut(other, MAX_SHORT_BYTES),
+                }
+            }
+        };
+        if i < MAX_UPDATES {
+            out.updates.push(update);
+        }
+    }
+    if let Some(r) = obj.get("prompt_result").filter(|v| !v.is_null()) {
+        derived.delivered = true;
+        out.stop_reason = r
+            .get("stopReason")
+            .or_else(|| r.get("stop_reason"))
+            .and_then(Value::as_str)
+            .map(|s| b.cut(s, MAX_SHORT_BYTES));
+    }
+    if let Some(e) = obj.get("prompt_error").and_then(Value::as_object) {
+        out.prompt_error = Some(parse_acp_error(e, b));
+    }
+    out
+}
+
+/// The text of an ACP content block (or a list of them).
+fn content_text(c: Option<&Value>) -> String {
+    match c {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(o)) => o
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| content_text(Some(x)))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+fn parse_stderr(obj: &Map<String, Value>, b: &mut Bounder) -> StderrEvidence {
+    let mut lines: Vec<&str> = Vec::new();
+    match obj.get("lines") {
+        Some(Value::Array(a)) => lines.extend(a.iter().filter_map(Value::as_str)),
+        Some(Value::String(s)) => lines.extend(s.lines()),
+        _ => {}
+    }
+    if let Some(Value::String(s)) = obj.get("text") {
+        lines.extend(s.lines());
+    }
+    // A single "line" holding many lines is split, so each is matched on its own.
+    let mut split: Vec<&str> = lines.iter().flat_map(|l| l.lines()).collect();
+    if split.len() > MAX_LINES {
+        b.truncated = true;
+        split.drain(..split.len() - MAX_LINES);
+    }
+    StderrEvidence {
+        lines: split
+            .into_iter()
+            .map(|l| b.cut(l, MAX_LINE_BYTES))
+            .filter(|l| !l.trim().is_empty())
+            .collect(),
+    }
+}
+
+fn signal_name(v: &Value) -> Option<String> {
+    const NAMES: [(i64, &str); 15] = [
+        (1, "SIGHUP"),
+        (2, "SIGINT"),
+        (3, "SIGQUIT"),
+        (4, "SIGILL"),
+        (6, "SIGABRT"),
+        (7, "SIGBUS"),
+        (8, "SIGFPE"),
+        (9, "SIGKILL"),
+        (11, "SIGSEGV"),
+        (13, "SIGPIPE"),
+        (14, "SIGALRM"),
+        (15, "SIGTERM"),
+        (10, "SIGUSR1"),
+        (12, "SIGUSR2"),
+        (24, "SIGXCPU"),
+    ];
+    match v {
+        Value::Number(n) => {
+            let n = n.as_i64()?;
+            Some(
+                NAMES
+                    .iter()
+                    .find(|(k, _)| *k == n)
+                    .map_or_else(|| format!("SIG{n}"), |(_, s)| (*s).to_owned()),
+            )
+        }
+        Value::String(s) => {
+            let s = s.trim().to_ascii_uppercase();
+            if s.is_empty() || s.len() > 16 {
+                return None;
+            }
+            Some(if s.starts_with("SIG") {
+                s
+            } else {
+                format!("SIG{s}")
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odd_field_types_are_read_leniently() {
+        let env = Envelope::parse(
+            br#"{"generation":"3","items":[{"kind":"http","status":"429","headers":{"Retry-After":20}},
+                {"kind":"process_exit","code":"127","signal":15}]}"#,
+        )
+        .expect("parses");
+        assert_eq!(env.generation, Some(3));
+        let EvidenceItem::Http(h) = &env.items[0] else {
+            panic!("http first")
+        };
+        assert_eq!(h.status, Some(429));
+        assert_eq!(h.headers.get("retry-after").map(String::as_str), Some("20"));
+        let EvidenceItem::ProcessExit(p) = &env.items[1] else {
+            panic!("exit second")
+        };
+        assert_eq!(p.code, Some(127));
+        assert_eq!(p.signal.as_deref(), Some("SIGTERM"));
+        assert!(!env.truncated);
+    }
+
+    #[test]
+    fn oversize_text_is_cut_and_recorded() {
+        let body = "x".repeat(MAX_TEXT_BYTES + 10);
+        let json = serde_json::json!({"items":[{"kind":"http","status":500,"body":body}]});
+        let env = Envelope::from_value(&json).expect("parses");
+        assert!(env.truncated);
+        let EvidenceItem::Http(h) = &env.items[0] else {
+            panic!("http")
+        };
+        assert_eq!(h.body.as_ref().map(String::len), Some(MAX_TEXT_BYTES));
+    }
+
+    #[test]
+    fn cutting_never_splits_a_character() {
+        let body = "é".repeat(MAX_TEXT_BYTES);
+        let json = serde_json::json!({"items":[{"kind":"stderr","lines":[body]}]});
+        let env = Envelope::from_value(&json).expect("parses");
+        let EvidenceItem::Stderr(s) = &env.items[0] else {
+            panic!("stderr")
+        };
+        assert!(s.lines[0].len() <= MAX_LINE_BYTES);
+        assert!(env.truncated);
+    }
+
+    #[test]
+    fn too_large_input_is_an_error_not_a_silent_cut() {
+        let big = vec![b' '; MAX_ENVELOPE_BYTES + 1];
+        assert!(matches!(
+            Envelope::parse(&big),
+            Err(EnvelopeError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn tool_calls_beyond_the_update_bound_still_count_as_effects() {
+        let mut updates: Vec<Value> = (0..MAX_UPDATES + 5)
+            .map(|_| serde_json::json!({"sessionUpdate":"plan","entries":[]}))
+            .collect();
+        updates.push(serde_json::json!({"sessionUpdate":"tool_call","toolCallId":"t1"}));
+        let json = serde_json::json!({"items":[{"kind":"acp_updates","updates":updates}]});
+        let env = Envelope::from_value(&json).expect("parses");
+        assert!(env.derived.tool_activity);
+        assert!(env.truncated);
+    }
+
+    #[test]
+    fn missing_items_is_an_error() {
+        assert!(matches!(Envelope::parse(b"{}"), Err(EnvelopeError::MissingItems)));
+        assert!(matches!(Envelope::parse(b"[]"), Err(EnvelopeError::NotAnObject)));
+    }
+
+    #[test]
+    fn stale_needs_both_generations_and_a_difference() {
+        let mut env = Envelope::default();
+        assert!(!env.is_stale());
+        env.generation = Some(2);
+        assert!(!env.is_stale());
+        env.active_generation = Some(3);
+        assert!(env.is_stale());
+        env.active_generation = Some(2);
+        assert!(!env.is_stale());
+    }
+}

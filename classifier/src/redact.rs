@@ -1,0 +1,276 @@
+//! Redaction: what may leave the classifier as `safe_excerpt`.
+//!
+//! Excerpts reach the database, the API and the UI, so they are redacted *before* they are
+//! cut: at most [`REDACT_WINDOW_BYTES`] of the evidence is redacted, whitespace is collapsed,
+//! and the result is cut to [`MAX_EXCERPT_CHARS`]. Removed: API keys and tokens of every
+//! common shape, bearer/basic credentials, JWTs, e-mail addresses, URL query strings, values
+//! of secret-looking keys, organisation/account/project/user IDs, UUIDs, long digit runs
+//! (account numbers), long hex blobs and home-directory user names. Each becomes
+//! `[redacted]`; a URL keeps its scheme, host and path. One `regex` alternation does the work,
+//! in linear time.
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+/// The longest excerpt, in characters.
+pub const MAX_EXCERPT_CHARS: usize = 240;
+/// How much evidence is redacted before the excerpt is cut.
+pub const REDACT_WINDOW_BYTES: usize = 4096;
+
+const MARK: &str = "[redacted]";
+
+/// The secret shapes, most specific first (the alternation is leftmost-first).
+const PATTERNS: &[&str] = &[
+    // URLs: the query string goes, the path stays (it is redacted by the patterns below).
+    r#"(?i)(?P<url>\bhttps?://[^\s"'<>?#]+)\?[^\s"'<>]*"#,
+    // Credentials in headers and key/value text: keep the key, drop the value.
+    r#"(?i)\b(?:bearer|basic|token)\s+[A-Za-z0-9._~+/=\-]{12,}"#,
+    concat!(
+        r#"(?i)(?P<key>(?:["']?\b(?:x-api-key|x-goog-api-key|api[_-]?key|apikey|access[_-]?token|refresh[_-]?token"#,
+        r#"|id[_-]?token|client[_-]?secret|secret[_-]?key|aws_secret_access_key|aws_session_token|password"#,
+        r#"|passwd|authorization|session[_-]?token|private[_-]?key"#,
+        r#"|(?:organi[sz]ation|org|account|project|tenant|subscription|customer|user)[_ -]?(?:id|number))"#,
+        r#"["']?\s*[:=]\s*)+)(?:(?:bearer|basic|token)\s+)?["']?[^\s"',;}\-][^\s"',;}]{3,}"#,
+    ),
+    // JWTs.
+    r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
+    // Provider keys and tokens.
+    r"\bsk-(?:ant|proj|or|svcacct|admin)-[A-Za-z0-9_\-]{8,}",
+    r"\bsk-[A-Za-z0-9_\-]{16,}",
+    r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}",
+    r"\bAIza[0-9A-Za-z_\-]{20,}",
+    r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{12,}",
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+    r"\bxox[abposre]-[A-Za-z0-9\-]{10,}",
+    r"\bglpat-[A-Za-z0-9_\-]{16,}",
+    r"\bgsk_[A-Za-z0-9]{20,}",
+    r"\bhf_[A-Za-z0-9]{20,}",
+    r"\bxai-[A-Za-z0-9]{20,}",
+    r"\bpplx-[A-Za-z0-9]{20,}",
+    r"\br8_[A-Za-z0-9]{20,}",
+    r"\bnpm_[A-Za-z0-9]{20,}",
+    r"\bpypi-[A-Za-z0-9_\-]{20,}",
+    r"\bya29\.[A-Za-z0-9_\-]{10,}",
+    r"\b1//[0-9A-Za-z_\-]{20,}",
+    r"\bAccountKey=[A-Za-z0-9+/=]{10,}",
+    r"\b(?:SharedAccessSignature|sig)=[A-Za-z0-9%+/=]{10,}",
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    // E-mail addresses.
+    r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b",
+    // Organisation, account, project and user identifiers.
+    r"\b(?:org|user|proj|acct|project|workspace|team|cus|sub)[-_][A-Za-z0-9]{10,}\b",
+    r"(?i)\b(?P<coll>projects|organizations|folders|billingAccounts|accounts|subscriptions|tenants)/[^/\s'\x22,)]+",
+    r"\barn:aws[a-z\-]*:[A-Za-z0-9\-]*:[A-Za-z0-9\-]*:[0-9]{12}:[^\s'\x22,]*",
+    r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
+    r"\b[0-9]{11,}\b",
+    r"(?i)\b[0-9a-f]{32,}\b",
+    // Request IDs carry no secret but identify an account's traffic; they go too.
+    r"\breq_[A-Za-z0-9]{10,}",
+    // Home directories name the user.
+    r"(?P<home>/Users/|/home/|C:\\Users\\)[^/\\\s'\x22]+",
+];
+
+static SECRETS: OnceLock<Regex> = OnceLock::new();
+
+/// The patterns are constants of this module, covered by its tests.
+#[allow(clippy::expect_used)]
+fn secrets() -> &'static Regex {
+    SECRETS.get_or_init(|| {
+        // Each pattern in its own group, so an inline flag like `(?i)` stays inside it.
+        let joined = PATTERNS
+            .iter()
+            .map(|p| format!("(?:{p})"))
+            .collect::<Vec<_>>()
+            .join("|");
+        Regex::new(&joined).expect("redaction patterns compile")
+    })
+}
+
+/// Replaces every secret shape in `text` with `[redacted]` (URLs keep scheme, host and path).
+pub fn redact(text: &str) -> String {
+    secrets()
+        .replace_all(text, |caps: &regex::Captures<'_>| {
+            if let Some(url) = caps.name("url") {
+                // Keep the URL up to its query; identifiers inside the path go too.
+                return format!("{}?{MARK}", redact(url.as_str()));
+            }
+            if let Some(key) = caps.name("key") {
+                return format!("{}{MARK}", key.as_str());
+            }
+            if let Some(coll) = caps.name("coll") {
+                return format!("{}/{MARK}", coll.as_str());
+            }
+            if let Some(home) = caps.name("home") {
+                return format!("{}{MARK}", home.as_str());
+            }
+            MARK.to_owned()
+        })
+        .into_owned()
+}
+
+/// The bounded, redacted excerpt of a piece of evidence.
+pub fn safe_excerpt(text: &str) -> String {
+    let mut end = text.len().min(REDACT_WINDOW_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let redacted = redact(&text[..end]);
+    let collapsed = redacted.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.chars().count() <= MAX_EXCERPT_CHARS {
+        return collapsed;
+    }
+    let mut out: String = collapsed.chars().take(MAX_EXCERPT_CHARS - 1).collect();
+    out.push('…');
+    out
+}
+
+/// A provider or model ID as given, if it looks like an identifier; otherwise redacted.
+pub(crate) fn identifier(s: &str) -> String {
+    let plain = s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/' | b':' | b'@'));
+    if plain && redact(s) == s {
+        s.to_owned()
+    } else {
+        MARK.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Secret shapes (all synthetic): the text, and the part of it that must never survive.
+    const CORPUS: &[(&str, &str)] = &[
+        ("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-abcdefghijklmnop", "AbCdEfGhIjKlMnOpQrSt"),
+        ("sk-ant-admin01-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "ZyXwVuTsRqPoNmLkJiHg"),
+        ("sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcdefGHIJ", "AbCdEfGhIjKlMnOpQrSt"),
+        ("sk-svcacct-AbCdEfGhIjKlMnOpQrStUvWxYz012345", "AbCdEfGhIjKlMnOpQrSt"),
+        ("sk-or-v1-0123456789abcdef0123456789abcdef0123456789abcdef", "0123456789abcdef0123"),
+        ("sk-AbCdEfGhIjKlMnOpQrStT3BlbkFJuVwXyZ0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("sk-0123456789abcdef0123456789abcdef", "0123456789abcdef0123"),
+        ("sk_live_AbCdEfGhIjKlMnOpQrSt1234", "AbCdEfGhIjKlMnOpQrSt"),
+        ("rk_test_AbCdEfGhIjKlMnOpQrSt1234", "AbCdEfGhIjKlMnOpQrSt"),
+        ("AIzaSyAbCdEfGhIjKlMnOpQrStUvWxYz0123456", "SyAbCdEfGhIjKlMnOpQr"),
+        ("AKIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+        ("ASIAZXCVBNMASDFGHJKL", "ZXCVBNMASDFGHJKL"),
+        ("ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("gho_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("ghu_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("ghs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("github_pat_11ABCDEFG0123456789_AbCdEfGhIjKlMnOpQrStUvWxYz", "11ABCDEFG0123456789"),
+        ("xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrSt"),
+        ("xoxp-123456789012-AbCdEfGhIjKlMnOp", "AbCdEfGhIjKlMnOp"),
+        ("glpat-AbCdEfGhIjKlMnOpQrSt", "AbCdEfGhIjKlMnOpQrSt"),
+        ("gsk_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz01234", "AbCdEfGhIjKlMnOpQrSt"),
+        ("xai-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("pplx-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("r8_AbCdEfGhIjKlMnOpQrStUvWxYz01234", "AbCdEfGhIjKlMnOpQrSt"),
+        ("npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt"),
+        ("pypi-AgEIcHlwaS5vcmcCJDAbCdEfGhIjKlMnOp", "AgEIcHlwaS5vcmcCJDAb"),
+        ("ya29.a0AfH6SMBAbCdEfGhIjKlMnOpQrStUvWxYz", "a0AfH6SMBAbCdEfGhIjK"),
+        ("1//0gAbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "0gAbCdEfGhIjKlMnOpQr"),
+        (
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+            "SflKxwRJSMeKKF2QT4fw",
+        ),
+        ("Bearer abcDEF0123456789ghiJKLmnopQRSTuv", "abcDEF0123456789ghiJ"),
+        ("Basic dXNlcjpwYXNzd29yZDEyMzQ1Ng==", "dXNlcjpwYXNzd29yZDEy"),
+        ("api_key=ZXCVBNMASDFGHJKLQWERTY123", "ZXCVBNMASDFGHJKLQWER"),
+        ("\"x-api-key\": \"p4ssw0rdLikeValue9876\"", "p4ssw0rdLikeValue9876"),
+        ("password=hunter2hunter2", "hunter2hunter2"),
+        ("client_secret: GOCSPX-AbCdEfGhIjKlMnOp", "GOCSPX-AbCdEfGhIjKlMnOp"),
+        ("AccountKey=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789+/==", "AbCdEfGhIjKlMnOpQrSt"),
+        ("alice.smith@example.com", "alice.smith"),
+        ("org-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrSt"),
+        ("user-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrSt"),
+        ("proj_AbCdEfGhIjKlMnOpQrSt", "AbCdEfGhIjKlMnOpQrSt"),
+        ("projects/my-secret-project-4711", "my-secret-project-4711"),
+        ("organizations/883377112233", "883377112233"),
+        ("account 123456789012 is suspended", "123456789012"),
+        ("arn:aws:bedrock:us-east-1:123456789012:inference-profile/abc", "123456789012"),
+        ("3f2b9c4e-8d7a-4b1c-9e6f-0a1b2c3d4e5f", "3f2b9c4e-8d7a"),
+        ("0123456789abcdef0123456789abcdef", "0123456789abcdef0123"),
+        ("https://api.example.com/v1/chat?key=AIzaSecretQuery&user=bob", "AIzaSecretQuery"),
+        ("organization_id: 7d2c1a9e88", "7d2c1a9e88"),
+        ("/Users/alicesmith/project", "alicesmith"),
+        ("/home/bobjones/.config", "bobjones"),
+        ("req_011CVAbCdEfGhIjKlMn", "011CVAbCdEfGhIjKlMn"),
+        ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----", "MIIEvQIBADANBgkqhkiG"),
+    ];
+
+    #[test]
+    fn corpus_has_at_least_forty_shapes() {
+        assert!(CORPUS.len() >= 40, "{}", CORPUS.len());
+    }
+
+    #[test]
+    fn no_secret_in_the_corpus_survives_redaction_in_any_context() {
+        let contexts = [
+            "{}",
+            "Error: 401 {{\"error\":{{\"message\":\"Incorrect API key provided: {}\"}}}}",
+            "header Authorization: {} rejected",
+            "see ({}) for details",
+            "'{}',",
+            "line one\nkey={}\nline three",
+        ];
+        let mut leaks = Vec::new();
+        for (secret, core) in CORPUS {
+            for ctx in contexts {
+                let text = ctx
+                    .replacen("{}", secret, 1)
+                    .replace("{{", "{")
+                    .replace("}}", "}");
+                for out in [redact(&text), safe_excerpt(&text)] {
+                    if out.contains(core) {
+                        leaks.push(format!("{secret:?} in {ctx:?} -> {out:?}"));
+                    }
+                }
+            }
+        }
+        assert!(leaks.is_empty(), "{} leak(s):\n{}", leaks.len(), leaks.join("\n"));
+    }
+
+    #[test]
+    fn urls_keep_their_host_and_path() {
+        assert_eq!(
+            redact("see https://docs.anthropic.com/en/api/rate-limits?ref=abc for more"),
+            "see https://docs.anthropic.com/en/api/rate-limits?[redacted] for more"
+        );
+        assert_eq!(
+            redact("https://console.anthropic.com/settings/billing"),
+            "https://console.anthropic.com/settings/billing"
+        );
+    }
+
+    #[test]
+    fn ordinary_error_text_is_kept() {
+        let t = "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";
+        assert_eq!(redact(t), t);
+        let t =
+            "Rate limit reached for gpt-4o in organization [redacted] on tokens per min (TPM): Limit 30000";
+        assert_eq!(redact(t), t);
+    }
+
+    #[test]
+    fn excerpts_are_bounded_and_collapse_whitespace() {
+        let long = "word ".repeat(500);
+        let e = safe_excerpt(&long);
+        assert_eq!(e.chars().count(), MAX_EXCERPT_CHARS);
+        assert!(e.ends_with('…'));
+        assert_eq!(safe_excerpt("a\n\n  b\tc"), "a b c");
+    }
+
+    #[test]
+    fn identifiers_pass_unless_they_look_secret() {
+        assert_eq!(identifier("claude-sonnet-4-5"), "claude-sonnet-4-5");
+        assert_eq!(
+            identifier("anthropic.claude-3-5-sonnet-20241022-v2:0"),
+            "anthropic.claude-3-5-sonnet-20241022-v2:0"
+        );
+        assert_eq!(identifier("sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWx"), "[redacted]");
+        assert_eq!(identifier("has space"), "[redacted]");
+    }
+}
