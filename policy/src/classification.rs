@@ -163,15 +163,17 @@ impl Gate {
     }
 }
 
-mod code_or_unclassified {
+/// Spells a missing code as `"unclassified"` (contract 2); shared by every wire type that
+/// carries a code.
+pub(crate) mod code_or_unclassified {
     use crate::class::SemanticCode;
     use serde::{de::Error as _, Deserialize, Deserializer, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(code: &Option<SemanticCode>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(code: &Option<SemanticCode>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(code.map_or("unclassified", SemanticCode::as_str))
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SemanticCode>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SemanticCode>, D::Error> {
         let s = std::borrow::Cow::<str>::deserialize(d)?;
         if s == "unclassified" {
             return Ok(None);

@@ -1,0 +1,81 @@
+//! Backend-owned limits of the policy contract, as named constants.
+//!
+//! The server validates against these and the browser validates against the very same values,
+//! compiled from the same crate, so the two can never disagree about what is allowed. Changing
+//! one of them is a contract change: stored documents and persisted route snapshots are
+//! re-validated against them when they are read back.
+
+/// The only policy document version this crate reads and writes.
+pub const POLICY_DOCUMENT_VERSION: u64 = 1;
+
+/// Smallest `retry.max_retries` accepted while retry is enabled.
+pub const MIN_MAX_RETRIES: u32 = 1;
+/// Largest `retry.max_retries` accepted while retry is enabled.
+pub const MAX_MAX_RETRIES: u32 = 10;
+
+/// Smallest `retry.initial_interval_seconds` accepted while retry is enabled (1 s).
+pub const MIN_INITIAL_INTERVAL_SECONDS: u64 = 1;
+/// Largest `retry.initial_interval_seconds` accepted while retry is enabled (1 h).
+pub const MAX_INITIAL_INTERVAL_SECONDS: u64 = 3_600;
+
+/// Every computed retry delay is capped here (24 h), whatever the ordinal.
+pub const MAX_RETRY_DELAY_SECONDS: u64 = 86_400;
+
+/// Smallest `wait_for_reset.max_wait_seconds` accepted while reset waiting is enabled (1 s).
+pub const MIN_MAX_WAIT_SECONDS: u64 = 1;
+/// Largest `wait_for_reset.max_wait_seconds` accepted while reset waiting is enabled (7 days).
+pub const MAX_MAX_WAIT_SECONDS: u64 = 604_800;
+
+/// A dynamic profile has at least one candidate...
+pub const MIN_CANDIDATES: usize = 1;
+/// ...and at most this many, which bounds every per-route and per-document loop.
+pub const MAX_CANDIDATES: usize = 32;
+/// Longest candidate id, in characters.
+pub const MAX_CANDIDATE_ID_CHARS: usize = 128;
+
+/// New candidates: retry disabled (stored as zeros)...
+pub const DEFAULT_RETRY_ENABLED: bool = false;
+/// ...reset waiting disabled (stored as zero)...
+pub const DEFAULT_WAIT_FOR_RESET_ENABLED: bool = false;
+/// ...and skip to the next candidate (the legacy generic `try_next` behaviour, no hidden delay).
+pub const DEFAULT_ON_EXHAUSTED: crate::document::OnExhausted = crate::document::OnExhausted::Skip;
+
+/// Values the UI pre-fills when a person switches retry on (a sensible start, not a default
+/// of the stored document, which keeps retry off).
+pub const SUGGESTED_MAX_RETRIES: u32 = 3;
+/// See [`SUGGESTED_MAX_RETRIES`].
+pub const SUGGESTED_INITIAL_INTERVAL_SECONDS: u64 = 5;
+/// Value the UI pre-fills when a person switches reset waiting on (5 min).
+pub const SUGGESTED_MAX_WAIT_SECONDS: u64 = 300;
+
+/// Legacy `retry_same`: exactly one same-candidate retry...
+pub const LEGACY_RETRY_SAME_MAX_RETRIES: u32 = 1;
+/// ...after 5 seconds, then `stop`.
+pub const LEGACY_RETRY_SAME_INITIAL_INTERVAL_SECONDS: u64 = 5;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_the_spec_numbers() {
+        assert_eq!((MIN_MAX_RETRIES, MAX_MAX_RETRIES), (1, 10));
+        assert_eq!(
+            (MIN_INITIAL_INTERVAL_SECONDS, MAX_INITIAL_INTERVAL_SECONDS),
+            (1, 60 * 60)
+        );
+        assert_eq!(MAX_RETRY_DELAY_SECONDS, 24 * 60 * 60);
+        assert_eq!(
+            (MIN_MAX_WAIT_SECONDS, MAX_MAX_WAIT_SECONDS),
+            (1, 7 * 24 * 60 * 60)
+        );
+    }
+
+    #[test]
+    fn suggested_values_are_inside_the_limits() {
+        assert!((MIN_MAX_RETRIES..=MAX_MAX_RETRIES).contains(&SUGGESTED_MAX_RETRIES));
+        assert!((MIN_INITIAL_INTERVAL_SECONDS..=MAX_INITIAL_INTERVAL_SECONDS)
+            .contains(&SUGGESTED_INITIAL_INTERVAL_SECONDS));
+        assert!((MIN_MAX_WAIT_SECONDS..=MAX_MAX_WAIT_SECONDS).contains(&SUGGESTED_MAX_WAIT_SECONDS));
+    }
+}
