@@ -63,6 +63,7 @@ pub const BUILTIN_SOURCES: &[(&str, &str)] = &[
         "process.toml",
         include_str!("../../fixtures/catalogue/process.toml"),
     ),
+    ("http.toml", include_str!("../../fixtures/catalogue/http.toml")),
     (
         "not-provider.toml",
         include_str!("../../fixtures/catalogue/not-provider.toml"),
@@ -389,7 +390,11 @@ impl Rule {
             .as_ref()
             .and_then(|r| r.find(&ctx.signal.text))
             .map(|m| m.start());
-        lits.chain(re).min()
+        // A rule that matched on JSON alone points at the JSON in the text.
+        let json = (!self.json.is_empty() || !self.json_contains.is_empty())
+            .then(|| ctx.signal.text.find(['{', '[']))
+            .flatten();
+        lits.chain(re).chain(json).min()
     }
 }
 

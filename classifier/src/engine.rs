@@ -128,6 +128,19 @@ fn embedded_json(text: &str) -> Option<Value> {
         .filter(Value::is_object)
 }
 
+/// Every string value inside a JSON value, in document order (bounded depth).
+fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|x| leaf_strings(x, out, depth + 1)),
+        Value::Object(o) => o.values().for_each(|x| leaf_strings(x, out, depth + 1)),
+        _ => {}
+    }
+}
+
 /// What a rule sees while matching one signal.
 pub(crate) struct MatchCtx<'a> {
     pub(crate) envelope: &'a Envelope,
@@ -228,16 +241,15 @@ fn signals(env: &Envelope) -> Vec<Signal<'_>> {
 }
 
 fn acp_error_signal(e: &AcpErrorEvidence) -> Signal<'_> {
+    // The text is the message plus every string inside `data`: adapters nest the agent's own
+    // error text (often itself JSON) in `data.details`, and rules read it as text.
     let mut text = e.message.clone().unwrap_or_default();
-    match &e.data {
-        Some(Value::String(d)) => {
+    if let Some(d) = &e.data {
+        let mut strings = Vec::new();
+        leaf_strings(d, &mut strings, 0);
+        for s in strings {
             text.push('\n');
-            text.push_str(d);
-        }
-        Some(Value::Null) | None => {}
-        Some(d) => {
-            text.push('\n');
-            text.push_str(&d.to_string());
+            text.push_str(s);
         }
     }
     let mut s = Signal::new(SignalKind::AcpError, Cow::Owned(text));

@@ -49,8 +49,11 @@ pub(crate) enum TimingExtractor {
     TextClock,
     /// "limit reached|1767225600" (epoch seconds after a bar).
     EpochSuffix,
-    /// An RFC 3339 timestamp with an offset after "reset"/"until"/"after".
+    /// An RFC 3339 timestamp with an offset after "reset"/"until"/"after", or
+    /// "on 2026-04-01 at 00:00 UTC".
     TextTimestamp,
+    /// `resets_in_seconds` (relative) or `resets_at` (epoch seconds) in a JSON body.
+    JsonResetsAt,
 }
 
 impl TimingExtractor {
@@ -65,6 +68,7 @@ impl TimingExtractor {
             "text_clock" => TimingExtractor::TextClock,
             "epoch_suffix" => TimingExtractor::EpochSuffix,
             "text_timestamp" => TimingExtractor::TextTimestamp,
+            "json_resets_at" => TimingExtractor::JsonResetsAt,
             _ => return None,
         })
     }
@@ -102,7 +106,7 @@ impl TimingExtractor {
             TimingExtractor::TextDuration => {
                 let r = re(
                     &TEXT_DURATION,
-                    r"(?i)\b(?:try\s+again|retry(?:ing)?|resets?|reset|available(?:\s+again)?|wait)\s+(?:in|after)\s+",
+                    r"(?i)\b(?:(?:try\s+again|retry(?:ing)?|resets?|available(?:\s+again)?)\s+(?:in|after)|wait(?:\s+for)?)\s+",
                 );
                 let d = r
                     .find_iter(&s.text)
@@ -120,10 +124,23 @@ impl TimingExtractor {
                     &TEXT_TIMESTAMP,
                     r"(?i)\b(?:resets?|reset|until|after|at)\s+([0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}))",
                 );
-                let c = r.captures(&s.text)?;
-                let t = c.get(1)?.as_str().replace(' ', "T");
-                DateTime::parse_from_rfc3339(&t).ok()?.with_timezone(&Utc)
+                match r.captures(&s.text) {
+                    Some(c) => {
+                        let t = c.get(1)?.as_str().replace(' ', "T");
+                        DateTime::parse_from_rfc3339(&t).ok()?.with_timezone(&Utc)
+                    }
+                    None => {
+                        let c = re(
+                            &TEXT_UTC_DAY,
+                            r"\b([0-9]{4}-[0-9]{2}-[0-9]{2}) at ([0-9]{2}:[0-9]{2}) UTC\b",
+                        )
+                        .captures(&s.text)?;
+                        let t = format!("{}T{}:00Z", c.get(1)?.as_str(), c.get(2)?.as_str());
+                        DateTime::parse_from_rfc3339(&t).ok()?.with_timezone(&Utc)
+                    }
+                }
             }
+            TimingExtractor::JsonResetsAt => s.json_roots().find_map(|v| json_resets_at(v, base, 0))?,
         };
         validate(at, now)
     }
@@ -134,6 +151,7 @@ static TEXT_DURATION: OnceLock<Regex> = OnceLock::new();
 static TEXT_CLOCK: OnceLock<Regex> = OnceLock::new();
 static EPOCH_SUFFIX: OnceLock<Regex> = OnceLock::new();
 static TEXT_TIMESTAMP: OnceLock<Regex> = OnceLock::new();
+static TEXT_UTC_DAY: OnceLock<Regex> = OnceLock::new();
 
 /// These patterns are constants of this module, covered by its tests.
 #[allow(clippy::expect_used)]
@@ -312,6 +330,27 @@ impl DateTimeOrDelta {
             DateTimeOrDelta::At(t) => Some(t),
             DateTimeOrDelta::Delta(d) => base.checked_add_signed(d),
         }
+    }
+}
+
+/// Finds `resets_in_seconds` (preferred: no clock skew) or `resets_at` anywhere in a body.
+fn json_resets_at(v: &Value, base: DateTime<Utc>, depth: usize) -> Option<DateTime<Utc>> {
+    if depth > 12 {
+        return None;
+    }
+    let num = |x: &Value| x.as_i64().or_else(|| x.as_str()?.trim().parse().ok());
+    match v {
+        Value::Object(o) => {
+            if let Some(secs) = o.get("resets_in_seconds").and_then(num) {
+                return base.checked_add_signed(Duration::seconds(secs.clamp(-1, MAX_HINT_SECS * 2)));
+            }
+            if let Some(at) = o.get("resets_at").and_then(num) {
+                return DateTime::from_timestamp(at, 0);
+            }
+            o.values().find_map(|x| json_resets_at(x, base, depth + 1))
+        }
+        Value::Array(a) => a.iter().find_map(|x| json_resets_at(x, base, depth + 1)),
+        _ => None,
     }
 }
 
@@ -641,6 +680,14 @@ mod tests {
         assert_eq!(text_hint("text_duration", "try again in 20"), None);
         assert_eq!(text_hint("text_duration", "try again later"), None);
         assert_eq!(text_hint("text_duration", "resets in 45 days"), None);
+        assert_eq!(
+            text_hint("text_duration", "Please wait and try sending again later."),
+            None
+        );
+        assert_eq!(
+            text_hint("text_duration", "Please wait a moment before trying again."),
+            None
+        );
     }
 
     #[test]
