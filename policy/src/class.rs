@@ -33,6 +33,34 @@ impl ErrorClass {
     pub fn parse(s: &str) -> Option<ErrorClass> {
         ErrorClass::ALL.into_iter().find(|c| c.as_str() == s)
     }
+
+    /// The heading of the class's section in the policy form.
+    pub const fn label(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => "Transient errors",
+            ErrorClass::Hard => "Hard errors",
+        }
+    }
+
+    /// What the class means, in visible text under its heading (the spec's wording).
+    pub const fn describe(self) -> &'static str {
+        match self {
+            ErrorClass::Transient => {
+                "The provider, network, transport, or selected model is temporarily unable to serve the \
+                 request."
+            }
+            ErrorClass::Hard => {
+                "The selected account, subscription, credentials, provider configuration, or model cannot \
+                 continue without a longer reset or a change by you."
+            }
+        }
+    }
+
+    /// The registered codes of this class, in registry order: the concrete examples the form
+    /// lists (with [`SemanticCode::describe`]).
+    pub fn codes(self) -> impl Iterator<Item = SemanticCode> {
+        SemanticCode::ALL.into_iter().filter(move |c| c.class() == self)
+    }
 }
 
 impl fmt::Display for ErrorClass {
@@ -194,6 +222,16 @@ mod tests {
             );
         }
         assert_eq!(SemanticCode::ALL.len(), transient.len() + hard.len());
+    }
+
+    #[test]
+    fn every_code_is_listed_under_exactly_its_class() {
+        let listed: usize = ErrorClass::ALL.iter().map(|c| c.codes().count()).sum();
+        assert_eq!(listed, SemanticCode::ALL.len());
+        for class in ErrorClass::ALL {
+            assert!(class.codes().all(|c| c.class() == class));
+            assert!(!class.describe().is_empty() && !class.label().is_empty());
+        }
     }
 
     #[test]

@@ -733,15 +733,23 @@ fn num_from_value(value: &Value) -> Option<Num> {
     })
 }
 
+/// The integer a number stands for, when it is one (`3.0` is 3; `2.5` and NaN are none).
+fn integral(num: Num) -> Option<i128> {
+    match num {
+        Num::Int(i) => Some(i),
+        // `as` saturates, which only matters far outside every limit.
+        Num::Float(f) if f.is_finite() && f.fract() == 0.0 => Some(f as i128),
+        Num::Float(_) => None,
+    }
+}
+
 /// The one numeric check. `enabled` is `None` when the section's flag is itself invalid; then
 /// only the value's own shape is checked.
 fn check_number(field: NumberField, enabled: Option<bool>, num: Num) -> Result<u64, FieldError> {
-    let int = match num {
-        Num::Int(i) => i,
-        Num::Float(f) if !f.is_finite() => return Err(field.error(ValidationCode::NotFinite)),
-        Num::Float(f) if f.fract() != 0.0 => return Err(field.error(ValidationCode::NotInteger)),
-        // Integral and finite; `as` saturates, which only matters far outside every limit.
-        Num::Float(f) => f as i128,
+    let int = match (num, integral(num)) {
+        (_, Some(i)) => i,
+        (Num::Float(f), None) if !f.is_finite() => return Err(field.error(ValidationCode::NotFinite)),
+        _ => return Err(field.error(ValidationCode::NotInteger)),
     };
     if int < 0 {
         return Err(field.error(ValidationCode::Negative));
@@ -832,6 +840,22 @@ pub fn validate_class_policy(value: &Value, path: &str) -> Result<ValidatedClass
     let mut errs = Errors::default();
     let out = walk_class_policy(value, &Path(path.to_owned()), "class", &mut errs);
     errs.finish(out)
+}
+
+/// The path of a field of one class policy in a document, as validation errors spell it:
+/// `policy_path(1, ErrorClass::Hard, "retry.max_retries")` is
+/// `candidates[1].hard.retry.max_retries`; an empty `field` addresses the class policy itself.
+/// The UI uses it to put server errors on the right control.
+pub fn policy_path(candidate: usize, class: ErrorClass, field: &str) -> String {
+    let class_path = Path::root()
+        .key("candidates")
+        .index(candidate)
+        .key(class.as_str());
+    if field.is_empty() {
+        class_path.0
+    } else {
+        format!("{}.{field}", class_path.0)
+    }
 }
 
 /// Validates one candidate entry found at `path` (id and both class policies).
@@ -1017,9 +1041,9 @@ fn walk_document(value: &Value, errs: &mut Errors) -> Option<ValidatedPolicyDocu
             ValidationCode::Missing,
             format!("Version is required; the supported version is {POLICY_DOCUMENT_VERSION}."),
         ),
-        Some(v) => match num_from_value(v) {
-            Some(Num::Int(n)) if n == i128::from(POLICY_DOCUMENT_VERSION) => {}
-            Some(Num::Int(n)) => {
+        Some(v) => match num_from_value(v).and_then(integral) {
+            Some(n) if n == i128::from(POLICY_DOCUMENT_VERSION) => {}
+            Some(n) => {
                 errs.add(
                     &version_path,
                     ValidationCode::UnsupportedVersion,
@@ -1513,6 +1537,10 @@ mod tests {
             errors(&json!({"version": 1.5, "candidates": [] })).first(),
             Some(&e("version", ValidationCode::WrongType))
         );
+        assert_eq!(
+            errors(&json!({"version": 1.0, "candidates": [] })),
+            vec![e("candidates", ValidationCode::Empty)]
+        );
     }
 
     #[test]
@@ -1614,6 +1642,22 @@ mod tests {
                           "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"});
         let p: ValidatedClassPolicy = serde_json::from_value(good.clone()).unwrap();
         assert_eq!(serde_json::to_value(p).unwrap(), good);
+    }
+
+    #[test]
+    fn policy_paths_match_the_paths_of_errors() {
+        let v = doc(vec![
+            json!({"id": "a", "transient": off(), "hard": off()}),
+            json!({"id": "b", "transient": off(), "hard": policy((true, 0, 5), (false, 0), "skip")}),
+        ]);
+        let err = validate_document(&v).unwrap_err();
+        let path = policy_path(1, ErrorClass::Hard, &NumberField::MaxRetries.relative_path());
+        assert_eq!(path, "candidates[1].hard.retry.max_retries");
+        assert_eq!(err.at(&path).count(), 1);
+        assert_eq!(
+            policy_path(0, ErrorClass::Transient, ""),
+            "candidates[0].transient"
+        );
     }
 
     #[test]

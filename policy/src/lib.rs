@@ -18,6 +18,54 @@
 //!   returning the next state and the effects the server performs after committing it.
 //! - [`wire`]: route snapshots and event payloads, and re-exports of every wire type.
 //!
+//! A tour, as the server drives it (persist each `next`, then perform its effects):
+//!
+//! ```
+//! use chrono::{TimeZone, Utc};
+//! use policy::{
+//!     classification::{ClassState, Classification, Confidence, Gate},
+//!     class::SemanticCode,
+//!     legacy::normalize,
+//!     route::{start, step, CandidateOption, FailureReport, RouteEffect, RouteEvent, StateName},
+//! };
+//!
+//! // A profile document from the API (legacy shapes are accepted and normalized too).
+//! let doc = normalize(&serde_json::json!({"version": 1, "candidates": [{"id": "main",
+//!     "transient": {"retry": {"enabled": true, "max_retries": 3, "initial_interval_seconds": 5},
+//!                   "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"},
+//!     "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+//!              "wait_for_reset": {"enabled": true, "max_wait_seconds": 300}, "on_exhausted": "stop"}}]}))
+//!     .expect("valid")
+//!     .document;
+//! let now = Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap();
+//!
+//! // Start on the first eligible candidate; the effect says "begin a dispatch".
+//! let t = start(&[CandidateOption { id: "main".into(), eligible: true }]).unwrap();
+//! assert!(matches!(t.effects[0], RouteEffect::BeginDispatch { generation: 1, .. }));
+//! // Record the start before launching; the Launch effect carries the invocation generation.
+//! let t = step(&t.next, RouteEvent::DispatchStarted { generation: 1 }, now).unwrap();
+//! assert!(matches!(t.effects[0], RouteEffect::Launch { invocation_generation: 2, .. }));
+//!
+//! // The provider is overloaded: the transient policy retries after 5 s.
+//! let classification = Classification {
+//!     code: Some(SemanticCode::ProviderOverloaded), class: ClassState::Transient, reason: None,
+//!     catalogue_version: "2026.11.1".into(), confidence: Confidence::High, scope: None,
+//!     classifier_rule: Some("anthropic.overloaded".into()), provider_id: None, model_id: None,
+//!     phase: None, occurred_at: Some(now), retry_after_seconds: None, reset_at: None, safe_excerpt: None,
+//! };
+//! let report = FailureReport {
+//!     evidence_generation: 2,
+//!     classification,
+//!     gate: Gate::ALLOW,
+//!     policy: doc.candidate("main").cloned(),
+//! };
+//! let t = step(&t.next, RouteEvent::Failed(Box::new(report)), now).unwrap();
+//! assert_eq!(t.next.state_name(), StateName::RetryWait);
+//! assert_eq!(t.next.snapshot().retry_ordinal, Some(1));
+//! let deadline = now + chrono::TimeDelta::seconds(5);
+//! assert_eq!(t.effects, vec![RouteEffect::ArmTimer { deadline, generation: 3 }]);
+//! ```
+//!
 //! Invariants:
 //! - Only `Validated*` policies are evaluated; they are built by validation and nothing else.
 //! - Every accepted route change increments the generation; every fenced event must carry the

@@ -37,8 +37,9 @@
 //!  | retrying(started)  failed(g): retry budget left   retry_wait           ArmTimer
 //!                       failed(g): exhausted, skip     switching            EvaluateCandidates
 //!                       failed(g): exhausted, stop     action_required      NotifyPerson
-//!                       failed(g): unsafe/unclassified action_required      NotifyPerson
-//! active(started)       succeeded(g)                   active(idle), new cycle
+//!                       failed(g): unsafe, unclassified, action_required     NotifyPerson
+//!                         stale, no usable policy
+//! active(started)       succeeded(g)                   active(idle)*        -
 //!  | retrying(started)
 //! active(idle)          work_submitted(g)              active(pending)      BeginDispatch
 //! active(idle)          complete(g)                    completed            RouteClosed
@@ -50,21 +51,23 @@
 //!                       stop(g)                        action_required      CancelTimer
 //! switching             candidates_evaluated(g): one   active(pending)      BeginDispatch
 //!                       candidates_evaluated(g): none  action_required      NotifyPerson
-//! action_required       retry_now(g)                   retrying(pending), new cycle   BeginDispatch
-//! action_required       skip_now(g)                    switching, new cycle           EvaluateCandidates
+//! action_required       retry_now(g)                   retrying(pending)*   BeginDispatch
+//! action_required       skip_now(g)                    switching*           EvaluateCandidates
 //! active | retrying     stop(g)                        action_required      AbortDispatch if started
 //!  | switching
-//! (any non-terminal)    abandon(g)                     abandoned            CancelTimer?, AbortDispatch?, RouteClosed
-//! active|retrying       restarted, attempt pending     = (provably undispatched)   BeginDispatch
-//! active|retrying       restarted, attempt started     action_required (ambiguous_dispatch)  NotifyPerson
+//! (any non-terminal)    abandon(g)                     abandoned            [CancelTimer], [AbortDispatch],
+//!                                                                           RouteClosed
+//! active | retrying     restarted, attempt pending     = (undispatched)     BeginDispatch
+//! active | retrying     restarted, attempt started     action_required      NotifyPerson
+//!                                                      (ambiguous_dispatch)
 //! waiting_for_reset     restarted                      =                    ArmTimer (re-arm)
 //!  | retry_wait
 //! switching             restarted                      =                    EvaluateCandidates
 //! (anything else)       (anything else)                rejected: NotAllowed
 //! ```
 //!
-//! A "due" deadline is one at or before `now`; an early timer is rejected with
-//! `DeadlineNotReached` so the server re-arms it.
+//! `*` starts a new route cycle. A "due" deadline is one at or before `now`; an early timer is
+//! rejected with `DeadlineNotReached` so the server re-arms it.
 //!
 //! # Dispatch, in two steps
 //!
