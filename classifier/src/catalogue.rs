@@ -295,7 +295,6 @@ impl Rule {
         if !self.exit_signal.is_empty()
             && !s
                 .exit_signal
-                .as_deref()
                 .is_some_and(|g| self.exit_signal.iter().any(|x| x == g))
         {
             return false;
@@ -303,7 +302,6 @@ impl Rule {
         if !self.stop_reason.is_empty()
             && !s
                 .stop_reason
-                .as_deref()
                 .is_some_and(|r| self.stop_reason.iter().any(|x| x == r))
         {
             return false;

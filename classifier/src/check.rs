@@ -156,18 +156,16 @@ fn check_fixture(
             return problems;
         }
     };
-    let now = match doc
+    let now_text = doc
         .get("now")
         .and_then(Value::as_str)
-        .unwrap_or(DEFAULT_FIXTURE_NOW)
-    {
-        s => match DateTime::parse_from_rfc3339(s) {
-            Ok(d) => d.with_timezone(&Utc),
-            Err(e) => {
-                problems.push(format!("`now` is not RFC 3339: {e}"));
-                return problems;
-            }
-        },
+        .unwrap_or(DEFAULT_FIXTURE_NOW);
+    let now = match DateTime::parse_from_rfc3339(now_text) {
+        Ok(d) => d.with_timezone(&Utc),
+        Err(e) => {
+            problems.push(format!("`now` is not RFC 3339: {e}"));
+            return problems;
+        }
     };
     let Some(expect) = doc.get("expect").and_then(Value::as_object) else {
         problems.push("missing `expect` object".into());

@@ -36,3 +36,118 @@ pub(crate) fn decide(env: &Envelope, c: &Classification, effects: &Effects) -> G
     };
     reason.map_or(Gate::ALLOW, Gate::deny)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy::{
+        class::SemanticCode,
+        classification::{ClassState, Confidence},
+    };
+
+    fn classified() -> Classification {
+        Classification {
+            code: Some(SemanticCode::ProviderOverloaded),
+            class: ClassState::Transient,
+            reason: None,
+            catalogue_version: "cat-test".into(),
+            confidence: Confidence::High,
+            scope: None,
+            classifier_rule: Some("t.rule".into()),
+            provider_id: None,
+            model_id: None,
+            phase: None,
+            occurred_at: None,
+            retry_after_seconds: None,
+            reset_at: None,
+            safe_excerpt: None,
+        }
+    }
+
+    fn unclassified() -> Classification {
+        Classification {
+            code: None,
+            class: ClassState::Unclassified,
+            reason: Some(policy::classification::UnclassifiedReason::NoMatch),
+            ..classified()
+        }
+    }
+
+    #[test]
+    fn classified_pre_result_evidence_allows_recovery() {
+        let env = Envelope::default();
+        let confirmed = Effects {
+            prompt_delivery: PromptDelivery::Confirmed,
+            ..Effects::default()
+        };
+        assert_eq!(decide(&env, &classified(), &confirmed), Gate::ALLOW);
+        assert_eq!(decide(&env, &classified(), &Effects::default()), Gate::ALLOW);
+    }
+
+    #[test]
+    fn each_unsafe_condition_denies_with_its_reason() {
+        let env = Envelope::default();
+        let c = classified();
+        let with = |f: fn(&mut Effects)| {
+            let mut e = Effects::default();
+            f(&mut e);
+            decide(&env, &c, &e)
+        };
+        assert_eq!(
+            with(|e| e.tool_activity = true),
+            Gate::deny(GateReason::ToolActivity)
+        );
+        assert_eq!(
+            with(|e| e.assistant_output = true),
+            Gate::deny(GateReason::AssistantOutput)
+        );
+        assert_eq!(
+            with(|e| e.partial_result = true),
+            Gate::deny(GateReason::PartialResult)
+        );
+        assert_eq!(
+            with(|e| e.prompt_delivery = PromptDelivery::Ambiguous),
+            Gate::deny(GateReason::AmbiguousDelivery)
+        );
+        assert_eq!(
+            decide(&env, &unclassified(), &Effects::default()),
+            Gate::deny(GateReason::Unclassified)
+        );
+        let cancelled = Envelope {
+            cancel_requested: true,
+            ..Envelope::default()
+        };
+        assert_eq!(
+            decide(&cancelled, &c, &Effects::default()),
+            Gate::deny(GateReason::CancelRequested)
+        );
+        let tool_phase = Envelope {
+            phase: Some(Phase::Tool),
+            ..Envelope::default()
+        };
+        assert_eq!(
+            decide(&tool_phase, &c, &Effects::default()),
+            Gate::deny(GateReason::ToolActivity)
+        );
+    }
+
+    #[test]
+    fn staleness_is_reported_before_anything_else() {
+        let stale = Envelope {
+            generation: Some(1),
+            active_generation: Some(2),
+            cancel_requested: true,
+            ..Envelope::default()
+        };
+        let all_bad = Effects {
+            assistant_output: true,
+            tool_activity: true,
+            partial_result: true,
+            prompt_delivery: PromptDelivery::Ambiguous,
+        };
+        assert_eq!(
+            decide(&stale, &unclassified(), &all_bad),
+            Gate::deny(GateReason::Stale)
+        );
+    }
+}
