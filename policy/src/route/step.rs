@@ -27,7 +27,8 @@ pub fn start(candidates: &[CandidateOption]) -> Result<Transition, TransitionErr
             ..RouteCycle::default()
         },
         attempts: 0,
-        status: RouteStatus::Switching,
+        // Replaced below: an attempt on the chosen candidate, or a person when none is eligible.
+        status: RouteStatus::Active { attempt: None },
         decision: None,
     };
     let effects = if chosen.is_some() {
