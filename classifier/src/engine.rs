@@ -505,14 +505,20 @@ fn fallback_excerpt_signal(sigs: &[Signal<'_>]) -> Option<usize> {
 }
 
 fn excerpt(s: &Signal<'_>) -> Option<String> {
+    // Only the start of the evidence can reach the excerpt; do not copy the rest.
+    let mut end = s.text.len().min(redact::REDACT_WINDOW_BYTES + 64);
+    while !s.text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &s.text[..end];
     let text: Cow<'_, str> = match s.kind {
         SignalKind::Http => Cow::Owned(match s.status {
-            Some(st) => format!("HTTP {st}: {}", s.text),
-            None => s.text.to_string(),
+            Some(st) => format!("HTTP {st}: {head}"),
+            None => head.to_owned(),
         }),
         SignalKind::AcpError => Cow::Owned(match s.rpc_code {
-            Some(c) => format!("JSON-RPC {c}: {}", s.text),
-            None => s.text.to_string(),
+            Some(c) => format!("JSON-RPC {c}: {head}"),
+            None => head.to_owned(),
         }),
         SignalKind::Exit => Cow::Owned(match (s.exit_code, s.exit_signal) {
             (_, Some(sig)) => format!("process killed by {sig}"),
@@ -520,7 +526,7 @@ fn excerpt(s: &Signal<'_>) -> Option<String> {
             (None, None) => "process exited".to_owned(),
         }),
         SignalKind::AcpResult => Cow::Owned(format!("stopReason: {}", s.stop_reason.unwrap_or("?"))),
-        _ => Cow::Borrowed(&*s.text),
+        _ => Cow::Borrowed(head),
     };
     let e = redact::safe_excerpt(&text);
     (!e.is_empty()).then_some(e)

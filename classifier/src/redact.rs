@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 /// The longest excerpt, in characters.
 pub const MAX_EXCERPT_CHARS: usize = 240;
 /// How much evidence is redacted before the excerpt is cut.
-pub const REDACT_WINDOW_BYTES: usize = 4096;
+pub const REDACT_WINDOW_BYTES: usize = 1024;
 
 const MARK: &str = "[redacted]";
 
@@ -72,56 +72,122 @@ const PATTERNS: &[&str] = &[
 ];
 
 static SECRETS: OnceLock<Regex> = OnceLock::new();
+static SECRETS_FIND: OnceLock<Regex> = OnceLock::new();
+
+fn joined(strip_names: bool) -> String {
+    // Each pattern in its own group, so an inline flag like `(?i)` stays inside it.
+    PATTERNS
+        .iter()
+        .map(|p| {
+            let p = if strip_names {
+                strip_group_names(p)
+            } else {
+                (*p).to_owned()
+            };
+            format!("(?:{p})")
+        })
+        .collect::<Vec<_>>()
+        .join("|")
+}
+
+/// `(?P<name>` -> `(?:`, so the search regex has no capture groups and runs on the fast DFA.
+fn strip_group_names(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    let mut rest = p;
+    while let Some(i) = rest.find("(?P<") {
+        out.push_str(&rest[..i]);
+        out.push_str("(?:");
+        rest = &rest[i + 4..];
+        rest = rest.find('>').map_or("", |e| &rest[e + 1..]);
+    }
+    out.push_str(rest);
+    out
+}
 
 /// The patterns are constants of this module, covered by its tests.
 #[allow(clippy::expect_used)]
 fn secrets() -> &'static Regex {
-    SECRETS.get_or_init(|| {
-        // Each pattern in its own group, so an inline flag like `(?i)` stays inside it.
-        let joined = PATTERNS
-            .iter()
-            .map(|p| format!("(?:{p})"))
-            .collect::<Vec<_>>()
-            .join("|");
-        Regex::new(&joined).expect("redaction patterns compile")
-    })
+    SECRETS.get_or_init(|| Regex::new(&joined(false)).expect("redaction patterns compile"))
+}
+
+#[allow(clippy::expect_used)]
+fn secrets_find() -> &'static Regex {
+    SECRETS_FIND.get_or_init(|| Regex::new(&joined(true)).expect("redaction patterns compile"))
 }
 
 /// Replaces every secret shape in `text` with `[redacted]` (URLs keep scheme, host and path).
+///
+/// A capture-free regex finds the spans (fast); only a found span is re-read with capture
+/// groups, to know which part of it to keep.
 pub fn redact(text: &str) -> String {
-    secrets()
-        .replace_all(text, |caps: &regex::Captures<'_>| {
-            if let Some(url) = caps.name("url") {
-                // Keep the URL up to its query; identifiers inside the path go too.
-                return format!("{}?{MARK}", redact(url.as_str()));
-            }
-            if let Some(key) = caps.name("key") {
-                return format!("{}{MARK}", key.as_str());
-            }
-            if let Some(coll) = caps.name("coll") {
-                return format!("{}/{MARK}", coll.as_str());
-            }
-            if let Some(home) = caps.name("home") {
-                return format!("{}{MARK}", home.as_str());
-            }
-            MARK.to_owned()
-        })
-        .into_owned()
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for m in secrets_find().find_iter(text) {
+        out.push_str(&text[last..m.start()]);
+        let replacement = secrets()
+            .captures_at(text, m.start())
+            .filter(|c| c.get(0).is_some_and(|g| g.start() == m.start()))
+            .map_or_else(|| MARK.to_owned(), |caps| replacement(&caps));
+        out.push_str(&replacement);
+        last = m.end();
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+fn replacement(caps: &regex::Captures<'_>) -> String {
+    if let Some(url) = caps.name("url") {
+        // Keep the URL up to its query; identifiers inside the path go too.
+        return format!("{}?{MARK}", redact(url.as_str()));
+    }
+    if let Some(key) = caps.name("key") {
+        return format!("{}{MARK}", key.as_str());
+    }
+    if let Some(coll) = caps.name("coll") {
+        return format!("{}/{MARK}", coll.as_str());
+    }
+    if let Some(home) = caps.name("home") {
+        return format!("{}{MARK}", home.as_str());
+    }
+    MARK.to_owned()
 }
 
 /// The bounded, redacted excerpt of a piece of evidence.
+///
+/// Only a window of the text is redacted. Secrets are unbroken runs of non-space characters,
+/// so when the window cuts the text, the run it cuts through is dropped whole: a secret is
+/// never half-kept where the pattern that would have caught it can no longer see it.
 pub fn safe_excerpt(text: &str) -> String {
-    let mut end = text.len().min(REDACT_WINDOW_BYTES);
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    let window = if text.len() <= REDACT_WINDOW_BYTES {
+        text
+    } else {
+        let mut end = REDACT_WINDOW_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let cut = &text[..end];
+        cut.rfind(char::is_whitespace).map_or("", |i| &cut[..i])
+    };
+    let redacted = redact(window);
+    let mut out = String::with_capacity(MAX_EXCERPT_CHARS + 4);
+    let mut chars = 0;
+    for word in redacted.split_whitespace() {
+        let add = usize::from(chars > 0) + word.chars().count();
+        if chars + add > MAX_EXCERPT_CHARS {
+            let room = (MAX_EXCERPT_CHARS - 1).saturating_sub(chars + usize::from(chars > 0));
+            if chars > 0 && room > 0 {
+                out.push(' ');
+            }
+            out.extend(word.chars().take(room));
+            out.push('…');
+            return out;
+        }
+        if chars > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+        chars += add;
     }
-    let redacted = redact(&text[..end]);
-    let collapsed = redacted.split_whitespace().collect::<Vec<_>>().join(" ");
-    if collapsed.chars().count() <= MAX_EXCERPT_CHARS {
-        return collapsed;
-    }
-    let mut out: String = collapsed.chars().take(MAX_EXCERPT_CHARS - 1).collect();
-    out.push('…');
     out
 }
 
@@ -234,6 +300,16 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_cut_by_the_window_is_dropped_not_half_kept() {
+        let text = format!(
+            "{} alice.smith@example.com tail",
+            "a ".repeat((REDACT_WINDOW_BYTES - 10) / 2)
+        );
+        let e = safe_excerpt(&text);
+        assert!(!e.contains("alice"), "{e}");
+    }
+
+    #[test]
     fn urls_keep_their_host_and_path() {
         assert_eq!(
             redact("see https://docs.anthropic.com/en/api/rate-limits?ref=abc for more"),
@@ -260,6 +336,8 @@ mod tests {
         let e = safe_excerpt(&long);
         assert_eq!(e.chars().count(), MAX_EXCERPT_CHARS);
         assert!(e.ends_with('…'));
+        let e = safe_excerpt(&"x".repeat(5000));
+        assert!(e.chars().count() <= MAX_EXCERPT_CHARS);
         assert_eq!(safe_excerpt("a\n\n  b\tc"), "a b c");
     }
 
