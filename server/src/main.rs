@@ -1,1 +1,31 @@
-fn main() {}
+//! The composition root: parse the command line, set up logging, and hand off to the library.
+//! Only this file reads the process environment (through clap's `env` attributes).
+
+use clap::Parser;
+use server::cli::{Cli, Command};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    server::telemetry::init(cli.log_format);
+    let result = match cli.command {
+        Command::Serve(args) => run_async(server::serve::serve(args)),
+        Command::Migrate(args) => run_async(server::serve::migrate(args)),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            // One place reports a fatal error, with its whole chain of causes.
+            tracing::error!(error = format!("{err:#}"), "recourse failed");
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_async<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(fut: F) -> anyhow::Result<ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(fut)
+}

@@ -1,0 +1,4 @@
+//! Pieces shared by several pages.
+
+pub mod disclosure;
+pub mod nav;

@@ -1,0 +1,58 @@
+//! The top navigation. On a phone the links fold behind a menu button so the page keeps one
+//! column and no horizontal overflow; on a desktop they are always visible.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+const LINKS: [(&str, &str); 2] = [("/", "Routes"), ("/profiles", "Profiles")];
+
+#[component]
+pub fn NavBar() -> impl IntoView {
+    let (open, set_open) = signal(false);
+    let link_class = "block rounded-md px-3 py-3 text-base font-medium text-slate-700 hover:bg-slate-100 \
+                      focus-visible:outline focus-visible:outline-2 focus-visible:outline-indigo-600 \
+                      aria-[current=page]:bg-indigo-50 aria-[current=page]:text-indigo-800 sm:py-2 sm:text-sm";
+    view! {
+        <header class="border-b border-slate-200 bg-white">
+            <nav aria-label="Main" class="mx-auto flex max-w-5xl flex-wrap items-center justify-between gap-2 px-4 py-2 sm:px-6">
+                <a href="/" class="flex min-h-11 items-center gap-2 text-lg font-semibold text-slate-900">
+                    <span aria-hidden="true" class="inline-block h-3 w-3 rounded-full bg-indigo-600"></span>
+                    "Recourse"
+                </a>
+                <button
+                    type="button"
+                    class="min-h-11 min-w-11 rounded-md border border-slate-300 px-3 text-sm font-medium text-slate-800 \
+                           focus-visible:outline focus-visible:outline-2 focus-visible:outline-indigo-600 sm:hidden"
+                    aria-controls="main-menu"
+                    aria-expanded=move || open.get().to_string()
+                    on:click=move |_| set_open.update(|o| *o = !*o)
+                >
+                    {move || if open.get() { "Close menu" } else { "Menu" }}
+                </button>
+                <ul
+                    id="main-menu"
+                    class=move || {
+                        if open.get() {
+                            "w-full sm:flex sm:w-auto sm:gap-1"
+                        } else {
+                            "hidden w-full sm:flex sm:w-auto sm:gap-1"
+                        }
+                    }
+                >
+                    {LINKS
+                        .into_iter()
+                        .map(|(href, label)| {
+                            view! {
+                                <li>
+                                    <A href=href attr:class=link_class on:click=move |_| set_open.set(false)>
+                                        {label}
+                                    </A>
+                                </li>
+                            }
+                        })
+                        .collect_view()}
+                </ul>
+            </nav>
+        </header>
+    }
+}

@@ -1,0 +1,79 @@
+//! The command line. Every flag of `serve` has an environment variable so the same binary
+//! runs from a terminal, a service manager or a test harness.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::{net::SocketAddr, path::PathBuf};
+
+/// Recourse keeps AI coding-agent work alive when providers fail.
+#[derive(Debug, Parser)]
+#[command(name = "recourse", version, propagate_version = true)]
+pub struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Pretty, env = "RECOURSE_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the web UI, the REST API and the route timers on one SQLite file.
+    Serve(ServeArgs),
+    /// Create the database if needed and apply pending migrations, then exit.
+    Migrate(DatabaseArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseArgs {
+    /// SQLite database: a file path or a `sqlite:` URL. Created if missing.
+    #[arg(long, env = "RECOURSE_DATABASE", default_value = "recourse.db")]
+    pub database: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "RECOURSE_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+    /// Folder with the built UI assets (`pkg/` with the WASM, JS and CSS), as cargo-leptos
+    /// writes them.
+    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_defaults_to_loopback_port_3000_and_a_local_database_file() {
+        let cli = Cli::try_parse_from(["recourse", "serve"]).unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("expected serve")
+        };
+        assert_eq!(args.addr, "127.0.0.1:3000".parse().unwrap());
+        assert_eq!(args.db.database, "recourse.db");
+    }
+
+    #[test]
+    fn a_bad_address_is_rejected_with_the_flag_named() {
+        let err = Cli::try_parse_from(["recourse", "serve", "--addr", "nowhere"]).unwrap_err();
+        assert!(err.to_string().contains("--addr"), "{err}");
+    }
+}

@@ -1,0 +1,69 @@
+//! The HTTP surface through the real router, without a socket.
+
+use axum::{body::Body, http::Request};
+use http_body_util::BodyExt;
+use server::{
+    cli::{DatabaseArgs, ServeArgs},
+    db, serve,
+    web::{router, AppState},
+};
+use tower::ServiceExt;
+
+async fn app(dir: &tempfile::TempDir) -> axum::Router {
+    let database = dir.path().join("http.db").to_string_lossy().into_owned();
+    let args = ServeArgs {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        db: DatabaseArgs {
+            database: database.clone(),
+        },
+        site_root: dir.path().join("site"),
+    };
+    let pool = db::open(&database).await.unwrap();
+    router(AppState {
+        pool,
+        leptos: serve::leptos_options(&args).unwrap(),
+    })
+}
+
+async fn get(app: axum::Router, path: &str) -> (u16, String) {
+    let res = app
+        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn healthz_reports_ok_when_the_database_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, body) = get(app(&dir).await, "/healthz").await;
+    assert_eq!(status, 200);
+    assert_eq!(body, r#"{"status":"ok","database":"ok"}"#);
+}
+
+#[tokio::test]
+async fn home_page_is_server_rendered_with_navigation_and_an_empty_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, body) = get(app(&dir).await, "/").await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("<!DOCTYPE html>"), "{body}");
+    assert!(
+        body.contains(r#"<nav aria-label="Main""#),
+        "navigation is rendered"
+    );
+    assert!(body.contains("No active routes"), "empty state is rendered");
+    assert!(
+        body.contains("/pkg/recourse.js"),
+        "hydration script is referenced"
+    );
+}
+
+#[tokio::test]
+async fn unknown_paths_render_the_not_found_page_with_404() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, body) = get(app(&dir).await, "/definitely/not/here").await;
+    assert_eq!(status, 404);
+    assert!(body.contains("Page not found"));
+}

@@ -1,0 +1,113 @@
+//! The real `recourse` binary as an operator runs it.
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::TcpStream,
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_recourse");
+
+/// Blocking HTTP/1.0 GET; enough for a health probe without pulling in a client.
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+#[test]
+fn serve_creates_its_database_answers_healthz_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("serve.db");
+    let mut child = Command::new(BIN)
+        .args([
+            "--log-format",
+            "json",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--database",
+        ])
+        .arg(&db)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // The server logs the address it bound; port 0 lets the OS pick a free one.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("server exited before listening").unwrap();
+        if let Some(rest) = line.split("\"addr\":\"").nth(1) {
+            break rest.split('"').next().unwrap().to_owned();
+        }
+    };
+    let started = Instant::now();
+    let health = loop {
+        if let Some(resp) = http_get(&addr, "/healthz") {
+            break resp;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no answer from {addr}"
+        );
+    };
+    assert!(
+        health.starts_with("HTTP/1.0 200") || health.starts_with("HTTP/1.1 200"),
+        "{health}"
+    );
+    assert!(health.ends_with(r#"{"status":"ok","database":"ok"}"#), "{health}");
+    assert!(db.exists(), "database file was created");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit status after SIGTERM: {status}");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(
+        rest.iter().any(|l| l.contains("recourse stopped cleanly")),
+        "{rest:?}"
+    );
+}
+
+#[test]
+fn help_lists_every_subcommand() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    for sub in ["serve", "migrate"] {
+        assert!(help.contains(sub), "{sub} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn migrate_creates_the_database_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("m.db");
+    let out = Command::new(BIN)
+        .arg("migrate")
+        .arg("--database")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(db.exists());
+}
+
+#[test]
+fn an_unwritable_database_location_fails_with_a_clear_message() {
+    let out = Command::new(BIN)
+        .args(["migrate", "--database", "/proc/nope/x.db"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot open database"), "{err}");
+}
