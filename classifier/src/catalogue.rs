@@ -19,7 +19,7 @@ use crate::{
     engine::{json_any, MatchCtx},
     timing::TimingExtractor,
 };
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use policy::{
     class::SemanticCode,
     classification::{Confidence, Scope},
@@ -275,6 +275,9 @@ pub struct Rule {
     pub(crate) contains: Vec<usize>,
     pub(crate) contains_any: Vec<usize>,
     pub(crate) unless: Vec<usize>,
+    /// Prefilters derived from `json`/`json_contains` values: for each group, one of these
+    /// literals must occur in the text before any JSON is parsed (see [`json_hint_literal`]).
+    pub(crate) json_hints: Vec<Vec<usize>>,
     pub(crate) regex: Option<Regex>,
     pub(crate) timing: Vec<TimingExtractor>,
 }
@@ -349,6 +352,13 @@ impl Rule {
                 return false;
             }
         }
+        if !self
+            .json_hints
+            .iter()
+            .all(|group| group.iter().any(|&i| ctx.found[i].is_some()))
+        {
+            return false;
+        }
         for (path, accepted) in &self.json {
             let hit = s
                 .json_roots()
@@ -411,6 +421,10 @@ pub struct Catalogue {
     pub(crate) automaton: AhoCorasick,
     /// For each signal kind, the rules that look at it.
     pub(crate) by_kind: [Vec<usize>; 6],
+    /// For each signal kind, the rules with no literal trigger: always checked.
+    pub(crate) untriggered: [Vec<usize>; 6],
+    /// For each literal, the rules it triggers (a rule needs one of its triggers to match).
+    pub(crate) triggers: Vec<Vec<usize>>,
 }
 
 /// Everything wrong with a catalogue's sources, all at once.
@@ -545,6 +559,15 @@ impl Catalogue {
                     None => problems.push(format!("{id}: unknown timing extractor `{t}`")),
                 }
             }
+            // A JSON value can only match if its text is in the evidence (bodies and error
+            // objects are matched as text too), so identifier-like values double as literal
+            // prefilters and spare the JSON parse on most signals.
+            let json_hints: Vec<Vec<usize>> = json
+                .iter()
+                .chain(&json_contains)
+                .filter(|(_, values)| values.iter().all(|v| json_hint_literal(v)))
+                .map(|(_, values)| values.iter().map(|v| intern(v, &id, &mut problems)).collect())
+                .collect();
             let rule = Rule {
                 contains: d.contains.iter().map(|s| intern(s, &id, &mut problems)).collect(),
                 contains_any: d
@@ -553,6 +576,7 @@ impl Catalogue {
                     .map(|s| intern(s, &id, &mut problems))
                     .collect(),
                 unless: d.unless.iter().map(|s| intern(s, &id, &mut problems)).collect(),
+                json_hints,
                 id,
                 tier: d.tier,
                 outcome,
@@ -583,6 +607,7 @@ impl Catalogue {
         let automaton = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::DFA))
             .build(&literals);
         let automaton = match automaton {
             Ok(a) => a,
@@ -600,19 +625,45 @@ impl Catalogue {
             literals,
             automaton,
             by_kind: Default::default(),
+            untriggered: Default::default(),
+            triggers: Vec::new(),
         };
         cat.index();
         Ok(cat)
     }
 
     fn index(&mut self) {
-        for k in &mut self.by_kind {
+        for k in self.by_kind.iter_mut().chain(self.untriggered.iter_mut()) {
             k.clear();
         }
+        self.triggers = vec![Vec::new(); self.literals.len()];
         for (i, r) in self.rules.iter().enumerate() {
             for k in &r.kinds {
                 if !self.by_kind[k.index()].contains(&i) {
                     self.by_kind[k.index()].push(i);
+                }
+            }
+            // Literals one of which must be present for the rule to match. Any single
+            // `contains` literal is required; otherwise one of `contains_any`, or of a JSON hint.
+            let trigger: &[usize] = if let Some(first) = r.contains.first() {
+                std::slice::from_ref(first)
+            } else if !r.contains_any.is_empty() {
+                &r.contains_any
+            } else if let Some(group) = r.json_hints.first() {
+                group
+            } else {
+                &[]
+            };
+            if trigger.is_empty() {
+                for k in &r.kinds {
+                    if !self.untriggered[k.index()].contains(&i) {
+                        self.untriggered[k.index()].push(i);
+                    }
+                }
+            }
+            for &lit in trigger {
+                if !self.triggers[lit].contains(&i) {
+                    self.triggers[lit].push(i);
                 }
             }
         }
@@ -649,6 +700,14 @@ impl Catalogue {
         cat.index();
         cat
     }
+}
+
+/// Whether a JSON condition value always appears verbatim in the JSON text: no characters
+/// that JSON may escape, and long enough to be a useful prefilter.
+fn json_hint_literal(v: &str) -> bool {
+    v.len() >= 3
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':' | b'@'))
 }
 
 fn valid_id(id: &str) -> bool {

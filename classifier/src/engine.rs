@@ -276,22 +276,43 @@ impl Catalogue {
         let mut matches = Vec::with_capacity(sigs.len());
         let mut starts = Vec::with_capacity(sigs.len());
         let mut found = vec![None; self.literals.len()];
+        let mut hits: Vec<usize> = Vec::new();
+        let mut candidates: Vec<usize> = Vec::new();
         for s in &sigs {
-            found.iter_mut().for_each(|f| *f = None);
+            // Reset only what the previous signal set.
+            for &h in &hits {
+                found[h] = None;
+            }
+            hits.clear();
             if !s.text.is_empty() {
                 for m in self.automaton.find_overlapping_iter(s.text.as_bytes()) {
-                    let slot = &mut found[m.pattern().as_usize()];
-                    if slot.is_none() {
-                        *slot = Some(m.start());
+                    let i = m.pattern().as_usize();
+                    if found[i].is_none() {
+                        found[i] = Some(m.start());
+                        hits.push(i);
                     }
                 }
             }
+            // Candidate rules: those a found literal triggers, plus those without triggers.
+            // The resolution below does not depend on their order.
+            candidates.clear();
+            candidates.extend_from_slice(&self.untriggered[s.kind.index()]);
+            for &h in &hits {
+                candidates.extend(
+                    self.triggers[h]
+                        .iter()
+                        .copied()
+                        .filter(|&r| self.rules[r].kinds.contains(&s.kind)),
+                );
+            }
+            candidates.sort_unstable();
+            candidates.dedup();
             let ctx = MatchCtx {
                 envelope: env,
                 signal: s,
                 found: &found,
             };
-            let m = self.match_signal(&ctx);
+            let m = self.match_signal(&ctx, &candidates);
             starts.push(match m {
                 SignalMatch::Won { rule, .. } => self.rules[rule].match_start(&ctx),
                 _ => None,
@@ -382,10 +403,10 @@ impl Catalogue {
         }
     }
 
-    fn match_signal(&self, ctx: &MatchCtx<'_>) -> SignalMatch {
+    fn match_signal(&self, ctx: &MatchCtx<'_>, candidates: &[usize]) -> SignalMatch {
         let mut best: Option<(usize, Tier)> = None;
         let mut conflict = false;
-        for &ri in &self.by_kind[ctx.signal.kind.index()] {
+        for &ri in candidates {
             let r = &self.rules[ri];
             if best.is_some_and(|(_, t)| r.tier < t) {
                 continue;

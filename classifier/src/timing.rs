@@ -106,7 +106,7 @@ impl TimingExtractor {
             TimingExtractor::TextDuration => {
                 let r = re(
                     &TEXT_DURATION,
-                    r"(?i)\b(?:(?:try\s+again|retry(?:ing)?|resets?|available(?:\s+again)?)\s+(?:in|after)|wait(?:\s+for)?)\s+",
+                    r"(?i)(?-u:\b)(?:(?:try\s+again|retry(?:ing)?|resets?|available(?:\s+again)?)\s+(?:in|after)|wait(?:\s+for)?)\s+",
                 );
                 let d = r
                     .find_iter(&s.text)
@@ -115,14 +115,14 @@ impl TimingExtractor {
             }
             TimingExtractor::TextClock => text_clock(&s.text, base)?,
             TimingExtractor::EpochSuffix => {
-                let c = re(&EPOCH_SUFFIX, r"\|([0-9]{10})\b").captures(&s.text)?;
+                let c = re(&EPOCH_SUFFIX, r"\|([0-9]{10})(?-u:\b)").captures(&s.text)?;
                 let secs: i64 = c.get(1)?.as_str().parse().ok()?;
                 DateTime::from_timestamp(secs, 0)?
             }
             TimingExtractor::TextTimestamp => {
                 let r = re(
                     &TEXT_TIMESTAMP,
-                    r"(?i)\b(?:resets?|reset|until|after|at)\s+([0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}))",
+                    r"(?i)(?-u:\b)(?:resets?|reset|until|after|at)\s+([0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]+)?)?(?:Z|[+-][0-9]{2}:?[0-9]{2}))",
                 );
                 match r.captures(&s.text) {
                     Some(c) => {
@@ -132,7 +132,7 @@ impl TimingExtractor {
                     None => {
                         let c = re(
                             &TEXT_UTC_DAY,
-                            r"\b([0-9]{4}-[0-9]{2}-[0-9]{2}) at ([0-9]{2}:[0-9]{2}) UTC\b",
+                            r"(?-u:\b)([0-9]{4}-[0-9]{2}-[0-9]{2}) at ([0-9]{2}:[0-9]{2}) UTC(?-u:\b)",
                         )
                         .captures(&s.text)?;
                         let t = format!("{}T{}:00Z", c.get(1)?.as_str(), c.get(2)?.as_str());
@@ -435,7 +435,7 @@ pub(crate) fn parse_duration_phrase(s: &str) -> Option<Duration> {
 fn text_clock(text: &str, base: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let r = re(
         &TEXT_CLOCK,
-        r"(?i)\bresets?\s+(?:at\s+|on\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+([0-9]{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?([0-9]{1,2})(?::([0-9]{2}))?\s*(am|pm)?\s*\(([A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+){0,2})\)",
+        r"(?i)(?-u:\b)resets?\s+(?:at\s+|on\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+([0-9]{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?([0-9]{1,2})(?::([0-9]{2}))?\s*(am|pm)?\s*\(([A-Za-z][A-Za-z0-9_+\-]*(?:/[A-Za-z0-9_+\-]+){0,2})\)",
     );
     let c = r.captures(text)?;
     let tz: chrono_tz::Tz = c.get(6)?.as_str().parse().ok()?;
