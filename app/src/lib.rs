@@ -15,6 +15,8 @@ use leptos_router::{
     path,
 };
 
+#[cfg(feature = "ssr")]
+pub mod backend;
 pub mod components;
 pub mod pages;
 

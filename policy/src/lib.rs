@@ -73,6 +73,7 @@
 //! - No computed retry delay exceeds 24 h; no reset wait exceeds its policy's maximum.
 //! - Unclassified, stale, inconsistent or effect-unsafe evidence never schedules work.
 
+pub mod api;
 pub mod class;
 pub mod classification;
 pub mod document;
