@@ -1,17 +1,36 @@
-//! Classifier throughput over every fixture, with a plain `memchr::memmem` scan of the same
-//! bytes as the yardstick (the cost floor of looking at each byte once).
+//! Classifier cost, measured three ways, each beside a plain `memchr::memmem` scan of exactly
+//! the same bytes (the cost floor of looking at each byte once):
 //!
-//! Run: `CARGO_TARGET_DIR=... cargo bench -p classifier`. Besides criterion's estimates it
-//! prints a summary: median time per envelope, MB/s for classify and for the yardstick, and the
-//! per-byte ratio between them.
+//! - `all_fixtures`: every fixture envelope (mostly small, real messages). Gives the time per
+//!   envelope (median over the corpus and over envelopes of at most 2 KB) and MB/s.
+//! - `large`: a 64 KiB stderr item and a 256 KiB HTTP body of realistic log noise with the
+//!   provider error at the end, where fixed per-envelope costs amortize and the per-byte path
+//!   dominates. The envelope bounds apply: a stderr item keeps its last 64 lines and a body its
+//!   first 16 KiB, so `classify` reads only what is kept; `parse_and_classify` reads it all.
+//! - `linearity`: one agent message run of 16, 64 and 256 KiB (kept whole: chunks of 1 KiB)
+//!   with the error at its end. Time per byte must stay flat as the input grows.
+//!
+//! The yardstick needle never occurs, so memmem must look at every byte.
+//!
+//! Run: `CARGO_TARGET_DIR=... cargo bench -p classifier --bench classify`. Besides criterion's
+//! estimates it prints a summary measured directly (medians of repeated batches), with the
+//! per-byte cost ratio classify/memmem for each group.
 
 use chrono::{DateTime, Utc};
-use classifier::{Catalogue, Envelope};
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use classifier::{
+    envelope::{AcpUpdate, EvidenceItem},
+    Catalogue, Envelope,
+};
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use memchr::memmem::Finder;
+use serde_json::json;
 use std::{
     path::Path,
     time::{Duration, Instant},
 };
+
+/// A needle that never occurs, so memmem must look at every byte.
+const NEEDLE: &[u8] = b"\x00never-present-needle\x00";
 
 struct Corpus {
     raw: Vec<Vec<u8>>,
@@ -56,13 +75,186 @@ fn now() -> DateTime<Utc> {
     DateTime::from_timestamp(1_796_025_600, 0).expect("now")
 }
 
-/// A needle that never occurs, so memmem must look at every byte.
-const NEEDLE: &[u8] = b"\x00never-present-needle\x00";
+/// Deterministic, realistic log noise: timestamps, levels, paths, numbers, ordinary words
+/// (some of which, like `request`, `model` or `error`, also occur in catalogue literals).
+fn noise(bytes: usize, seed: u64) -> Vec<String> {
+    const WORDS: &[&str] = &[
+        "request",
+        "model",
+        "stream",
+        "tokens",
+        "session",
+        "worker",
+        "cache",
+        "retrying",
+        "connected",
+        "handshake",
+        "upstream",
+        "latency",
+        "chunk",
+        "prompt",
+        "tool",
+        "completed",
+        "queued",
+        "file",
+        "reading",
+        "writing",
+        "error",
+        "ok",
+        "limit",
+        "config",
+        "loaded",
+        "user",
+        "agent",
+        "context",
+        "bytes",
+        "ms",
+        "status",
+        "path",
+        "the",
+        "a",
+        "of",
+        "for",
+        "with",
+        "and",
+        "to",
+        "in",
+    ];
+    const LEVELS: &[&str] = &["DEBUG", "INFO ", "INFO ", "INFO ", "WARN "];
+    let mut x = seed | 1;
+    let mut next = move || {
+        // xorshift64: reproducible, no dependency.
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut lines = Vec::new();
+    let mut total = 0;
+    while total < bytes {
+        let r = next();
+        let mut line = format!(
+            "2026-11-30T07:{:02}:{:02}.{:03}Z {} [worker-{}] ",
+            r % 60,
+            (r >> 8) % 60,
+            (r >> 16) % 1000,
+            LEVELS[(r >> 26) as usize % LEVELS.len()],
+            (r >> 30) % 8
+        );
+        for _ in 0..(6 + next() % 10) {
+            line.push_str(WORDS[next() as usize % WORDS.len()]);
+            line.push(' ');
+        }
+        let r = next();
+        line.push_str(&format!(
+            "path=/v1/messages/{} took={}ms status=200",
+            r % 100_000,
+            (r >> 20) % 900
+        ));
+        total += line.len() + 1;
+        lines.push(line);
+    }
+    lines
+}
+
+const ERROR_JSON: &str = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+
+/// One stderr item of about `bytes` of noise lines, the provider error last.
+fn stderr_envelope(bytes: usize) -> Vec<u8> {
+    let mut lines = noise(bytes, 7);
+    lines.push(format!("API Error: 529 {ERROR_JSON}"));
+    let env = json!({"provider_id": "anthropic", "agent": "claude-code",
+        "items": [{"kind": "stderr", "lines": lines}, {"kind": "process_exit", "code": 1}]});
+    serde_json::to_vec(&env).expect("envelope")
+}
+
+/// One HTTP 529 response whose body is about `bytes` of noise with the error JSON at the end.
+fn http_envelope(bytes: usize) -> Vec<u8> {
+    let mut body = noise(bytes, 11).join("\n");
+    body.push('\n');
+    body.push_str(ERROR_JSON);
+    let env = json!({"provider_id": "anthropic",
+        "items": [{"kind": "http", "status": 529, "headers": {"content-type": "text/plain"}, "body": body}]});
+    serde_json::to_vec(&env).expect("envelope")
+}
+
+/// One run of agent message chunks (1 KiB each, so none is cut) totalling about `bytes`,
+/// ending with the error the agent printed.
+fn message_envelope(bytes: usize) -> Vec<u8> {
+    let text = noise(bytes, 13).join("\n");
+    let mut updates: Vec<serde_json::Value> = Vec::new();
+    let mut rest = text.as_str();
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(1024);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        updates.push(json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": &rest[..cut]}}));
+        rest = &rest[cut..];
+    }
+    updates.push(json!({"sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": format!("\nAPI Error: 529 {ERROR_JSON}")}}));
+    let env = json!({"provider_id": "anthropic", "agent": "claude-code",
+        "items": [{"kind": "acp_updates", "updates": updates, "prompt_result": {"stopReason": "end_turn"}}]});
+    serde_json::to_vec(&env).expect("envelope")
+}
+
+/// Bytes of evidence text the envelope kept (what classify scans), after the bounds.
+fn kept_bytes(e: &Envelope) -> usize {
+    e.items
+        .iter()
+        .map(|i| match i {
+            EvidenceItem::Http(h) => h.body.as_ref().map_or(0, String::len),
+            EvidenceItem::Stderr(s) => s.lines.iter().map(String::len).sum(),
+            EvidenceItem::AcpUpdates(u) => u
+                .updates
+                .iter()
+                .map(|x| match x {
+                    AcpUpdate::AgentMessageChunk { text } | AcpUpdate::AgentThoughtChunk { text } => {
+                        text.len()
+                    }
+                    _ => 0,
+                })
+                .sum(),
+            EvidenceItem::AcpError(a) => a.message.as_ref().map_or(0, String::len),
+            EvidenceItem::ProcessExit(_) => 0,
+        })
+        .sum()
+}
+
+struct Case {
+    name: &'static str,
+    raw: Vec<u8>,
+    env: Envelope,
+}
+
+impl Case {
+    fn new(name: &'static str, raw: Vec<u8>) -> Case {
+        let env = Envelope::parse(&raw).expect("envelope");
+        Case { name, raw, env }
+    }
+}
+
+fn large_cases() -> Vec<Case> {
+    vec![
+        Case::new("stderr_64k", stderr_envelope(64 * 1024)),
+        Case::new("http_256k", http_envelope(256 * 1024)),
+    ]
+}
+
+fn linear_cases() -> Vec<Case> {
+    vec![
+        Case::new("message_16k", message_envelope(16 * 1024)),
+        Case::new("message_64k", message_envelope(64 * 1024)),
+        Case::new("message_256k", message_envelope(256 * 1024)),
+    ]
+}
 
 fn benches(c: &mut Criterion) {
     let cat = Catalogue::builtin();
     let corpus = corpus();
-    let finder = memchr::memmem::Finder::new(NEEDLE);
+    let finder = Finder::new(NEEDLE);
     let mut g = c.benchmark_group("all_fixtures");
     g.throughput(Throughput::Bytes(corpus.bytes));
     g.bench_function("classify", |b| {
@@ -88,79 +280,145 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.finish();
-    summary(cat, &corpus, &finder);
+
+    let large = large_cases();
+    let linear = linear_cases();
+    for (group, cases) in [("large", &large), ("linearity", &linear)] {
+        let mut g = c.benchmark_group(group);
+        g.measurement_time(Duration::from_secs(3));
+        for case in cases {
+            g.throughput(Throughput::Bytes(case.raw.len() as u64));
+            g.bench_with_input(BenchmarkId::new("classify", case.name), case, |b, case| {
+                b.iter(|| black_box(cat.classify(black_box(&case.env), now())))
+            });
+            g.bench_with_input(
+                BenchmarkId::new("parse_and_classify", case.name),
+                case,
+                |b, case| {
+                    b.iter(|| {
+                        let e = Envelope::parse(black_box(&case.raw)).expect("envelope");
+                        black_box(cat.classify(&e, now()))
+                    })
+                },
+            );
+            g.bench_with_input(
+                BenchmarkId::new("memmem_yardstick", case.name),
+                case,
+                |b, case| b.iter(|| black_box(finder.find(black_box(&case.raw)))),
+            );
+        }
+        g.finish();
+    }
+    summary(cat, &corpus, &finder, &large, &linear);
 }
 
-/// Median of per-envelope times, and whole-corpus rates, measured directly.
-fn summary(cat: &Catalogue, corpus: &Corpus, finder: &memchr::memmem::Finder<'_>) {
-    const REPS: u32 = 200;
-    let mut per_env: Vec<Duration> = corpus
-        .envelopes
-        .iter()
-        .map(|e| {
-            let t = Instant::now();
-            for _ in 0..REPS {
-                black_box(cat.classify(black_box(e), now()));
+/// The median of `batches` timings of `iters` calls of `f`, per call. Medians of batches
+/// resist the other jobs on a shared machine better than one long mean.
+fn per_call(batches: usize, iters: u32, f: &mut dyn FnMut()) -> Duration {
+    let mut t: Vec<Duration> = (0..batches)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                f();
             }
-            t.elapsed() / REPS
+            start.elapsed() / iters
         })
         .collect();
-    per_env.sort();
-    let median = per_env[per_env.len() / 2];
-    let p90 = per_env[per_env.len() * 9 / 10];
-    let small: Vec<Duration> = corpus
+    t.sort();
+    t[t.len() / 2]
+}
+
+fn mbs(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e6
+}
+
+fn summary(cat: &Catalogue, corpus: &Corpus, finder: &Finder<'_>, large: &[Case], linear: &[Case]) {
+    let per_env: Vec<(usize, Duration)> = corpus
         .raw
         .iter()
         .zip(&corpus.envelopes)
-        .filter(|(r, _)| r.len() <= 2048)
-        .map(|(_, e)| {
-            let t = Instant::now();
-            for _ in 0..REPS {
+        .map(|(r, e)| {
+            let d = per_call(7, 40, &mut || {
                 black_box(cat.classify(black_box(e), now()));
-            }
-            t.elapsed() / REPS
+            });
+            (r.len(), d)
         })
         .collect();
-    let mut small_sorted = small.clone();
-    small_sorted.sort();
-    let small_median = small_sorted[small_sorted.len() / 2];
-
-    let rate = |f: &dyn Fn()| {
-        let t = Instant::now();
-        for _ in 0..50 {
-            f();
-        }
-        let secs = t.elapsed().as_secs_f64() / 50.0;
-        (corpus.bytes as f64 / secs / 1e6, secs)
+    let median = |small_only: bool| {
+        let mut v: Vec<Duration> = per_env
+            .iter()
+            .filter(|(len, _)| !small_only || *len <= 2048)
+            .map(|(_, d)| *d)
+            .collect();
+        v.sort();
+        (v.len(), v[v.len() / 2], v[v.len() * 9 / 10])
     };
-    let (classify_mbs, classify_s) = rate(&|| {
+    let (n_all, med_all, p90_all) = median(false);
+    let (n_small, med_small, p90_small) = median(true);
+    let classify = per_call(9, 5, &mut || {
         for e in &corpus.envelopes {
             black_box(cat.classify(black_box(e), now()));
         }
     });
-    let (memmem_mbs, memmem_s) = rate(&|| {
+    let memmem = per_call(9, 5, &mut || {
         for r in &corpus.raw {
             black_box(finder.find(black_box(r)));
         }
     });
+    let bytes = corpus.bytes as usize;
+    println!("\nclassifier summary (medians of repeated batches)");
     println!(
-        "\nclassifier summary ({} fixtures, {} bytes of envelope JSON):",
-        corpus.raw.len(),
-        corpus.bytes
+        "  corpus: {n_all} fixtures, {bytes} bytes of envelope JSON; per envelope: median {med_all:?}, p90 {p90_all:?}"
+    );
+    println!("  envelopes <= 2 KB ({n_small}): median {med_small:?}, p90 {p90_small:?}  (goal: <= 2 us)");
+    println!(
+        "  corpus classify {:.1} MB/s vs memmem {:.1} MB/s: {:.1}x the cost per byte",
+        mbs(bytes, classify),
+        mbs(bytes, memmem),
+        classify.as_secs_f64() / memmem.as_secs_f64()
     );
     println!(
-        "  median per envelope: {median:?} (p90 {p90:?}); envelopes <= 2 KB ({}): median {small_median:?}",
-        small.len()
+        "  large and linearity inputs (MB/s over the envelope JSON; `kept` = evidence text after bounds):"
     );
-    println!(
-        "  classify: {classify_mbs:.1} MB/s ({:.1} us for the corpus)",
-        classify_s * 1e6
-    );
-    println!(
-        "  memmem yardstick: {memmem_mbs:.1} MB/s ({:.1} us for the corpus)",
-        memmem_s * 1e6
-    );
-    println!("  classify / memmem cost per byte: {:.1}x", classify_s / memmem_s);
+    let mut first_ns_per_byte = None;
+    for case in large.iter().chain(linear) {
+        let raw = case.raw.len();
+        let c = per_call(9, 5, &mut || {
+            black_box(cat.classify(black_box(&case.env), now()));
+        });
+        let pc = per_call(9, 3, &mut || {
+            let e = Envelope::parse(black_box(&case.raw)).expect("envelope");
+            black_box(cat.classify(&e, now()));
+        });
+        let m = per_call(9, 50, &mut || {
+            black_box(finder.find(black_box(&case.raw)));
+        });
+        let verdict = cat.classify(&case.env, now());
+        let code = verdict.classification.code.map_or("none", |c| c.as_str());
+        println!(
+            "    {:<13} {:>7} B ({:>6} kept, truncated={}, code={code}): classify {:>9.1?} = {:>7.1} MB/s ({:>5.1}x memmem); parse+classify {:>9.1?} = {:>6.1} MB/s ({:>5.1}x); memmem {:>8.1?} = {:>8.1} MB/s",
+            case.name,
+            raw,
+            kept_bytes(&case.env),
+            case.env.truncated,
+            c,
+            mbs(raw, c),
+            c.as_secs_f64() / m.as_secs_f64(),
+            pc,
+            mbs(raw, pc),
+            pc.as_secs_f64() / m.as_secs_f64(),
+            m,
+            mbs(raw, m),
+        );
+        if case.name.starts_with("message_") {
+            let ns = c.as_secs_f64() * 1e9 / raw as f64;
+            let base = *first_ns_per_byte.get_or_insert(ns);
+            println!(
+                "      linearity: {ns:.3} ns/byte classify ({:.2}x the 16 KiB rate)",
+                ns / base
+            );
+        }
+    }
 }
 
 criterion_group!(classify_benches, benches);

@@ -17,9 +17,9 @@
 
 use crate::{
     engine::{json_any, MatchCtx},
+    scan::LiteralScanner,
     timing::TimingExtractor,
 };
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use policy::{
     class::SemanticCode,
     classification::{Confidence, Scope},
@@ -332,13 +332,13 @@ impl Rule {
         {
             return false;
         }
-        if !self.contains.iter().all(|&i| ctx.found[i].is_some()) {
+        if !self.contains.iter().all(|&i| ctx.found.has(i)) {
             return false;
         }
-        if !self.contains_any.is_empty() && !self.contains_any.iter().any(|&i| ctx.found[i].is_some()) {
+        if !self.contains_any.is_empty() && !self.contains_any.iter().any(|&i| ctx.found.has(i)) {
             return false;
         }
-        if self.unless.iter().any(|&i| ctx.found[i].is_some()) {
+        if self.unless.iter().any(|&i| ctx.found.has(i)) {
             return false;
         }
         for (name, accepted) in &self.headers {
@@ -355,7 +355,7 @@ impl Rule {
         if !self
             .json_hints
             .iter()
-            .all(|group| group.iter().any(|&i| ctx.found[i].is_some()))
+            .all(|group| group.iter().any(|&i| ctx.found.has(i)))
         {
             return false;
         }
@@ -392,7 +392,7 @@ impl Rule {
             .contains
             .iter()
             .chain(&self.contains_any)
-            .filter_map(|&i| ctx.found[i]);
+            .filter_map(|&i| ctx.found.pos(i));
         let re = self
             .regex
             .as_ref()
@@ -418,7 +418,8 @@ pub struct Catalogue {
     pub(crate) rules: Vec<Rule>,
     /// Lower-cased literal table shared by all rules.
     pub(crate) literals: Vec<String>,
-    pub(crate) automaton: AhoCorasick,
+    /// Finds every literal in a text in one pass (see [`crate::scan`]).
+    pub(crate) scanner: LiteralScanner,
     /// For each signal kind, the rules that look at it.
     pub(crate) by_kind: [Vec<usize>; 6],
     /// For each signal kind, the rules with no literal trigger: always checked.
@@ -604,12 +605,7 @@ impl Catalogue {
             };
             rules.push(rule);
         }
-        let automaton = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&literals);
-        let automaton = match automaton {
+        let scanner = match LiteralScanner::new(&literals) {
             Ok(a) => a,
             Err(e) => {
                 problems.push(format!("literal automaton: {e}"));
@@ -623,7 +619,7 @@ impl Catalogue {
             version,
             rules,
             literals,
-            automaton,
+            scanner,
             by_kind: Default::default(),
             untriggered: Default::default(),
             triggers: Vec::new(),

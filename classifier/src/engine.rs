@@ -66,8 +66,10 @@ pub(crate) struct Signal<'a> {
     pub(crate) stop_reason: Option<&'a str>,
     pub(crate) headers: Option<&'a BTreeMap<String, String>>,
     pub(crate) text: Cow<'a, str>,
-    /// A structured JSON root (an ACP error object), when the evidence has one.
-    structured: Option<Value>,
+    /// The ACP error this signal stands for, if any: its JSON root is built on first use.
+    acp_error: Option<&'a AcpErrorEvidence>,
+    /// The structured JSON root (the ACP error object), lazily.
+    structured: OnceCell<Option<Value>>,
     /// JSON parsed from the text (an HTTP body, or JSON embedded in a message), lazily.
     embedded: OnceCell<Option<Value>>,
 }
@@ -83,7 +85,8 @@ impl<'a> Signal<'a> {
             stop_reason: None,
             headers: None,
             text,
-            structured: None,
+            acp_error: None,
+            structured: OnceCell::new(),
             embedded: OnceCell::new(),
         }
     }
@@ -99,10 +102,12 @@ impl<'a> Signal<'a> {
         s
     }
 
-    /// The JSON roots of this signal, parsing the embedded one on first use.
+    /// The JSON roots of this signal, building them on first use: the structured one (an ACP
+    /// error object) first, then JSON embedded in the text.
     pub(crate) fn json_roots(&self) -> impl Iterator<Item = &Value> {
+        let structured = self.structured.get_or_init(|| self.acp_error.map(acp_error_root));
         let embedded = self.embedded.get_or_init(|| embedded_json(&self.text));
-        self.structured.iter().chain(embedded.iter())
+        structured.iter().chain(embedded.iter())
     }
 }
 
@@ -145,8 +150,64 @@ fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
 pub(crate) struct MatchCtx<'a> {
     pub(crate) envelope: &'a Envelope,
     pub(crate) signal: &'a Signal<'a>,
-    /// For each catalogue literal, the first byte offset where it occurs in the text.
-    pub(crate) found: &'a [Option<usize>],
+    /// The catalogue literals found in the text, with where each first occurs.
+    pub(crate) found: &'a Found,
+}
+
+/// The literals one scan found in a signal's text: a bitset for the membership tests rules
+/// make, and the (few) hits in order for first offsets and cheap resets. Clearing costs one
+/// step per hit, not one per catalogue literal, and nothing is allocated per signal.
+pub(crate) struct Found {
+    bits: Vec<u64>,
+    /// (literal, first byte offset), in the order first found.
+    hits: Vec<(usize, usize)>,
+}
+
+impl Found {
+    pub(crate) fn new(literals: usize) -> Found {
+        Found {
+            bits: vec![0; literals.div_ceil(64)],
+            hits: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        for &(i, _) in &self.hits {
+            if let Some(w) = self.bits.get_mut(i / 64) {
+                *w &= !(1 << (i % 64));
+            }
+        }
+        self.hits.clear();
+    }
+
+    /// Records literal `i` at `pos` unless it was already found: callers report occurrences
+    /// in order of their offsets, so the first one counts.
+    pub(crate) fn insert(&mut self, i: usize, pos: usize) {
+        if let Some(w) = self.bits.get_mut(i / 64) {
+            let bit = 1 << (i % 64);
+            if *w & bit == 0 {
+                *w |= bit;
+                self.hits.push((i, pos));
+            }
+        }
+    }
+
+    /// Whether literal `i` occurs in the text.
+    pub(crate) fn has(&self, i: usize) -> bool {
+        self.bits.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// The first byte offset of literal `i` in the text, if it occurs.
+    pub(crate) fn pos(&self, i: usize) -> Option<usize> {
+        if !self.has(i) {
+            return None;
+        }
+        self.hits.iter().find(|h| h.0 == i).map(|h| h.1)
+    }
+
+    fn literals(&self) -> impl Iterator<Item = usize> + '_ {
+        self.hits.iter().map(|h| h.0)
+    }
 }
 
 /// Visits the values at `segs` under `v` (keys apply to each element of an array); returns
@@ -243,17 +304,31 @@ fn signals(env: &Envelope) -> Vec<Signal<'_>> {
 fn acp_error_signal(e: &AcpErrorEvidence) -> Signal<'_> {
     // The text is the message plus every string inside `data`: adapters nest the agent's own
     // error text (often itself JSON) in `data.details`, and rules read it as text.
-    let mut text = e.message.clone().unwrap_or_default();
+    let message = e.message.as_deref().unwrap_or_default();
+    let mut strings = Vec::new();
     if let Some(d) = &e.data {
-        let mut strings = Vec::new();
         leaf_strings(d, &mut strings, 0);
+    }
+    let text = if strings.is_empty() {
+        Cow::Borrowed(message)
+    } else {
+        let mut text =
+            String::with_capacity(message.len() + strings.iter().map(|s| s.len() + 1).sum::<usize>());
+        text.push_str(message);
         for s in strings {
             text.push('\n');
             text.push_str(s);
         }
-    }
-    let mut s = Signal::new(SignalKind::AcpError, Cow::Owned(text));
+        Cow::Owned(text)
+    };
+    let mut s = Signal::new(SignalKind::AcpError, text);
     s.rpc_code = e.code;
+    s.acp_error = Some(e);
+    s
+}
+
+/// The ACP error as one JSON object (`code`, `message`, `data`), for JSON conditions.
+fn acp_error_root(e: &AcpErrorEvidence) -> Value {
     let mut obj = serde_json::Map::new();
     if let Some(c) = e.code {
         obj.insert("code".into(), c.into());
@@ -264,8 +339,7 @@ fn acp_error_signal(e: &AcpErrorEvidence) -> Signal<'_> {
     if let Some(d) = &e.data {
         obj.insert("data".into(), d.clone());
     }
-    s.structured = Some(Value::Object(obj));
-    s
+    Value::Object(obj)
 }
 
 impl Catalogue {
@@ -275,29 +349,17 @@ impl Catalogue {
         let sigs = signals(env);
         let mut matches = Vec::with_capacity(sigs.len());
         let mut starts = Vec::with_capacity(sigs.len());
-        let mut found = vec![None; self.literals.len()];
-        let mut hits: Vec<usize> = Vec::new();
+        let mut found = Found::new(self.literals.len());
         let mut candidates: Vec<usize> = Vec::new();
         for s in &sigs {
             // Reset only what the previous signal set.
-            for &h in &hits {
-                found[h] = None;
-            }
-            hits.clear();
-            if !s.text.is_empty() {
-                for m in self.automaton.find_overlapping_iter(s.text.as_bytes()) {
-                    let i = m.pattern().as_usize();
-                    if found[i].is_none() {
-                        found[i] = Some(m.start());
-                        hits.push(i);
-                    }
-                }
-            }
+            found.clear();
+            self.scanner.scan(s.text.as_bytes(), &mut found);
             // Candidate rules: those a found literal triggers, plus those without triggers.
             // The resolution below does not depend on their order.
             candidates.clear();
             candidates.extend_from_slice(&self.untriggered[s.kind.index()]);
-            for &h in &hits {
+            for h in found.literals() {
                 candidates.extend(
                     self.triggers[h]
                         .iter()

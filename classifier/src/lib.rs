@@ -8,8 +8,10 @@
 //!
 //! Crate map:
 //! - [`envelope`]: the untrusted input, parsed leniently and bounded; truncation is recorded.
-//! - [`catalogue`]: rules as data, compiled once (regexes, one Aho-Corasick automaton), with a
+//! - [`catalogue`]: rules as data, compiled once (regexes, one literal automaton), with a
 //!   content-hash version.
+//! - `scan`: the one per-byte pass, every literal's first offset in a text (an Aho-Corasick
+//!   DFA in a compact table, long texts scanned as interleaved segments).
 //! - `engine`: signals, matching and resolution (tiers, conflicts, low confidence, staleness),
 //!   effects derived from ACP updates; produces the [`Verdict`].
 //! - `timing`: validated retry/reset hints (headers, Google `RetryInfo`, CLI text).
@@ -28,6 +30,7 @@ mod engine;
 pub mod envelope;
 mod gate;
 pub mod redact;
+mod scan;
 mod timing;
 
 pub use catalogue::Catalogue;

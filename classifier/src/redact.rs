@@ -117,22 +117,34 @@ fn secrets_find() -> &'static Regex {
 
 /// Replaces every secret shape in `text` with `[redacted]` (URLs keep scheme, host and path).
 ///
-/// A capture-free regex finds the spans (fast); only a found span is re-read with capture
-/// groups, to know which part of it to keep.
+/// A capture-free regex finds the spans (fast); only a found span that a pattern with a kept
+/// part could have produced is re-read with capture groups, to know which part to keep.
 pub fn redact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for m in secrets_find().find_iter(text) {
         out.push_str(&text[last..m.start()]);
-        let replacement = secrets()
-            .captures_at(text, m.start())
-            .filter(|c| c.get(0).is_some_and(|g| g.start() == m.start()))
-            .map_or_else(|| MARK.to_owned(), |caps| replacement(&caps));
-        out.push_str(&replacement);
+        if may_keep_a_part(m.as_str()) {
+            let replacement = secrets()
+                .captures_at(text, m.start())
+                .filter(|c| c.get(0).is_some_and(|g| g.start() == m.start()))
+                .map_or_else(|| MARK.to_owned(), |caps| replacement(&caps));
+            out.push_str(&replacement);
+        } else {
+            out.push_str(MARK);
+        }
         last = m.end();
     }
     out.push_str(&text[last..]);
     out
+}
+
+/// Whether a match could come from a pattern with a named group (`url`, `key`, `coll`,
+/// `home`). Each of those matches contains `:`, `=`, `/` or `\` (a URL's `://`, a key's
+/// `:`/`=`, a collection's `/`, a home directory's separator), so a match with none of them
+/// is replaced whole and needs no capture pass.
+fn may_keep_a_part(m: &str) -> bool {
+    m.bytes().any(|b| matches!(b, b':' | b'=' | b'/' | b'\\'))
 }
 
 fn replacement(caps: &regex::Captures<'_>) -> String {
@@ -169,10 +181,41 @@ pub fn safe_excerpt(text: &str) -> String {
         cut.rfind(char::is_whitespace).map_or("", |i| &cut[..i])
     };
     let redacted = redact(window);
+    if redacted.is_ascii() {
+        collapse(AsciiWords(&redacted), str::len)
+    } else {
+        collapse(redacted.split_whitespace(), |w| w.chars().count())
+    }
+}
+
+/// The words of ASCII text, as `split_whitespace` gives them, found byte by byte: in ASCII,
+/// `char::is_whitespace` is exactly these bytes, and a word's length in characters is its
+/// length in bytes.
+struct AsciiWords<'a>(&'a str);
+
+impl<'a> Iterator for AsciiWords<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let is_space = |b: &u8| matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ');
+        let b = self.0.as_bytes();
+        let start = b.iter().position(|c| !is_space(c))?;
+        let end = b[start..]
+            .iter()
+            .position(is_space)
+            .map_or(b.len(), |e| start + e);
+        let word = self.0.get(start..end);
+        self.0 = self.0.get(end..).unwrap_or_default();
+        word
+    }
+}
+
+/// Joins words with single spaces, cut to [`MAX_EXCERPT_CHARS`] characters with an ellipsis.
+fn collapse<'w>(words: impl Iterator<Item = &'w str>, count: impl Fn(&str) -> usize) -> String {
     let mut out = String::with_capacity(MAX_EXCERPT_CHARS + 4);
     let mut chars = 0;
-    for word in redacted.split_whitespace() {
-        let add = usize::from(chars > 0) + word.chars().count();
+    for word in words {
+        let add = usize::from(chars > 0) + count(word);
         if chars + add > MAX_EXCERPT_CHARS {
             let room = (MAX_EXCERPT_CHARS - 1).saturating_sub(chars + usize::from(chars > 0));
             if chars > 0 && room > 0 {
@@ -297,6 +340,51 @@ mod tests {
             }
         }
         assert!(leaks.is_empty(), "{} leak(s):\n{}", leaks.len(), leaks.join("\n"));
+    }
+
+    /// Redaction as it was before the capture pass was skipped: every span re-read.
+    fn redact_with_captures_everywhere(text: &str) -> String {
+        let mut out = String::new();
+        let mut last = 0;
+        for m in secrets_find().find_iter(text) {
+            out.push_str(&text[last..m.start()]);
+            let caps = secrets()
+                .captures_at(text, m.start())
+                .filter(|c| c.get(0).is_some_and(|g| g.start() == m.start()));
+            out.push_str(&caps.map_or_else(|| MARK.to_owned(), |c| replacement(&c)));
+            last = m.end();
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+
+    #[test]
+    fn skipping_the_capture_pass_never_changes_the_redaction() {
+        let mut texts: Vec<String> = CORPUS.iter().map(|(s, _)| (*s).to_owned()).collect();
+        texts.push(CORPUS.iter().map(|(s, _)| *s).collect::<Vec<_>>().join(" "));
+        texts.push(CORPUS.iter().map(|(s, _)| *s).collect::<Vec<_>>().join(""));
+        texts.push("token=abcdefghijkl user_id: 12345678901 https://x.io/a?b=c projects/p/x".into());
+        for t in &texts {
+            assert_eq!(redact(t), redact_with_captures_everywhere(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn ascii_words_are_the_words_split_whitespace_gives() {
+        for t in [
+            "",
+            "   ",
+            "a",
+            " a  b\t\tc\n",
+            "x\x0by\x0cz\rw",
+            "keep\x1cthe\x1funit separators\x00",
+        ] {
+            assert_eq!(
+                AsciiWords(t).collect::<Vec<_>>(),
+                t.split_whitespace().collect::<Vec<_>>(),
+                "{t:?}"
+            );
+        }
     }
 
     #[test]
