@@ -259,11 +259,11 @@ fn signals(env: &Envelope) -> Vec<Signal<'_>> {
             EvidenceItem::AcpError(e) => out.push(acp_error_signal(e)),
             EvidenceItem::AcpUpdates(u) => {
                 let mut run: Option<String> = None;
-                for up in &u.updates {
+                for (i, up) in u.updates.iter().enumerate() {
                     match up {
-                        AcpUpdate::AgentMessageChunk { text } => {
-                            run.get_or_insert_with(String::new).push_str(text)
-                        }
+                        AcpUpdate::AgentMessageChunk { text } => run
+                            .get_or_insert_with(|| String::with_capacity(run_len(&u.updates[i..])))
+                            .push_str(text),
                         // Thoughts do not break a message run; anything else does.
                         AcpUpdate::AgentThoughtChunk { .. } => {}
                         _ => {
@@ -299,6 +299,18 @@ fn signals(env: &Envelope) -> Vec<Signal<'_>> {
         }
     }
     out
+}
+
+/// The length of the message run starting at `updates[0]`, so it is joined in one allocation.
+fn run_len(updates: &[AcpUpdate]) -> usize {
+    updates
+        .iter()
+        .map_while(|u| match u {
+            AcpUpdate::AgentMessageChunk { text } => Some(text.len()),
+            AcpUpdate::AgentThoughtChunk { .. } => Some(0),
+            _ => None,
+        })
+        .sum()
 }
 
 fn acp_error_signal(e: &AcpErrorEvidence) -> Signal<'_> {

@@ -32,7 +32,7 @@ pub(crate) struct LiteralScanner {
     /// `table[state + class]` is the next state; states are premultiplied by `stride`.
     table: Vec<u32>,
     start: u32,
-    /// States at or above this one are match states.
+    /// States at or above this one (a power of two) are match states; all others are below.
     first_match: u32,
     /// For match state `first_match + k * stride`, its literals are
     /// `outputs[output_at[k]..output_at[k + 1]]`, as (literal, length).
@@ -45,7 +45,7 @@ pub(crate) struct LiteralScanner {
 impl std::fmt::Debug for LiteralScanner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiteralScanner")
-            .field("states", &(self.table.len() / self.stride.max(1)))
+            .field("table_entries", &self.table.len())
             .field("classes", &self.stride)
             .field("max_len", &self.max_len)
             .finish_non_exhaustive()
@@ -103,19 +103,26 @@ impl LiteralScanner {
         if states.iter().any(|&s| dfa.is_dead(s)) {
             return Err("literal automaton reaches a dead state".into());
         }
-        // Renumber: non-match states first, then match states.
+        // Renumber: non-match states first, then match states from `first_match`, a power of
+        // two above every non-match state, so that several states can be tested for a match
+        // at once by OR-ing them (an OR of numbers below a power of two stays below it).
         let (plain, matching): (Vec<usize>, Vec<usize>) =
             (0..states.len()).partition(|&k| !dfa.is_match(states[k]));
+        let first_match = (plain.len() * stride).next_power_of_two();
         let mut renumber = vec![0usize; states.len()];
-        for (new, &old) in plain.iter().chain(&matching).enumerate() {
-            renumber[old] = new;
+        for (new, &old) in plain.iter().enumerate() {
+            renumber[old] = new * stride;
         }
-        let id = |k: usize| u32::try_from(renumber[k] * stride).map_err(|_| "literal automaton too large");
-        let mut table = vec![0u32; states.len() * stride];
+        for (new, &old) in matching.iter().enumerate() {
+            renumber[old] = first_match + new * stride;
+        }
+        let too_large = |_| "literal automaton too large";
+        let id = |k: usize| u32::try_from(renumber[k]).map_err(too_large);
+        let mut table = vec![0u32; first_match + matching.len() * stride];
         for (k, &sid) in states.iter().enumerate() {
             for (c, &b) in representative.iter().enumerate() {
                 let next = dfa.next_state(Anchored::No, sid, b);
-                table[renumber[k] * stride + c] = id(index[&next])?;
+                table[renumber[k] + c] = id(index[&next])?;
             }
         }
         let mut output_at = vec![0u32];
@@ -134,7 +141,7 @@ impl LiteralScanner {
             stride,
             table,
             start: id(0)?,
-            first_match: u32::try_from(plain.len() * stride).map_err(|_| "literal automaton too large")?,
+            first_match: u32::try_from(first_match).map_err(too_large)?,
             output_at,
             outputs,
             max_len: literals.iter().map(String::len).max().unwrap_or(0),
@@ -166,7 +173,7 @@ impl LiteralScanner {
         let mut st = [self.start as usize; STREAMS];
         for (i, (((&b0, &b1), &b2), &b3)) in s0.iter().zip(s1).zip(s2).zip(s3).enumerate() {
             st = [step(st[0], b0), step(st[1], b1), step(st[2], b2), step(st[3], b3)];
-            if st[0].max(st[1]).max(st[2]).max(st[3]) >= first_match {
+            if (st[0] | st[1] | st[2] | st[3]) >= first_match {
                 self.record(st[0], lo[0] + i, found);
                 for j in 1..STREAMS {
                     self.record(st[j], lo[j] + i, &mut later[j]);
