@@ -170,21 +170,37 @@ impl LiteralScanner {
         let seg_at = |j: usize| hay.get(lo[j]..lo[j] + common).unwrap_or_default();
         let (s0, s1, s2, s3) = (seg_at(0), seg_at(1), seg_at(2), seg_at(3));
         let step = |st: usize, b: u8| self.step(table, classes, st, b);
-        let mut st = [self.start as usize; STREAMS];
+        let start = self.start as usize;
+        let (mut t0, mut t1, mut t2, mut t3) = (start, start, start, start);
         for (i, (((&b0, &b1), &b2), &b3)) in s0.iter().zip(s1).zip(s2).zip(s3).enumerate() {
-            st = [step(st[0], b0), step(st[1], b1), step(st[2], b2), step(st[3], b3)];
-            if (st[0] | st[1] | st[2] | st[3]) >= first_match {
-                self.record(st[0], lo[0] + i, found);
-                for j in 1..STREAMS {
-                    self.record(st[j], lo[j] + i, &mut later[j]);
-                }
+            (t0, t1, t2, t3) = (step(t0, b0), step(t1, b1), step(t2, b2), step(t3, b3));
+            if (t0 | t1 | t2 | t3) >= first_match {
+                self.record_streams([t0, t1, t2, t3], &lo, i, found, &mut later);
             }
         }
+        let st = [t0, t1, t2, t3];
         for j in 0..STREAMS {
             for &(lit, at) in &later[j] {
                 found.insert(lit, at);
             }
             self.run(hay, lo[j] + common, hi[j], st[j], found);
+        }
+    }
+
+    /// Records the matches of the lockstep streams at step `i` (rare: kept out of the loop).
+    #[cold]
+    #[inline(never)]
+    fn record_streams(
+        &self,
+        st: [usize; STREAMS],
+        lo: &[usize; STREAMS],
+        i: usize,
+        found: &mut Found,
+        later: &mut [Vec<(usize, usize)>; STREAMS],
+    ) {
+        self.record(st[0], lo[0] + i, found);
+        for j in 1..STREAMS {
+            self.record(st[j], lo[j] + i, &mut later[j]);
         }
     }
 
