@@ -8,7 +8,9 @@
 //!   dominates. The envelope bounds apply: a stderr item keeps its last 64 lines and a body its
 //!   first 16 KiB, so `classify` reads only what is kept; `parse_and_classify` reads it all.
 //! - `linearity`: one agent message run of 16, 64 and 256 KiB (kept whole: chunks of 1 KiB)
-//!   with the error at its end. Time per byte must stay flat as the input grows.
+//!   with the error at its end, once of log noise (`message_*`) and once of every fixture's
+//!   text repeated (`errors_*`: the hostile case, where every rule is a candidate and literals
+//!   match every few bytes). Time per byte must stay flat as the input grows.
 //!
 //! The yardstick needle never occurs, so memmem must look at every byte.
 //!
@@ -182,9 +184,29 @@ fn http_envelope(bytes: usize) -> Vec<u8> {
 /// One run of agent message chunks (1 KiB each, so none is cut) totalling about `bytes`,
 /// ending with the error the agent printed.
 fn message_envelope(bytes: usize) -> Vec<u8> {
-    let text = noise(bytes, 13).join("\n");
+    message_run(&noise(bytes, 13).join("\n"))
+}
+
+/// The hostile case for the same sizes: a message run made of every fixture envelope's JSON,
+/// repeated. Nearly every literal of the catalogue occurs, so every rule becomes a candidate,
+/// its regex and JSON conditions run, and the scan reports a match every few bytes.
+fn errors_envelope(corpus: &Corpus, bytes: usize) -> Vec<u8> {
+    let mut text = String::new();
+    for r in corpus.raw.iter().cycle() {
+        if text.len() >= bytes {
+            break;
+        }
+        text.push_str(std::str::from_utf8(r).expect("utf-8"));
+        text.push('\n');
+    }
+    message_run(&text)
+}
+
+/// One run of agent message chunks (1 KiB each, so none is cut) holding `text`, ending with
+/// the error the agent printed.
+fn message_run(text: &str) -> Vec<u8> {
     let mut updates: Vec<serde_json::Value> = Vec::new();
-    let mut rest = text.as_str();
+    let mut rest = text;
     while !rest.is_empty() {
         let mut cut = rest.len().min(1024);
         while !rest.is_char_boundary(cut) {
@@ -244,11 +266,14 @@ fn large_cases() -> Vec<Case> {
     ]
 }
 
-fn linear_cases() -> Vec<Case> {
+fn linear_cases(corpus: &Corpus) -> Vec<Case> {
     vec![
         Case::new("message_16k", message_envelope(16 * 1024)),
         Case::new("message_64k", message_envelope(64 * 1024)),
         Case::new("message_256k", message_envelope(256 * 1024)),
+        Case::new("errors_16k", errors_envelope(corpus, 16 * 1024)),
+        Case::new("errors_64k", errors_envelope(corpus, 64 * 1024)),
+        Case::new("errors_256k", errors_envelope(corpus, 256 * 1024)),
     ]
 }
 
@@ -283,7 +308,7 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     let large = large_cases();
-    let linear = linear_cases();
+    let linear = linear_cases(&corpus);
     for (group, cases) in [("large", &large), ("linearity", &linear)] {
         let mut g = c.benchmark_group(group);
         g.measurement_time(Duration::from_secs(3));
@@ -422,7 +447,10 @@ fn summary(cat: &Catalogue, corpus: &Corpus, finder: &Finder<'_>, large: &[Case]
             pc.as_secs_f64() / m.as_secs_f64(),
             mbs(raw, m),
         );
-        if case.name.starts_with("message_") {
+        if case.name.ends_with("_16k") {
+            first_ns_per_byte = None;
+        }
+        if case.name.starts_with("message_") || case.name.starts_with("errors_") {
             let ns = c.as_secs_f64() * 1e9 / raw as f64;
             let base = *first_ns_per_byte.get_or_insert(ns);
             println!(
