@@ -606,15 +606,17 @@ fn excerpt(s: &Signal<'_>) -> Option<String> {
         end -= 1;
     }
     let head = &s.text[..end];
+    // `prefixed` rather than `format!`: this runs for every envelope, and the formatting
+    // machinery costs more than the copy.
     let text: Cow<'_, str> = match s.kind {
-        SignalKind::Http => Cow::Owned(match s.status {
-            Some(st) => format!("HTTP {st}: {head}"),
-            None => head.to_owned(),
-        }),
-        SignalKind::AcpError => Cow::Owned(match s.rpc_code {
-            Some(c) => format!("JSON-RPC {c}: {head}"),
-            None => head.to_owned(),
-        }),
+        SignalKind::Http => match s.status {
+            Some(st) => Cow::Owned(prefixed("HTTP ", i64::from(st), head)),
+            None => Cow::Borrowed(head),
+        },
+        SignalKind::AcpError => match s.rpc_code {
+            Some(c) => Cow::Owned(prefixed("JSON-RPC ", c, head)),
+            None => Cow::Borrowed(head),
+        },
         SignalKind::Exit => Cow::Owned(match (s.exit_code, s.exit_signal) {
             (_, Some(sig)) => format!("process killed by {sig}"),
             (Some(c), None) => format!("process exited with code {c}"),
@@ -625,4 +627,40 @@ fn excerpt(s: &Signal<'_>) -> Option<String> {
     };
     let e = redact::safe_excerpt(&text);
     (!e.is_empty()).then_some(e)
+}
+
+/// `{label}{n}: {text}`, as `format!` would write it.
+fn prefixed(label: &str, n: i64, text: &str) -> String {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let mut out = String::with_capacity(label.len() + 22 + text.len());
+    out.push_str(label);
+    if n < 0 {
+        out.push('-');
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    out.push_str(": ");
+    out.push_str(text);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefixed;
+
+    #[test]
+    fn prefixed_writes_what_format_writes() {
+        for n in [0, 7, -1, 429, 65_535, -32_603, i64::MAX, i64::MIN] {
+            assert_eq!(prefixed("HTTP ", n, "body"), format!("HTTP {n}: body"));
+        }
+    }
 }

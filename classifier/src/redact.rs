@@ -182,10 +182,24 @@ pub fn safe_excerpt(text: &str) -> String {
     };
     let redacted = redact(window);
     if redacted.is_ascii() {
+        if redacted.len() <= MAX_EXCERPT_CHARS && is_collapsed(redacted.as_bytes()) {
+            // Already single-spaced and short enough: collapsing would rebuild the same text.
+            return redacted;
+        }
         collapse(AsciiWords(&redacted), str::len)
     } else {
         collapse(redacted.split_whitespace(), |w| w.chars().count())
     }
+}
+
+/// Whether ASCII text is its own collapse: words separated by single spaces, with no other
+/// whitespace and none at either end. (Vectorized searches, so the common case costs little.)
+fn is_collapsed(b: &[u8]) -> bool {
+    b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && memchr::memchr3(b'\n', b'\r', b'\t', b).is_none()
+        && memchr::memchr2(0x0b, 0x0c, b).is_none()
+        && memchr::memmem::find(b, b"  ").is_none()
 }
 
 /// The words of ASCII text, as `split_whitespace` gives them, found byte by byte: in ASCII,
@@ -366,6 +380,16 @@ mod tests {
         texts.push("token=abcdefghijkl user_id: 12345678901 https://x.io/a?b=c projects/p/x".into());
         for t in &texts {
             assert_eq!(redact(t), redact_with_captures_everywhere(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn text_that_is_its_own_collapse_is_recognised_exactly() {
+        for t in [
+            "", "a", "a b", " a", "a ", "a  b", "a\tb", "a\nb", "a\x0bb", "a\x0cb", "a\rb", "x\x1cy z",
+        ] {
+            let collapsed = t.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(is_collapsed(t.as_bytes()), collapsed == t, "{t:?}");
         }
     }
 
