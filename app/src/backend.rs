@@ -1,3 +1,106 @@
 //! The backend port (server side only): the one trait through which pages and server
 //! functions reach profiles and routes. `server` implements it over SQLite and the route
 //! engine and hands it to Leptos as context; tests hand in a fake. `app` never touches SQL.
+//!
+//! Why boxed futures instead of `async fn` in the trait: the port travels as
+//! `Arc<dyn Backend>` through Leptos context, so it must be object safe, and a boxed future
+//! is what `async-trait` would generate anyway, without the extra dependency.
+//!
+//! Use from a server function:
+//!
+//! ```ignore
+//! let backend = app::backend::backend()?; // Arc<dyn Backend> from context
+//! let profiles = backend.list_profiles().await?;
+//! ```
+
+use leptos::prelude::use_context;
+use policy::{
+    api::{
+        ActionOutcome, ManualActionRequest, Profile, ProfileInput, ProfileSummary, RouteDetail, RouteFilter,
+        RouteSummary, StartRouteRequest,
+    },
+    document::ValidationErrors,
+};
+use std::{fmt, future::Future, pin::Pin, sync::Arc};
+
+/// A boxed, sendable future: what every port method returns.
+pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Why a port call failed, classified by how the caller reacts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendError {
+    /// No such profile or route (`what` is `"profile"` or `"route"`).
+    NotFound { what: &'static str, id: String },
+    /// The input was rejected; every problem with its field path (REST: 422).
+    Invalid(ValidationErrors),
+    /// The write was based on an outdated revision, or conflicts with current data (e.g. a
+    /// profile with open routes cannot be deleted). The message is safe to show.
+    Conflict(String),
+    /// The store could not be read or written. The cause is logged on the server; this
+    /// carries nothing internal.
+    Unavailable,
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendError::NotFound { what, id } => write!(f, "no {what} with id `{id}`"),
+            BackendError::Invalid(errors) => write!(f, "{errors}"),
+            BackendError::Conflict(message) => f.write_str(message),
+            BackendError::Unavailable => f.write_str("the store is unavailable; try again"),
+        }
+    }
+}
+
+impl std::error::Error for BackendError {}
+
+/// The operations the UI needs. Implemented by `server` (SQLite and the route engine).
+pub trait Backend: Send + Sync + 'static {
+    /// All profiles, by name.
+    fn list_profiles(&self) -> BackendFuture<'_, Result<Vec<ProfileSummary>, BackendError>>;
+
+    fn get_profile(&self, id: String) -> BackendFuture<'_, Result<Profile, BackendError>>;
+
+    /// Validates (legacy shapes are normalized) and stores a new profile; returns it with its
+    /// normalized version-1 document, or `Invalid` with every problem.
+    fn create_profile(&self, input: ProfileInput) -> BackendFuture<'_, Result<Profile, BackendError>>;
+
+    /// Replaces a profile. Affects the next decision of its routes only: pending timers and
+    /// history stay as they are.
+    fn update_profile(
+        &self,
+        id: String,
+        input: ProfileInput,
+    ) -> BackendFuture<'_, Result<Profile, BackendError>>;
+
+    /// Deletes a profile with no open routes (`Conflict` otherwise).
+    fn delete_profile(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>>;
+
+    /// Routes matching `filter`, most recently changed first.
+    fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>>;
+
+    /// One route with its history and dispatch records.
+    fn get_route(&self, id: String) -> BackendFuture<'_, Result<RouteDetail, BackendError>>;
+
+    /// Starts routed work on a profile for a caller.
+    fn start_route(
+        &self,
+        request: StartRouteRequest,
+    ) -> BackendFuture<'_, Result<RouteSummary, BackendError>>;
+
+    /// Performs a manual action. `Applied` with the new snapshot, or `Conflict` with the
+    /// current one when `expected_generation` is stale. Cancel is idempotent.
+    fn perform_action(
+        &self,
+        route_id: String,
+        request: ManualActionRequest,
+    ) -> BackendFuture<'_, Result<ActionOutcome, BackendError>>;
+}
+
+/// The backend provided as Leptos context by the server (pages and server functions).
+pub fn backend() -> Result<Arc<dyn Backend>, BackendError> {
+    use_context::<Arc<dyn Backend>>().ok_or(BackendError::Unavailable)
+}
+
+// The port must stay object safe: this fails to compile otherwise.
+const _: Option<&dyn Backend> = None;

@@ -1,3 +1,482 @@
-//! REST and server-function data types for profiles and routes (to be filled by the route
-//! engine work, issue 5): what a caller sends to start routed work, what the profile CRUD
-//! takes and returns, and the route list and detail views. Pure data; the server validates.
+//! REST and server-function data types for profiles and routes: what a caller sends to start
+//! routed work, what the profile CRUD takes and returns, and the route list and detail views.
+//! Pure data; the server validates.
+//!
+//! Why they live in `policy`: the REST API (`server`), the server functions and pages (`app`)
+//! and the browser (WASM) read and write exactly these shapes, and `policy` is the one crate
+//! all of them share. They carry no behaviour beyond small, total helpers.
+//!
+//! Shapes in one place:
+//! - A profile is a name, an ordered list of [`CandidateTarget`]s (how to reach each candidate:
+//!   dispatcher kind, provider and model ids, a simulated script) and a versioned policy
+//!   document whose candidate ids are the targets' ids, in the same order. On write the
+//!   document may be legacy ([`crate::legacy`]); the server always answers with version 1.
+//! - A route is one logical dynamic session for one caller ([`Caller`]); its authoritative view
+//!   is [`crate::wire::RouteSnapshot`], its history a list of [`HistoryEntry`] rows that are
+//!   never rewritten, its dispatches a list of [`DispatchRecord`]s.
+
+use crate::{
+    classification::{Classification, Gate},
+    evaluator::Decision,
+    route::{AttemptKind, EventKind, ManualAction, StateName},
+    wire::{PolicyDocument, RouteSnapshot},
+};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+// ------------------------------------------------------------------------------------------------
+// Profiles
+// ------------------------------------------------------------------------------------------------
+
+/// How a candidate's work is dispatched. Stable spellings (stored in the database).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DispatcherKind {
+    /// The built-in scripted provider (demo and tests).
+    Simulated,
+    /// An Agent Client Protocol agent process started by Recourse.
+    Acp,
+    /// A one-shot LLM HTTP call.
+    Http,
+    /// Another system runs the agent and reports back over the API.
+    External,
+}
+
+impl DispatcherKind {
+    pub const ALL: [DispatcherKind; 4] = [
+        DispatcherKind::Simulated,
+        DispatcherKind::Acp,
+        DispatcherKind::Http,
+        DispatcherKind::External,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DispatcherKind::Simulated => "simulated",
+            DispatcherKind::Acp => "acp",
+            DispatcherKind::Http => "http",
+            DispatcherKind::External => "external",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<DispatcherKind> {
+        DispatcherKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for DispatcherKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a simulated attempt does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SimulatedOutcome {
+    /// Report the step's evidence envelope as a failure.
+    Fail,
+    /// Report success.
+    Succeed,
+    /// Never report anything (a person or a timeout must intervene).
+    Hang,
+}
+
+/// One step of a simulated candidate's script. Attempt `n` on the candidate (1-based, counted
+/// per route) plays step `n`; attempts past the end repeat the last step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SimulatedStep {
+    pub outcome: SimulatedOutcome,
+    /// Seconds between the launch and the report (0: at once).
+    #[serde(default)]
+    pub after_seconds: u64,
+    /// The evidence envelope (design contract 1) reported for `fail`. The server fills in the
+    /// invocation identity and timestamps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub envelope: Option<Value>,
+}
+
+/// How to reach one candidate. `id` must equal the policy document's candidate id at the same
+/// position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CandidateTarget {
+    pub id: String,
+    pub dispatcher: DispatcherKind,
+    /// Safe provider identifier (e.g. `anthropic`); circuits key on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    /// Safe model identifier (e.g. `claude-sonnet-4-5`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    /// A readable label for the UI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The script of a `simulated` candidate (ignored by other dispatchers).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script: Vec<SimulatedStep>,
+}
+
+/// What profile create and update take. `policy` is a version-1 document or a legacy shape
+/// (normalized on write); it is JSON on purpose so that every problem comes back with a path.
+/// Paths of policy problems are the document's own (`candidates[1].hard.retry.max_retries`);
+/// the other fields' are `name`, `description` and `targets[i].<field>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProfileInput {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// One target per policy candidate, same ids, same order. Empty: every candidate gets an
+    /// `external` target.
+    #[serde(default)]
+    pub targets: Vec<CandidateTarget>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub policy: Value,
+    /// For updates: the revision the edit was based on; a different current revision is a
+    /// conflict. `None` overwrites.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_revision: Option<u64>,
+}
+
+/// A stored profile, with its normalized version-1 policy document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Profile {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// Increments on every update; history rows record the revision they used.
+    pub revision: u64,
+    pub targets: Vec<CandidateTarget>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub policy: PolicyDocument,
+    /// Whether the last write arrived in a legacy shape and was normalized.
+    pub normalized_from_legacy: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A profile in a list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProfileSummary {
+    pub id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub revision: u64,
+    /// Candidate ids in preference order.
+    pub candidate_ids: Vec<String>,
+    /// Routes on this profile that are not completed or abandoned.
+    pub open_routes: u64,
+    pub updated_at: DateTime<Utc>,
+}
+
+// ------------------------------------------------------------------------------------------------
+// Routes
+// ------------------------------------------------------------------------------------------------
+
+/// Who started routed work. Stable spellings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CallerKind {
+    KanbanTask,
+    Workflow,
+    Utility,
+    Office,
+}
+
+impl CallerKind {
+    pub const ALL: [CallerKind; 4] = [
+        CallerKind::KanbanTask,
+        CallerKind::Workflow,
+        CallerKind::Utility,
+        CallerKind::Office,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CallerKind::KanbanTask => "kanban_task",
+            CallerKind::Workflow => "workflow",
+            CallerKind::Utility => "utility",
+            CallerKind::Office => "office",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CallerKind> {
+        CallerKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for CallerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The caller and its invocation identity: `reference` names the caller's object (task id,
+/// workflow step, Office assignment, utility call site) and `invocation_id` the one routed
+/// invocation (unique per route; a utility call must give a fresh one each time).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Caller {
+    pub kind: CallerKind,
+    pub reference: String,
+    pub invocation_id: String,
+}
+
+/// `POST /api/v1/routes`: start routed work on a profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct StartRouteRequest {
+    pub profile_id: String,
+    pub caller: Caller,
+    /// A short, caller-chosen title for the UI (no prompt text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// Filter for route lists; every field narrows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RouteFilter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_kind: Option<CallerKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_reference: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub state: Option<StateName>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_id: Option<String>,
+    /// At most this many (server default 100, maximum 1000), most recently changed first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// A route in a list: identity plus the authoritative snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RouteSummary {
+    pub id: String,
+    pub profile_id: String,
+    pub profile_name: String,
+    pub caller: Caller,
+    pub title: Option<String>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub snapshot: RouteSnapshot,
+    /// The storage error of the latest transition that could not be written, if the route is
+    /// stuck on one (the route did nothing after it).
+    pub durable_error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One accepted change of a route, as it was. Append-only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HistoryEntry {
+    /// 1-based position in the route's history.
+    pub seq: u64,
+    pub at: DateTime<Utc>,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub event: EventKind,
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
+    pub from: Option<StateName>,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub to: StateName,
+    /// The generation after the change.
+    pub generation: u64,
+    pub candidate_id: String,
+    pub attempt: Option<u32>,
+    /// The profile revision the decision read.
+    pub profile_revision: u64,
+    /// The decision with its policy snapshot, as it was.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub decision: Option<Decision>,
+    /// The classification of the failure, as it was (bounded, redacted).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub classification: Option<Classification>,
+}
+
+/// Where a dispatch is. Stable spellings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DispatchStatus {
+    /// Recorded, provably not started.
+    Scheduled,
+    /// Recorded as started before it started; may have had effects.
+    Started,
+    /// Its outcome is known.
+    Settled,
+}
+
+/// How a dispatch ended. Stable spellings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DispatchOutcome {
+    Succeeded,
+    Failed,
+    /// Aborted by a person, a stop or the route's end.
+    Aborted,
+    /// Never started (the route moved on first).
+    Superseded,
+    /// Started before a restart with no known outcome; never repeated.
+    Ambiguous,
+}
+
+/// One attempt's dispatch record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DispatchRecord {
+    pub attempt: u32,
+    pub candidate_id: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub kind: AttemptKind,
+    pub dispatcher: DispatcherKind,
+    /// The route generation when scheduled.
+    pub scheduled_generation: u64,
+    /// The generation evidence and results of this attempt carry (set when started).
+    pub invocation_generation: Option<u64>,
+    pub status: DispatchStatus,
+    pub outcome: Option<DispatchOutcome>,
+    pub scheduled_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// A route with everything that happened to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RouteDetail {
+    pub route: RouteSummary,
+    /// Oldest first.
+    pub history: Vec<HistoryEntry>,
+    /// Oldest first.
+    pub dispatches: Vec<DispatchRecord>,
+}
+
+/// `POST /api/v1/routes/{id}/actions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ManualActionRequest {
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub action: ManualAction,
+    pub expected_generation: u64,
+}
+
+/// The answer to a manual action: the authoritative snapshot either way. REST sends
+/// `Applied` as 200 and `Conflict` as 409 with the snapshot as the body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", content = "snapshot", rename_all = "snake_case")]
+pub enum ActionOutcome {
+    /// The action committed (or was an idempotent repeat, e.g. a second cancel).
+    Applied(RouteSnapshot),
+    /// The expected generation was stale, or the action is not allowed now.
+    Conflict(RouteSnapshot),
+}
+
+impl ActionOutcome {
+    pub fn snapshot(&self) -> &RouteSnapshot {
+        match self {
+            ActionOutcome::Applied(s) | ActionOutcome::Conflict(s) => s,
+        }
+    }
+}
+
+/// `POST /api/v1/routes/{id}/evidence`: the response. The envelope itself is contract 1.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EvidenceOutcome {
+    /// Whether the evidence changed the route (false when stale or not for the current
+    /// invocation; the snapshot says where the route is).
+    pub accepted: bool,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub classification: Classification,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub gate: Gate,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub snapshot: RouteSnapshot,
+}
+
+/// `POST /api/v1/routes/{id}/result`: the current invocation succeeded (external dispatchers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SuccessReport {
+    pub invocation_generation: u64,
+}
+
+/// Circuit states. Stable spellings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CircuitState {
+    Closed,
+    /// Candidates on this resource are ineligible until `open_until`.
+    Open,
+    /// Expired: one route holds the probe lease; the others wait for its outcome.
+    Probing,
+}
+
+/// A shared resource circuit (provider, account or model).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CircuitView {
+    /// `provider:<id>`, `account:<provider>` or `model:<provider>/<model>`.
+    pub key: String,
+    pub state: CircuitState,
+    pub open_until: Option<DateTime<Utc>>,
+    /// Consecutive classified failures that (re)opened it.
+    pub failures: u32,
+    pub code: Option<String>,
+    pub probe_route_id: Option<String>,
+}
+
+/// A non-validation API error body: `{"error":{"code":"not_found","message":"..."}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApiError {
+    pub error: ApiErrorBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApiErrorBody {
+    /// Stable: `not_found`, `conflict`, `bad_request`, `storage_unavailable`, `internal`.
+    pub code: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stable_spellings_round_trip() {
+        for k in DispatcherKind::ALL {
+            assert_eq!(DispatcherKind::parse(k.as_str()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), Value::String(k.as_str().into()));
+        }
+        for k in CallerKind::ALL {
+            assert_eq!(CallerKind::parse(k.as_str()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), Value::String(k.as_str().into()));
+        }
+    }
+
+    #[test]
+    fn a_simulated_step_needs_only_its_outcome() {
+        let s: SimulatedStep = serde_json::from_str(r#"{"outcome":"hang"}"#).unwrap();
+        assert_eq!(s.outcome, SimulatedOutcome::Hang);
+        assert_eq!(s.after_seconds, 0);
+        assert!(s.envelope.is_none());
+    }
+}

@@ -1,6 +1,7 @@
 //! The command line. Every flag of `serve` has an environment variable so the same binary
 //! runs from a terminal, a service manager or a test harness.
 
+use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::{net::SocketAddr, path::PathBuf};
 
@@ -29,6 +30,32 @@ pub enum Command {
     Serve(ServeArgs),
     /// Create the database if needed and apply pending migrations, then exit.
     Migrate(DatabaseArgs),
+    /// Classify evidence envelopes: one envelope or JSON Lines in, one classification JSON line
+    /// (with its `gate`) out per envelope.
+    Classify(ClassifyArgs),
+    /// The classifier catalogue.
+    Catalogue {
+        #[command(subcommand)]
+        command: CatalogueCommand,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ClassifyArgs {
+    /// A file of envelopes, or `-` for standard input.
+    #[arg(default_value = "-")]
+    pub input: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CatalogueCommand {
+    /// Validate the rules and every fixture under `<fixtures>/classifier/`; non-zero exit when
+    /// anything is wrong.
+    Check {
+        /// The fixtures folder.
+        #[arg(long, default_value = "fixtures")]
+        fixtures: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Args)]
@@ -49,6 +76,14 @@ pub struct ServeArgs {
     /// writes them.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
+    /// Seed a demo workspace (simulated candidates and a few routes that wait, retry, switch
+    /// and stop within a minute).
+    #[arg(long, env = "RECOURSE_DEMO")]
+    pub demo: bool,
+    /// Test only: run on a manual clock starting at this UTC time, moved by
+    /// `POST /api/v1/test/clock`.
+    #[arg(long, hide = true)]
+    pub test_clock: Option<DateTime<Utc>>,
 }
 
 #[cfg(test)]

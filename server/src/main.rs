@@ -11,6 +11,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => run_async(server::serve::serve(args)),
         Command::Migrate(args) => run_async(server::serve::migrate(args)),
+        Command::Classify(args) => server::serve::classify(&args),
+        Command::Catalogue {
+            command: server::cli::CatalogueCommand::Check { fixtures },
+        } => server::serve::catalogue_check(&fixtures),
     };
     match result {
         Ok(code) => code,

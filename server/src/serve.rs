@@ -1,14 +1,21 @@
-//! `recourse serve` and `recourse migrate`.
+//! `recourse serve`, `migrate`, `classify` and `catalogue check`.
 
 use crate::{
-    cli::{DatabaseArgs, ServeArgs},
+    cli::{ClassifyArgs, DatabaseArgs, ServeArgs},
+    clock::{Clock, ManualClock, SystemClock},
     db,
+    engine::Engine,
     web::{self, AppState},
 };
 use anyhow::Context;
 use leptos::config::{get_configuration, Env, LeptosOptions};
-use std::{path::Path, process::ExitCode};
-use tokio::net::TcpListener;
+use std::{
+    io::{BufReader, Write as _},
+    path::{Path, PathBuf},
+    process::ExitCode,
+    sync::Arc,
+};
+use tokio::{net::TcpListener, sync::watch};
 
 /// UI options for the server: the asset folder and address from the command line, production
 /// mode (no dev auto-reload), and the output name compiled in by cargo-leptos or
@@ -26,19 +33,47 @@ pub fn leptos_options(args: &ServeArgs) -> anyhow::Result<LeptosOptions> {
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let pool = db::open(&args.db.database).await?;
     let leptos = leptos_options(&args)?;
+    let test_clock = args.test_clock.map(ManualClock::new);
+    let clock: Arc<dyn Clock> = match &test_clock {
+        Some(c) => Arc::new(c.clone()),
+        None => Arc::new(SystemClock),
+    };
+    let engine = Engine::new(pool.clone(), clock);
+    let report = engine
+        .reconcile()
+        .await
+        .context("restart reconciliation failed")?;
+    tracing::info!(
+        rearmed = report.rearmed,
+        redispatched = report.redispatched,
+        ambiguous = report.ambiguous,
+        "routes reconciled"
+    );
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let scheduler = tokio::spawn(crate::scheduler::run(engine.clone(), async move {
+        let _ = stop_rx.wait_for(|stop| *stop).await;
+    }));
+    if args.demo {
+        let started = crate::demo::seed(&engine)
+            .await
+            .context("seeding the demo workspace")?;
+        tracing::info!(
+            routes = started,
+            "demo workspace seeded: open /routes to watch them"
+        );
+    }
     warn_if_assets_missing(&args.site_root, &leptos);
     let listener = TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, database = %args.db.database, "recourse is serving on http://{local}");
-    let app = web::router(AppState {
-        pool: pool.clone(),
-        leptos,
-    });
+    let app = web::router(AppState::new(engine.clone(), leptos, test_clock));
     web::run(listener, app, shutdown_signal())
         .await
         .context("server failed")?;
+    let _ = stop_tx.send(true);
+    let _ = scheduler.await;
     pool.close().await;
     tracing::info!("recourse stopped cleanly");
     Ok(ExitCode::SUCCESS)
@@ -50,6 +85,60 @@ pub async fn migrate(args: DatabaseArgs) -> anyhow::Result<ExitCode> {
     pool.close().await;
     tracing::info!(database = %args.database, migrations = applied, "database is up to date");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `recourse classify [FILE|-]`: exit 0 whenever the input could be read.
+pub fn classify(args: &ClassifyArgs) -> anyhow::Result<ExitCode> {
+    let now = chrono::Utc::now();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.input.as_os_str() == "-" {
+        let stdin = std::io::stdin();
+        classifier::cli::classify_stream(stdin.lock(), &mut out, now).context("reading standard input")?;
+    } else {
+        let file = std::fs::File::open(&args.input)
+            .with_context(|| format!("cannot read `{}`", args.input.display()))?;
+        classifier::cli::classify_stream(BufReader::new(file), &mut out, now)
+            .with_context(|| format!("cannot read `{}`", args.input.display()))?;
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `recourse catalogue check`: prints the report; exit 1 when it is not clean.
+pub fn catalogue_check(fixtures: &Path) -> anyhow::Result<ExitCode> {
+    let dir = fixtures.join("classifier");
+    let mut files = Vec::new();
+    collect_json(&dir, &mut files)
+        .with_context(|| format!("cannot read fixtures under `{}`", dir.display()))?;
+    let mut pairs = Vec::with_capacity(files.len());
+    for path in files {
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("cannot read `{}`", path.display()))?;
+        pairs.push((path.display().to_string(), text));
+    }
+    let report = classifier::check::check_catalogue(&pairs);
+    print!("{report}");
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            collect_json(&p, out)?;
+        } else if p.extension().is_some_and(|x| x == "json") {
+            out.push(p);
+        }
+    }
+    Ok(())
 }
 
 /// Without the built WASM and CSS the pages render but never become interactive; say so once

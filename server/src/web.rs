@@ -1,30 +1,58 @@
-//! The HTTP surface: the server-rendered UI, its static assets and `/healthz`.
+//! The HTTP surface: the server-rendered UI, its server functions, its static assets, the
+//! REST API ([`crate::api`]) and `/healthz`.
 //!
 //! [`router`] builds the whole application from an [`AppState`]; [`run`] serves it on a
 //! listener until a shutdown future resolves. Tests call both directly, so they exercise the
 //! same code path as `recourse serve`.
+//!
+//! The backend port reaches Leptos through ONE context closure ([`backend_context`]), given to
+//! both the page renderer and the server-function handler: the leptos_axum docs warn that
+//! SSR and client calls of a server function go through different handlers.
 
-use app::{shell, App};
+use crate::{backend::EngineBackend, clock::ManualClock, engine::Engine};
+use app::{backend::Backend, shell, App};
 use axum::{
-    extract::{FromRef, State},
+    body::Body,
+    extract::{FromRef, Request, State},
     http::StatusCode,
     response::IntoResponse,
     routing::get,
     Json, Router,
 };
-use leptos::config::LeptosOptions;
-use leptos_axum::{generate_route_list, LeptosRoutes};
+use leptos::{config::LeptosOptions, prelude::provide_context};
+use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
 use serde::Serialize;
 use sqlx::SqlitePool;
-use std::future::Future;
+use std::{future::Future, sync::Arc};
 use tokio::net::TcpListener;
 use tower_http::trace::TraceLayer;
 
-/// Everything a request handler may need. Cheap to clone: the pool and options are shared.
+/// Everything a request handler may need. Cheap to clone: everything is shared.
 #[derive(Clone)]
 pub struct AppState {
     pub pool: SqlitePool,
     pub leptos: LeptosOptions,
+    pub engine: Arc<Engine>,
+    pub backend: Arc<dyn Backend>,
+    /// Set only by `recourse serve --test-clock` and tests: enables `POST /api/v1/test/clock`.
+    pub test_clock: Option<ManualClock>,
+}
+
+impl AppState {
+    pub fn new(engine: Arc<Engine>, leptos: LeptosOptions, test_clock: Option<ManualClock>) -> AppState {
+        AppState {
+            pool: engine.pool().clone(),
+            leptos,
+            backend: Arc::new(EngineBackend::new(engine.clone())),
+            engine,
+            test_clock,
+        }
+    }
+}
+
+/// The one closure that provides the backend port to pages and server functions.
+pub fn backend_context(backend: Arc<dyn Backend>) -> impl Fn() + Clone + Send + Sync + 'static {
+    move || provide_context(backend.clone())
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -37,9 +65,12 @@ impl FromRef<AppState> for LeptosOptions {
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos = state.leptos.clone();
+    let context = backend_context(state.backend.clone());
     Router::new()
         .route("/healthz", get(healthz))
-        .leptos_routes(&state, routes, move || shell(leptos.clone()))
+        .merge(crate::api::routes(state.test_clock.is_some()))
+        .route("/api/{*fn_name}", get(server_fn).post(server_fn))
+        .leptos_routes_with_context(&state, routes, context, move || shell(leptos.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
@@ -52,6 +83,11 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+}
+
+/// Leptos server functions, with the same backend context as the pages.
+async fn server_fn(State(state): State<AppState>, req: Request<Body>) -> impl IntoResponse {
+    handle_server_fns_with_context(backend_context(state.backend.clone()), req).await
 }
 
 #[derive(Serialize)]

@@ -4,9 +4,13 @@ use axum::{body::Body, http::Request};
 use http_body_util::BodyExt;
 use server::{
     cli::{DatabaseArgs, ServeArgs},
-    db, serve,
+    clock::SystemClock,
+    db,
+    engine::Engine,
+    serve,
     web::{router, AppState},
 };
+use std::sync::Arc;
 use tower::ServiceExt;
 
 async fn app(dir: &tempfile::TempDir) -> axum::Router {
@@ -17,12 +21,12 @@ async fn app(dir: &tempfile::TempDir) -> axum::Router {
             database: database.clone(),
         },
         site_root: dir.path().join("site"),
+        demo: false,
+        test_clock: None,
     };
     let pool = db::open(&database).await.unwrap();
-    router(AppState {
-        pool,
-        leptos: serve::leptos_options(&args).unwrap(),
-    })
+    let engine = Engine::new(pool, Arc::new(SystemClock));
+    router(AppState::new(engine, serve::leptos_options(&args).unwrap(), None))
 }
 
 async fn get(app: axum::Router, path: &str) -> (u16, String) {

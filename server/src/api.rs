@@ -1,0 +1,468 @@
+//! The REST API under `/api/v1` (design contract 4), its event stream, and the OpenAPI
+//! document at `/api/openapi.json`.
+//!
+//! Handlers are thin: decode, call the profile service or the engine, map the outcome. Errors
+//! are classified in one place ([`ApiFailure`]): 404 not found, 409 stale or conflicting (with
+//! the current snapshot for routes), 422 with field paths, 503 when the store cannot write.
+//! Internal causes are logged once here and never sent to the client.
+
+use crate::{
+    engine::{EngineError, Input},
+    profiles::{self, ProfileError},
+    web::AppState,
+};
+use axum::{
+    body::Bytes,
+    extract::{Path, Query, State},
+    http::StatusCode,
+    response::{
+        sse::{Event, KeepAlive, Sse},
+        IntoResponse, Response,
+    },
+    routing::{get, post},
+    Json, Router,
+};
+use chrono::{DateTime, Utc};
+use classifier::Envelope;
+use futures_util::stream::Stream;
+use policy::{
+    api::{
+        ActionOutcome, ApiError, ApiErrorBody, EvidenceOutcome, ManualActionRequest, ProfileInput,
+        RouteFilter, StartRouteRequest, SuccessReport,
+    },
+    document::ValidationErrors,
+    route::RouteEvent,
+    wire::RouteSnapshot,
+};
+use serde::Deserialize;
+use std::convert::Infallible;
+use tokio::sync::broadcast::error::RecvError;
+
+/// The `/api/v1` routes (and `/api/openapi.json`).
+pub fn routes(test_clock: bool) -> Router<AppState> {
+    let mut r = Router::new()
+        .route("/api/openapi.json", get(crate::openapi::document))
+        .route("/api/v1/profiles", get(list_profiles).post(create_profile))
+        .route(
+            "/api/v1/profiles/{id}",
+            get(get_profile).put(update_profile).delete(delete_profile),
+        )
+        .route("/api/v1/routes", get(list_routes).post(start_route))
+        .route("/api/v1/routes/{id}", get(get_route))
+        .route("/api/v1/routes/{id}/evidence", post(submit_evidence))
+        .route("/api/v1/routes/{id}/result", post(submit_result))
+        .route("/api/v1/routes/{id}/actions", post(manual_action))
+        .route("/api/v1/routes/{id}/work", post(submit_work))
+        .route("/api/v1/routes/{id}/complete", post(complete_route))
+        .route("/api/v1/routes/{id}/abandon", post(abandon_route))
+        .route("/api/v1/circuits", get(list_circuits))
+        .route("/api/v1/events", get(events));
+    if test_clock {
+        r = r.route("/api/v1/test/clock", post(set_test_clock));
+    }
+    r
+}
+
+/// Every way a request can fail, by how the client reacts.
+#[derive(Debug)]
+pub enum ApiFailure {
+    NotFound(String),
+    Invalid(ValidationErrors),
+    BadRequest(String),
+    Conflict(String),
+    /// 409 with the route's current snapshot as the body.
+    Stale(Box<RouteSnapshot>),
+    Unavailable,
+    Internal,
+}
+
+fn error_body(status: StatusCode, code: &str, message: String) -> Response {
+    (
+        status,
+        Json(ApiError {
+            error: ApiErrorBody {
+                code: code.to_owned(),
+                message,
+            },
+        }),
+    )
+        .into_response()
+}
+
+impl IntoResponse for ApiFailure {
+    fn into_response(self) -> Response {
+        match self {
+            ApiFailure::NotFound(m) => error_body(StatusCode::NOT_FOUND, "not_found", m),
+            ApiFailure::Invalid(errors) => (StatusCode::UNPROCESSABLE_ENTITY, Json(errors)).into_response(),
+            ApiFailure::BadRequest(m) => error_body(StatusCode::BAD_REQUEST, "bad_request", m),
+            ApiFailure::Conflict(m) => error_body(StatusCode::CONFLICT, "conflict", m),
+            ApiFailure::Stale(snapshot) => (StatusCode::CONFLICT, Json(*snapshot)).into_response(),
+            ApiFailure::Unavailable => error_body(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                "The decision could not be written durably; nothing was scheduled or launched. Try again."
+                    .to_owned(),
+            ),
+            ApiFailure::Internal => error_body(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Something went wrong on the server.".to_owned(),
+            ),
+        }
+    }
+}
+
+impl From<EngineError> for ApiFailure {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::RouteNotFound(id) => ApiFailure::NotFound(format!("no route `{id}`")),
+            EngineError::ProfileNotFound(id) => ApiFailure::NotFound(format!("no profile `{id}`")),
+            EngineError::Rejected { snapshot, .. } => ApiFailure::Stale(snapshot),
+            EngineError::Conflict(m) => ApiFailure::Conflict(m),
+            EngineError::Storage(err) => {
+                tracing::error!(error = %err, "storage failure");
+                ApiFailure::Unavailable
+            }
+            other => {
+                tracing::error!(error = %other, "request failed");
+                ApiFailure::Internal
+            }
+        }
+    }
+}
+
+impl From<ProfileError> for ApiFailure {
+    fn from(e: ProfileError) -> Self {
+        match e {
+            ProfileError::Invalid(errors) => ApiFailure::Invalid(errors),
+            ProfileError::NotFound(id) => ApiFailure::NotFound(format!("no profile `{id}`")),
+            ProfileError::Conflict(m) => ApiFailure::Conflict(m),
+            ProfileError::Engine(e) => e.into(),
+        }
+    }
+}
+
+type ApiResult<T> = Result<T, ApiFailure>;
+
+/// Reads a JSON body; a malformed one is 400 (or 422 for a profile, see below).
+fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
+    serde_json::from_slice(body).map_err(|e| ApiFailure::BadRequest(format!("invalid JSON body: {e}")))
+}
+
+/// A profile body whose shape is wrong still gets field-addressed 422 errors.
+fn profile_body(body: &Bytes) -> ApiResult<ProfileInput> {
+    serde_json::from_slice(body).map_err(|e| {
+        ApiFailure::Invalid(ValidationErrors {
+            errors: vec![policy::document::ValidationError {
+                path: String::new(),
+                code: policy::document::ValidationCode::WrongType,
+                message: format!("The body is not a profile: {e}"),
+            }],
+        })
+    })
+}
+
+async fn list_profiles(State(s): State<AppState>) -> ApiResult<Response> {
+    Ok(Json(profiles::list(&s.engine).await?).into_response())
+}
+
+async fn create_profile(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
+    let input = profile_body(&body)?;
+    let p = profiles::create(&s.engine, input).await?;
+    Ok((StatusCode::CREATED, Json(p)).into_response())
+}
+
+async fn get_profile(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    Ok(Json(profiles::get(&s.engine, &id).await?).into_response())
+}
+
+async fn update_profile(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let input = profile_body(&body)?;
+    Ok(Json(profiles::update(&s.engine, &id, input).await?).into_response())
+}
+
+async fn delete_profile(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    profiles::delete(&s.engine, &id).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn list_routes(State(s): State<AppState>, Query(filter): Query<RouteFilter>) -> ApiResult<Response> {
+    Ok(Json(s.engine.list_routes(&filter).await?).into_response())
+}
+
+async fn start_route(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
+    let req: StartRouteRequest = json_body(&body)?;
+    if req.caller.invocation_id.trim().is_empty() || req.caller.reference.trim().is_empty() {
+        return Err(ApiFailure::BadRequest(
+            "caller.reference and caller.invocation_id are required".to_owned(),
+        ));
+    }
+    let summary = s.engine.start_route(req).await?;
+    Ok((StatusCode::CREATED, Json(summary)).into_response())
+}
+
+async fn get_route(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    Ok(Json(s.engine.route_detail(&id).await?).into_response())
+}
+
+/// Evidence for the route's current invocation: the envelope must name the route's
+/// invocation and the prompt generation it belongs to.
+async fn submit_evidence(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let envelope =
+        Envelope::parse(&body).map_err(|e| ApiFailure::BadRequest(format!("invalid envelope: {e}")))?;
+    if envelope.generation.is_none() {
+        return Err(ApiFailure::BadRequest(
+            "the envelope needs `generation` (the invocation generation it belongs to)".to_owned(),
+        ));
+    }
+    let route = s.engine.route_summary(&id).await?;
+    if envelope
+        .invocation_id
+        .as_deref()
+        .is_some_and(|i| i != route.caller.invocation_id)
+    {
+        return Err(ApiFailure::Conflict(format!(
+            "the envelope belongs to invocation `{}`, not to this route's",
+            envelope.invocation_id.as_deref().unwrap_or_default()
+        )));
+    }
+    match s.engine.submit(&id, Input::Evidence(Box::new(envelope))).await {
+        Ok(applied) => {
+            let verdict = applied.verdict.ok_or(ApiFailure::Internal)?;
+            Ok(Json(EvidenceOutcome {
+                accepted: true,
+                classification: verdict.classification,
+                gate: verdict.gate,
+                snapshot: applied.snapshot,
+            })
+            .into_response())
+        }
+        Err(EngineError::Rejected {
+            snapshot,
+            verdict: Some(verdict),
+            ..
+        }) => Ok((
+            StatusCode::CONFLICT,
+            Json(EvidenceOutcome {
+                accepted: false,
+                classification: verdict.classification,
+                gate: verdict.gate,
+                snapshot: *snapshot,
+            }),
+        )
+            .into_response()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn submit_event(s: &AppState, id: &str, event: RouteEvent) -> ApiResult<Response> {
+    let applied = s.engine.submit(id, Input::Event(event)).await?;
+    Ok(Json(applied.snapshot).into_response())
+}
+
+async fn submit_result(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let r: SuccessReport = json_body(&body)?;
+    submit_event(
+        &s,
+        &id,
+        RouteEvent::Succeeded {
+            generation: r.invocation_generation,
+        },
+    )
+    .await
+}
+
+#[derive(Deserialize)]
+struct Expected {
+    expected_generation: u64,
+}
+
+async fn submit_work(State(s): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Response> {
+    let e: Expected = json_body(&body)?;
+    submit_event(
+        &s,
+        &id,
+        RouteEvent::WorkSubmitted {
+            expected_generation: e.expected_generation,
+        },
+    )
+    .await
+}
+
+async fn complete_route(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let e: Expected = json_body(&body)?;
+    submit_event(
+        &s,
+        &id,
+        RouteEvent::Complete {
+            expected_generation: e.expected_generation,
+        },
+    )
+    .await
+}
+
+async fn abandon_route(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let e: Expected = json_body(&body)?;
+    submit_event(
+        &s,
+        &id,
+        RouteEvent::Abandon {
+            expected_generation: e.expected_generation,
+        },
+    )
+    .await
+}
+
+/// A person's action: 200 with the new snapshot, or 409 with the current one.
+async fn manual_action(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let req: ManualActionRequest = json_body(&body)?;
+    match s.engine.perform_action(&id, req).await? {
+        ActionOutcome::Applied(snapshot) => Ok(Json(snapshot).into_response()),
+        ActionOutcome::Conflict(snapshot) => Err(ApiFailure::Stale(Box::new(snapshot))),
+    }
+}
+
+async fn list_circuits(State(s): State<AppState>) -> ApiResult<Response> {
+    Ok(Json(s.engine.circuits().await?).into_response())
+}
+
+/// Server-Sent Events: one `route` event per accepted change (`RouteEventPayload` plus
+/// `route_id`). A slow client that falls behind gets a `lagged` event and should reload.
+async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let rx = s.engine.subscribe();
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let event = match rx.recv().await {
+            Ok(ev) => Event::default()
+                .event("route")
+                .json_data(&ev)
+                .unwrap_or_else(|_| Event::default().event("error")),
+            Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
+            Err(RecvError::Closed) => return None,
+        };
+        Some((Ok(event), rx))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[derive(Deserialize)]
+struct ClockSet {
+    now: DateTime<Utc>,
+}
+
+/// Test only (`recourse serve --test-clock`): moves the injected clock and wakes the
+/// scheduler, so a process test never waits for real time.
+async fn set_test_clock(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
+    let c: ClockSet = json_body(&body)?;
+    let clock = s
+        .test_clock
+        .as_ref()
+        .ok_or(ApiFailure::NotFound("no test clock".to_owned()))?;
+    clock.set(c.now);
+    // Fire what is due now, in line, so the caller sees the result in its next request.
+    crate::scheduler::tick(&s.engine)
+        .await
+        .map_err(|e| ApiFailure::from(EngineError::Storage(e)))?;
+    s.engine.wake();
+    Ok(Json(serde_json::json!({"now": clock_now(clock)})).into_response())
+}
+
+fn clock_now(clock: &crate::clock::ManualClock) -> DateTime<Utc> {
+    use crate::clock::Clock;
+    clock.now()
+}
+
+/// Path descriptions for the OpenAPI document. The stubs carry only the annotations, so the
+/// real handlers above keep their plain signatures.
+#[allow(dead_code)]
+pub(crate) mod openapi_paths {
+    use policy::api::{
+        ApiError, CircuitView, EvidenceOutcome, ManualActionRequest, Profile, ProfileInput, ProfileSummary,
+        RouteDetail, RouteSummary, StartRouteRequest, SuccessReport,
+    };
+
+    #[utoipa::path(get, path = "/api/v1/profiles", responses((status = 200, body = [ProfileSummary])))]
+    pub(crate) fn list_profiles() {}
+
+    #[utoipa::path(post, path = "/api/v1/profiles", request_body = ProfileInput, responses(
+        (status = 201, body = Profile, description = "Created; the policy is the normalized version-1 document"),
+        (status = 422, description = "`{\"errors\":[{path,code,message}]}`, every problem with its field path")))]
+    pub(crate) fn create_profile() {}
+
+    #[utoipa::path(get, path = "/api/v1/profiles/{id}", params(("id" = String, Path)), responses(
+        (status = 200, body = Profile), (status = 404, body = ApiError)))]
+    pub(crate) fn get_profile() {}
+
+    #[utoipa::path(put, path = "/api/v1/profiles/{id}", params(("id" = String, Path)), request_body = ProfileInput,
+        responses((status = 200, body = Profile), (status = 404, body = ApiError),
+        (status = 409, body = ApiError, description = "expected_revision is not current"),
+        (status = 422, description = "Validation errors with field paths")))]
+    pub(crate) fn update_profile() {}
+
+    #[utoipa::path(delete, path = "/api/v1/profiles/{id}", params(("id" = String, Path)), responses(
+        (status = 204), (status = 404, body = ApiError), (status = 409, body = ApiError)))]
+    pub(crate) fn delete_profile() {}
+
+    #[utoipa::path(get, path = "/api/v1/routes", params(
+        ("caller_kind" = Option<String>, Query), ("caller_reference" = Option<String>, Query),
+        ("state" = Option<String>, Query), ("profile_id" = Option<String>, Query), ("limit" = Option<u32>, Query)),
+        responses((status = 200, body = [RouteSummary])))]
+    pub(crate) fn list_routes() {}
+
+    #[utoipa::path(post, path = "/api/v1/routes", request_body = StartRouteRequest, responses(
+        (status = 201, body = RouteSummary), (status = 404, body = ApiError),
+        (status = 409, body = ApiError, description = "The invocation already has a route")))]
+    pub(crate) fn start_route() {}
+
+    #[utoipa::path(get, path = "/api/v1/routes/{id}", params(("id" = String, Path)), responses(
+        (status = 200, body = RouteDetail), (status = 404, body = ApiError)))]
+    pub(crate) fn get_route() {}
+
+    #[utoipa::path(post, path = "/api/v1/routes/{id}/evidence", params(("id" = String, Path)),
+        request_body(content = Object, description = "An evidence envelope (contract 1) with `generation`"),
+        responses((status = 200, body = EvidenceOutcome),
+        (status = 409, body = EvidenceOutcome, description = "Stale: not for the current invocation"),
+        (status = 503, body = ApiError, description = "The decision could not be written; nothing ran")))]
+    pub(crate) fn submit_evidence() {}
+
+    #[utoipa::path(post, path = "/api/v1/routes/{id}/result", params(("id" = String, Path)),
+        request_body = SuccessReport, responses((status = 200, description = "The route snapshot"),
+        (status = 409, description = "The current route snapshot")))]
+    pub(crate) fn submit_result() {}
+
+    #[utoipa::path(post, path = "/api/v1/routes/{id}/actions", params(("id" = String, Path)),
+        request_body = ManualActionRequest, responses(
+        (status = 200, description = "The authoritative route snapshot after the action"),
+        (status = 409, description = "expected_generation is stale or the action is not allowed: the current snapshot")))]
+    pub(crate) fn manual_action() {}
+
+    #[utoipa::path(get, path = "/api/v1/circuits", responses((status = 200, body = [CircuitView])))]
+    pub(crate) fn list_circuits() {}
+
+    #[utoipa::path(get, path = "/api/v1/events", responses((status = 200, content_type = "text/event-stream",
+        description = "`route` events: a RouteEventPayload plus `route_id`, one per accepted change")))]
+    pub(crate) fn events() {}
+}

@@ -1,0 +1,1493 @@
+//! The route engine: the one transition owner, effect execution, the dispatch gate of the
+//! shared resource circuits, the simulated dispatcher, and restart reconciliation.
+//!
+//! Architecture invariants (each has a test in `server/tests/`):
+//! - One transition owner. Every route change goes through [`Engine::submit`]: load the route,
+//!   `policy::route::step`, then in ONE `BEGIN IMMEDIATE` transaction the compare-and-set
+//!   `UPDATE routes ... WHERE id = ? AND generation = ?`, the history row, the dispatch record,
+//!   the timer row and the circuit rows. A lost compare-and-set or a stale generation rolls
+//!   everything back and answers with the current snapshot.
+//! - Persist, then act. Effects (`RouteEffect`) run only after the commit. A timer is "armed"
+//!   by its row in that same transaction; the effect only wakes the scheduler. If the commit
+//!   fails, nothing is armed, launched or repeated, and the error is surfaced on the route.
+//! - A dispatch is recorded as started (`DispatchStarted` committed) before `Launch` runs.
+//!   After a restart, `Restarted` re-begins provably unstarted attempts and sends started,
+//!   unsettled ones to `action_required` (`ambiguous_dispatch`).
+//! - Circuits are an eligibility input: an open circuit holds a pending dispatch (a
+//!   `circuit_hold` timer) and makes its candidates ineligible for switching; an expired one
+//!   lets exactly one route take the probe lease (a compare-and-set on the circuit row).
+//!
+//! Transactions run in spawned tasks, so a dropped HTTP request can never leave a connection
+//! inside an open transaction, and effects always complete.
+
+use crate::{
+    clock::Clock,
+    store::{self, from_ms, ms, ts, RouteRow, StoreError},
+};
+use chrono::{DateTime, TimeDelta, Utc};
+use classifier::{Envelope, Verdict};
+use policy::{
+    api::{
+        ActionOutcome, CandidateTarget, CircuitState, CircuitView, DispatchOutcome, DispatcherKind,
+        ManualActionRequest, Profile, RouteDetail, RouteSummary, SimulatedOutcome, StartRouteRequest,
+    },
+    classification::{ClassState, Confidence, Scope},
+    route::{
+        start, step, CandidateOption, DispatchState, EventKind, FailureReport, RouteEffect, RouteEvent,
+        RouteState, Transition, TransitionError,
+    },
+    wire::{RouteEventPayload, RouteSnapshot},
+};
+use serde::{Deserialize, Serialize};
+use sqlx::{Row, SqliteConnection, SqlitePool};
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{Arc, Mutex as StdMutex, Weak},
+};
+use tokio::{
+    sync::{broadcast, Mutex, Notify},
+    task::AbortHandle,
+};
+
+/// How long routes held behind a probe wait before they look again (a lost probe, e.g. a hung
+/// one, cannot block them forever).
+pub const PROBE_WAIT: TimeDelta = TimeDelta::seconds(60);
+/// Backoff of a circuit opened without a trusted reset: 30 s doubling per failure, capped.
+pub const CIRCUIT_BASE_BACKOFF_SECS: i64 = 30;
+pub const CIRCUIT_MAX_BACKOFF_SECS: i64 = 3600;
+
+/// One accepted change, as the event stream sends it (`route_id` plus the policy payload).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteStreamEvent {
+    pub route_id: String,
+    #[serde(flatten)]
+    pub payload: RouteEventPayload,
+}
+
+/// What can be submitted to a route.
+#[derive(Debug, Clone)]
+pub enum Input {
+    Event(RouteEvent),
+    /// An evidence envelope for the route's current invocation; classified inside the
+    /// transaction against the route's current generation and the profile's current policy.
+    Evidence(Box<Envelope>),
+}
+
+/// The result of a submitted input.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The authoritative snapshot after the input and the transitions its effects caused.
+    pub snapshot: RouteSnapshot,
+    /// Whether the input itself changed the route.
+    pub changed: bool,
+    pub verdict: Option<Box<Verdict>>,
+}
+
+/// Why a submission did not commit, classified by how the caller reacts.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("[EN1001] no route `{0}`")]
+    RouteNotFound(String),
+    #[error("[EN1002] no profile `{0}`")]
+    ProfileNotFound(String),
+    /// Stale generation, not allowed now, or a compare-and-set lost to another writer: the
+    /// route is untouched; here is where it is.
+    #[error("[EN1003] rejected: {reason}")]
+    Rejected {
+        reason: String,
+        error: Option<TransitionError>,
+        snapshot: Box<RouteSnapshot>,
+        verdict: Option<Box<Verdict>>,
+    },
+    /// The decision could not be written: nothing was armed, launched or repeated.
+    #[error("[EN1004] the decision could not be written durably: {0}")]
+    Storage(#[source] sqlx::Error),
+    #[error("[EN1005] {0}")]
+    Corrupt(String),
+    #[error("[EN1006] {0}")]
+    Conflict(String),
+    #[error("[EN1007] the engine task failed")]
+    Task,
+}
+
+impl From<sqlx::Error> for EngineError {
+    fn from(e: sqlx::Error) -> Self {
+        EngineError::Storage(e)
+    }
+}
+
+impl From<StoreError> for EngineError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Sql(e) => EngineError::Storage(e),
+            StoreError::Corrupt { .. } => EngineError::Corrupt(e.to_string()),
+        }
+    }
+}
+
+/// What one transaction did. (Short-lived and moved once; boxing `Committed` buys nothing.)
+#[allow(clippy::large_enum_variant)]
+enum TxOutcome {
+    Committed {
+        prev: RouteState,
+        transition: Transition,
+        kind: EventKind,
+        verdict: Option<Box<Verdict>>,
+        release_holds: bool,
+    },
+    Unchanged {
+        state: RouteState,
+        effects: Vec<RouteEffect>,
+        verdict: Option<Box<Verdict>>,
+    },
+    Rejected {
+        state: RouteState,
+        error: Option<TransitionError>,
+        verdict: Option<Box<Verdict>>,
+    },
+}
+
+enum GateVerdict {
+    Go,
+    Held,
+    Stale,
+}
+
+/// The engine. Cheap to share (`Arc`).
+pub struct Engine {
+    pool: SqlitePool,
+    clock: Arc<dyn Clock>,
+    /// Wakes the scheduler (a new or earlier timer, released holds).
+    wake: Notify,
+    /// One writer at a time in this process (SQLite has one anyway; waiting here is cheaper
+    /// than SQLite's busy loop). The compare-and-set still fences other processes.
+    write: Mutex<()>,
+    events: broadcast::Sender<RouteStreamEvent>,
+    running: StdMutex<HashMap<(String, u32), AbortHandle>>,
+    /// Durable-write failures by route, also when they could not be written themselves.
+    durable_errors: StdMutex<HashMap<String, String>>,
+    me: Weak<Engine>,
+}
+
+impl Engine {
+    pub fn new(pool: SqlitePool, clock: Arc<dyn Clock>) -> Arc<Engine> {
+        let (events, _) = broadcast::channel(1024);
+        Arc::new_cyclic(|me| Engine {
+            pool,
+            clock,
+            wake: Notify::new(),
+            write: Mutex::new(()),
+            events,
+            running: StdMutex::new(HashMap::new()),
+            durable_errors: StdMutex::new(HashMap::new()),
+            me: me.clone(),
+        })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Wakes the scheduler (after a clock change, a new timer or released holds).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// The in-process writer lock: profile writes take it too, so SQLite never sees two
+    /// writers from this process.
+    pub(crate) async fn writer(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.write.lock().await
+    }
+
+    pub(crate) fn wake_handle(&self) -> &Notify {
+        &self.wake
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<RouteStreamEvent> {
+        self.events.subscribe()
+    }
+
+    fn arc(&self) -> Arc<Engine> {
+        // `self` is only reachable through the Arc built in `new`.
+        self.me
+            .upgrade()
+            .unwrap_or_else(|| unreachable!("engine used after drop"))
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Submitting
+    // --------------------------------------------------------------------------------------------
+
+    /// Submits one input to a route through the transition owner, then performs the effects.
+    /// Runs in its own task: a caller that goes away cannot interrupt a transaction.
+    pub async fn submit(&self, route_id: &str, input: Input) -> Result<Applied, EngineError> {
+        let engine = self.arc();
+        let route_id = route_id.to_owned();
+        tokio::spawn(async move { engine.submit_here(&route_id, input).await })
+            .await
+            .map_err(|_| EngineError::Task)?
+    }
+
+    async fn submit_here(&self, route_id: &str, input: Input) -> Result<Applied, EngineError> {
+        let outcome = match self.apply_once(route_id, input).await {
+            Ok(o) => o,
+            Err(e) => {
+                if let EngineError::Storage(err) = &e {
+                    self.record_durable_error(route_id, err).await;
+                }
+                return Err(e);
+            }
+        };
+        match outcome {
+            TxOutcome::Committed {
+                prev,
+                transition,
+                kind,
+                verdict,
+                release_holds,
+            } => {
+                self.after_commit(route_id, &prev, &transition, kind, release_holds);
+                let latest = self
+                    .run_effects(route_id, transition.effects.clone(), transition.next.clone())
+                    .await;
+                Ok(Applied {
+                    snapshot: latest.snapshot(),
+                    changed: true,
+                    verdict,
+                })
+            }
+            TxOutcome::Unchanged {
+                state,
+                effects,
+                verdict,
+            } => {
+                let latest = self.run_effects(route_id, effects, state).await;
+                Ok(Applied {
+                    snapshot: latest.snapshot(),
+                    changed: false,
+                    verdict,
+                })
+            }
+            TxOutcome::Rejected {
+                state,
+                error,
+                verdict,
+            } => Err(EngineError::Rejected {
+                reason: error.as_ref().map_or_else(
+                    || "another writer changed the route first".to_owned(),
+                    ToString::to_string,
+                ),
+                error,
+                snapshot: Box::new(state.snapshot()),
+                verdict,
+            }),
+        }
+    }
+
+    /// `submit_here` behind a box: the simulated dispatcher's task calls back into the
+    /// engine, and the box breaks the otherwise infinite future type.
+    fn submit_boxed(
+        self: Arc<Self>,
+        route_id: String,
+        input: Input,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Applied, EngineError>> + Send>> {
+        Box::pin(async move { self.submit_here(&route_id, input).await })
+    }
+
+    async fn record_durable_error(&self, route_id: &str, err: &sqlx::Error) {
+        let message = format!("the decision could not be written: {err}");
+        tracing::error!(route_id, error = %err, "durable write failed; nothing was armed or launched");
+        self.durable_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(route_id.to_owned(), message.clone());
+        // Best effort: on a read-only or full disk this fails too, and the map above keeps it.
+        let _ = sqlx::query("UPDATE routes SET durable_error = ? WHERE id = ?")
+            .bind(&message)
+            .bind(route_id)
+            .execute(&self.pool)
+            .await;
+    }
+
+    fn durable_error(&self, route_id: &str) -> Option<String> {
+        self.durable_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(route_id)
+            .cloned()
+    }
+
+    fn after_commit(
+        &self,
+        route_id: &str,
+        prev: &RouteState,
+        transition: &Transition,
+        kind: EventKind,
+        release_holds: bool,
+    ) {
+        self.durable_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(route_id);
+        if release_holds {
+            self.wake();
+        }
+        let payload = RouteEventPayload::new(kind, Some(prev), transition, self.now());
+        let _ = self.events.send(RouteStreamEvent {
+            route_id: route_id.to_owned(),
+            payload,
+        });
+    }
+
+    /// One transaction: begin immediate, transact, commit or roll back.
+    async fn apply_once(&self, route_id: &str, input: Input) -> Result<TxOutcome, EngineError> {
+        let _writer = self.write.lock().await;
+        let now = self.now();
+        let mut conn = self.pool.acquire().await?;
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+        let result = self.transact(&mut conn, route_id, input, now).await;
+        finish(
+            &mut conn,
+            result
+                .as_ref()
+                .is_ok_and(|o| matches!(o, TxOutcome::Committed { .. })),
+        )
+        .await?;
+        result
+    }
+
+    /// The transition owner's body, inside an open transaction.
+    async fn transact(
+        &self,
+        conn: &mut SqliteConnection,
+        route_id: &str,
+        input: Input,
+        now: DateTime<Utc>,
+    ) -> Result<TxOutcome, EngineError> {
+        let route = store::load_route(conn, route_id)
+            .await?
+            .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
+        let profile = store::load_profile(conn, &route.profile_id)
+            .await?
+            .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
+            .profile;
+        let prev = route.state;
+        let (event, verdict) = match input {
+            Input::Event(e) => (e, None),
+            Input::Evidence(env) => {
+                let mut env = *env;
+                env.active_generation = Some(prev.generation());
+                let verdict = classifier::classify(&env, now);
+                let policy = policy::document::ValidatedPolicyDocument::try_from(profile.policy.clone())
+                    .ok()
+                    .and_then(|doc| doc.candidate(&prev.candidate().id).cloned());
+                let report = FailureReport {
+                    evidence_generation: env.generation.unwrap_or(0),
+                    classification: verdict.classification.clone(),
+                    gate: verdict.gate,
+                    policy,
+                };
+                (RouteEvent::Failed(Box::new(report)), Some(Box::new(verdict)))
+            }
+        };
+        let kind = event.kind();
+        let transition = match step(&prev, event, now) {
+            Ok(t) => t,
+            Err(error) => {
+                return Ok(TxOutcome::Rejected {
+                    state: prev,
+                    error: Some(error),
+                    verdict,
+                })
+            }
+        };
+        if !transition.changed {
+            return Ok(TxOutcome::Unchanged {
+                state: prev,
+                effects: transition.effects,
+                verdict,
+            });
+        }
+        if !store::cas_route(conn, route_id, prev.generation(), &transition.next, now).await? {
+            let state = store::load_route(conn, route_id).await?.map_or(prev, |r| r.state);
+            return Ok(TxOutcome::Rejected {
+                state,
+                error: None,
+                verdict,
+            });
+        }
+        store::insert_history(
+            conn,
+            store::HistoryInsert {
+                route_id,
+                at: now,
+                event: kind,
+                from: Some(prev.state_name()),
+                next: &transition.next,
+                profile_revision: profile.revision,
+                decision_json: transition.decision.as_ref().map(store::to_json),
+                classification_json: verdict.as_ref().map(|v| store::to_json(&v.classification)),
+            },
+        )
+        .await?;
+        maintain_dispatches(conn, route_id, &prev, &transition.next, kind, &profile, now).await?;
+        maintain_timer(conn, route_id, &transition.next).await?;
+        let release_holds = maintain_circuits(
+            conn,
+            route_id,
+            &prev,
+            &transition.next,
+            kind,
+            verdict.as_deref(),
+            &profile,
+            now,
+        )
+        .await?;
+        Ok(TxOutcome::Committed {
+            prev,
+            transition,
+            kind,
+            verdict,
+            release_holds,
+        })
+    }
+
+    /// Performs effects in order; follow-up events go through the owner again. Returns the
+    /// latest state this chain committed.
+    async fn run_effects(
+        &self,
+        route_id: &str,
+        effects: Vec<RouteEffect>,
+        mut latest: RouteState,
+    ) -> RouteState {
+        let mut queue: VecDeque<RouteEffect> = effects.into();
+        while let Some(effect) = queue.pop_front() {
+            let follow = match effect {
+                RouteEffect::ArmTimer { .. } => {
+                    self.wake();
+                    None
+                }
+                RouteEffect::CancelTimer | RouteEffect::NotifyPerson { .. } => None,
+                RouteEffect::BeginDispatch {
+                    generation,
+                    candidate_id,
+                    ..
+                } => match self.gate(route_id, generation, &candidate_id).await {
+                    Ok(GateVerdict::Go) => Some(Input::Event(RouteEvent::DispatchStarted { generation })),
+                    Ok(GateVerdict::Held) => {
+                        self.wake();
+                        None
+                    }
+                    Ok(GateVerdict::Stale) => None,
+                    Err(e) => {
+                        if let EngineError::Storage(err) = &e {
+                            self.record_durable_error(route_id, err).await;
+                        }
+                        tracing::warn!(route_id, error = %e, "dispatch gate failed");
+                        None
+                    }
+                },
+                RouteEffect::Launch {
+                    candidate_id,
+                    attempt,
+                    invocation_generation,
+                    ..
+                } => match self
+                    .launch(route_id, &candidate_id, attempt, invocation_generation)
+                    .await
+                {
+                    // An immediate simulated outcome is reported in this same chain, so tests
+                    // and the test clock see whole chains complete deterministically.
+                    Ok(immediate) => immediate,
+                    Err(e) => {
+                        tracing::warn!(route_id, error = %e, "launch failed");
+                        None
+                    }
+                },
+                RouteEffect::AbortDispatch { attempt } => {
+                    self.abort(route_id, attempt);
+                    None
+                }
+                RouteEffect::EvaluateCandidates { generation, .. } => {
+                    match self.candidate_options(route_id).await {
+                        Ok(candidates) => Some(Input::Event(RouteEvent::CandidatesEvaluated {
+                            expected_generation: generation,
+                            candidates,
+                        })),
+                        Err(e) => {
+                            tracing::warn!(route_id, error = %e, "cannot evaluate candidates");
+                            None
+                        }
+                    }
+                }
+                RouteEffect::RouteClosed { .. } => {
+                    if let Err(e) = self.release_leases(route_id).await {
+                        tracing::warn!(route_id, error = %e, "cannot release probe leases");
+                    }
+                    None
+                }
+            };
+            let Some(input) = follow else { continue };
+            match self.apply_once(route_id, input).await {
+                Ok(TxOutcome::Committed {
+                    prev,
+                    transition,
+                    kind,
+                    release_holds,
+                    ..
+                }) => {
+                    self.after_commit(route_id, &prev, &transition, kind, release_holds);
+                    latest = transition.next.clone();
+                    queue.extend(transition.effects);
+                }
+                Ok(TxOutcome::Unchanged { effects, .. }) => queue.extend(effects),
+                Ok(TxOutcome::Rejected { state, error, .. }) => {
+                    tracing::debug!(route_id, ?error, "follow-up event lost a race");
+                    latest = state;
+                }
+                Err(e) => {
+                    if let EngineError::Storage(err) = &e {
+                        self.record_durable_error(route_id, err).await;
+                    }
+                    tracing::warn!(route_id, error = %e, "follow-up event failed; effects stop here");
+                    break;
+                }
+            }
+        }
+        latest
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Routes
+    // --------------------------------------------------------------------------------------------
+
+    /// Starts routed work on a profile for a caller.
+    pub async fn start_route(&self, request: StartRouteRequest) -> Result<RouteSummary, EngineError> {
+        let engine = self.arc();
+        tokio::spawn(async move { engine.start_here(request).await })
+            .await
+            .map_err(|_| EngineError::Task)?
+    }
+
+    async fn start_here(&self, request: StartRouteRequest) -> Result<RouteSummary, EngineError> {
+        let now = self.now();
+        let (route, profile_name, transition) = {
+            let _writer = self.write.lock().await;
+            let mut conn = self.pool.acquire().await?;
+            sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+            let result = self.start_tx(&mut conn, &request, now).await;
+            finish(&mut conn, result.is_ok()).await?;
+            result?
+        };
+        let payload = RouteEventPayload::new(EventKind::Started, None, &transition, now);
+        let _ = self.events.send(RouteStreamEvent {
+            route_id: route.id.clone(),
+            payload,
+        });
+        let latest = self
+            .run_effects(&route.id, transition.effects.clone(), transition.next.clone())
+            .await;
+        let mut summary = store::summary_of(&route, profile_name);
+        summary.snapshot = latest.snapshot();
+        Ok(summary)
+    }
+
+    async fn start_tx(
+        &self,
+        conn: &mut SqliteConnection,
+        request: &StartRouteRequest,
+        now: DateTime<Utc>,
+    ) -> Result<(RouteRow, String, Transition), EngineError> {
+        let profile = store::load_profile(conn, &request.profile_id)
+            .await?
+            .ok_or_else(|| EngineError::ProfileNotFound(request.profile_id.clone()))?
+            .profile;
+        let exists: Option<String> =
+            sqlx::query_scalar("SELECT id FROM routes WHERE caller_kind = ? AND invocation_id = ?")
+                .bind(request.caller.kind.as_str())
+                .bind(&request.caller.invocation_id)
+                .fetch_optional(&mut *conn)
+                .await?;
+        if let Some(id) = exists {
+            return Err(EngineError::Conflict(format!(
+                "invocation `{}` of this caller kind already has route `{id}`",
+                request.caller.invocation_id
+            )));
+        }
+        let id = store::new_id("rt", now);
+        let options = options_for(conn, &profile, &id, now).await?;
+        let transition = start(&options).map_err(|e| EngineError::Conflict(e.to_string()))?;
+        let route = RouteRow {
+            id: id.clone(),
+            profile_id: profile.id.clone(),
+            caller: request.caller.clone(),
+            title: request.title.clone(),
+            state: transition.next.clone(),
+            durable_error: None,
+            created_at: now,
+            updated_at: now,
+        };
+        store::insert_route(conn, &route).await?;
+        store::insert_history(
+            conn,
+            store::HistoryInsert {
+                route_id: &id,
+                at: now,
+                event: EventKind::Started,
+                from: None,
+                next: &transition.next,
+                profile_revision: profile.revision,
+                decision_json: None,
+                classification_json: None,
+            },
+        )
+        .await?;
+        if let Some(a) = transition.next.attempt() {
+            let dispatcher = target_of(&profile, &transition.next.candidate().id)
+                .map_or(DispatcherKind::External, |t| t.dispatcher);
+            store::insert_dispatch(
+                conn,
+                store::DispatchInsert {
+                    route_id: &id,
+                    attempt: a.number,
+                    candidate_id: &transition.next.candidate().id,
+                    kind: a.kind,
+                    dispatcher,
+                    generation: transition.next.generation(),
+                    at: now,
+                },
+            )
+            .await?;
+        }
+        Ok((route, profile.name, transition))
+    }
+
+    /// A route in a list.
+    pub async fn route_summary(&self, id: &str) -> Result<RouteSummary, EngineError> {
+        let mut conn = self.pool.acquire().await?;
+        let route = store::load_route(&mut conn, id)
+            .await?
+            .ok_or_else(|| EngineError::RouteNotFound(id.to_owned()))?;
+        let name: String = sqlx::query_scalar("SELECT name FROM profiles WHERE id = ?")
+            .bind(&route.profile_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .unwrap_or_default();
+        let mut summary = store::summary_of(&route, name);
+        if summary.durable_error.is_none() {
+            summary.durable_error = self.durable_error(id);
+        }
+        Ok(summary)
+    }
+
+    pub async fn route_detail(&self, id: &str) -> Result<RouteDetail, EngineError> {
+        let route = self.route_summary(id).await?;
+        let mut conn = self.pool.acquire().await?;
+        Ok(RouteDetail {
+            route,
+            history: store::load_history(&mut conn, id).await?,
+            dispatches: store::load_dispatches(&mut conn, id).await?,
+        })
+    }
+
+    pub async fn list_routes(
+        &self,
+        filter: &policy::api::RouteFilter,
+    ) -> Result<Vec<RouteSummary>, EngineError> {
+        let mut conn = self.pool.acquire().await?;
+        let mut routes = store::list_routes(&mut conn, filter).await?;
+        for r in &mut routes {
+            if r.durable_error.is_none() {
+                r.durable_error = self.durable_error(&r.id);
+            }
+        }
+        Ok(routes)
+    }
+
+    /// A person's action, fenced by `expected_generation`. A stale or disallowed one is a
+    /// `Conflict` with the current snapshot; a repeated cancel is `Applied` (idempotent).
+    pub async fn perform_action(
+        &self,
+        route_id: &str,
+        request: ManualActionRequest,
+    ) -> Result<ActionOutcome, EngineError> {
+        let event = RouteEvent::Manual {
+            action: request.action,
+            expected_generation: request.expected_generation,
+        };
+        match self.submit(route_id, Input::Event(event)).await {
+            Ok(applied) => Ok(ActionOutcome::Applied(applied.snapshot)),
+            Err(EngineError::Rejected { snapshot, .. }) => Ok(ActionOutcome::Conflict(*snapshot)),
+            Err(e) => Err(e),
+        }
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Dispatch
+    // --------------------------------------------------------------------------------------------
+
+    /// Decides whether the pending attempt at `generation` may start now, holding it behind an
+    /// open circuit or another route's probe.
+    async fn gate(
+        &self,
+        route_id: &str,
+        generation: u64,
+        candidate_id: &str,
+    ) -> Result<GateVerdict, EngineError> {
+        let _writer = self.write.lock().await;
+        let now = self.now();
+        let mut conn = self.pool.acquire().await?;
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+        let result = gate_tx(&mut conn, route_id, generation, candidate_id, now).await;
+        finish(&mut conn, result.is_ok()).await?;
+        result
+    }
+
+    /// Re-runs the dispatch gate for a held attempt (the scheduler calls this).
+    pub(crate) async fn recheck_hold(&self, route_id: &str, generation: u64) -> Result<(), EngineError> {
+        let mut conn = self.pool.acquire().await?;
+        let route = store::load_route(&mut conn, route_id).await?;
+        drop(conn);
+        let Some(route) = route else { return Ok(()) };
+        let pending = route
+            .state
+            .attempt()
+            .filter(|a| a.dispatch == DispatchState::Pending && route.state.generation() == generation);
+        if let Some(a) = pending {
+            let effect = RouteEffect::BeginDispatch {
+                candidate_id: route.state.candidate().id.clone(),
+                candidate_index: route.state.candidate().index,
+                attempt: a.number,
+                kind: a.kind,
+                generation,
+            };
+            self.run_effects(route_id, vec![effect], route.state).await;
+        } else {
+            sqlx::query("DELETE FROM timers WHERE route_id = ? AND kind = 'circuit_hold' AND generation = ?")
+                .bind(route_id)
+                .bind(store::gen_i64(generation))
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn candidate_options(&self, route_id: &str) -> Result<Vec<CandidateOption>, EngineError> {
+        let now = self.now();
+        let mut conn = self.pool.acquire().await?;
+        let route = store::load_route(&mut conn, route_id)
+            .await?
+            .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
+        let profile = store::load_profile(&mut conn, &route.profile_id)
+            .await?
+            .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
+            .profile;
+        options_for(&mut conn, &profile, route_id, now).await
+    }
+
+    async fn release_leases(&self, route_id: &str) -> Result<(), EngineError> {
+        let _writer = self.write.lock().await;
+        let now = self.now();
+        let done = sqlx::query(
+            "UPDATE circuits SET state = 'open', probe_route_id = NULL, updated_at = ? \
+             WHERE probe_route_id = ? AND state = 'probing'",
+        )
+        .bind(ts(now))
+        .bind(route_id)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() > 0 {
+            release_holds(&self.pool, now).await?;
+            self.wake();
+        }
+        Ok(())
+    }
+
+    fn abort(&self, route_id: &str, attempt: u32) {
+        if let Some(h) = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(route_id.to_owned(), attempt))
+        {
+            h.abort();
+        }
+    }
+
+    /// Performs a recorded-as-started attempt with the candidate's dispatcher.
+    async fn launch(
+        &self,
+        route_id: &str,
+        candidate_id: &str,
+        attempt: u32,
+        invocation_generation: u64,
+    ) -> Result<Option<Input>, EngineError> {
+        let mut conn = self.pool.acquire().await?;
+        let route = store::load_route(&mut conn, route_id)
+            .await?
+            .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
+        let profile = store::load_profile(&mut conn, &route.profile_id)
+            .await?
+            .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
+            .profile;
+        let Some(target) = profile.targets.iter().find(|t| t.id == candidate_id).cloned() else {
+            tracing::warn!(
+                route_id,
+                candidate_id,
+                "candidate has no target; waiting for a report"
+            );
+            return Ok(None);
+        };
+        match target.dispatcher {
+            DispatcherKind::Simulated => {}
+            other => {
+                // acp and http adapters are not built yet; like `external`, the attempt waits
+                // for evidence or a result over the API.
+                tracing::info!(route_id, attempt, dispatcher = %other, "dispatched; waiting for a report");
+                return Ok(None);
+            }
+        }
+        let ordinal: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM dispatches WHERE route_id = ? AND candidate_id = ? AND attempt <= ?",
+        )
+        .bind(route_id)
+        .bind(candidate_id)
+        .bind(attempt)
+        .fetch_one(&mut *conn)
+        .await?;
+        let now = self.now();
+        sqlx::query(
+            "INSERT INTO simulated_launches (route_id, attempt, invocation_generation, launched_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(route_id)
+        .bind(attempt)
+        .bind(store::gen_i64(invocation_generation))
+        .bind(ts(now))
+        .execute(&mut *conn)
+        .await?;
+        drop(conn);
+        let index = usize::try_from(ordinal.max(1) - 1).unwrap_or(0);
+        let Some(script_step) = target.script.get(index).or(target.script.last()).cloned() else {
+            return Ok(None); // no script: hang
+        };
+        let report = {
+            let target = target.clone();
+            let invocation_id = route.caller.invocation_id.clone();
+            move |at: DateTime<Utc>| -> Option<Input> {
+                match script_step.outcome {
+                    SimulatedOutcome::Hang => None,
+                    SimulatedOutcome::Succeed => Some(Input::Event(RouteEvent::Succeeded {
+                        generation: invocation_generation,
+                    })),
+                    SimulatedOutcome::Fail => {
+                        let mut env = script_step
+                            .envelope
+                            .as_ref()
+                            .and_then(|v| Envelope::from_value(v).ok())
+                            .unwrap_or_default();
+                        env.invocation_id = Some(invocation_id);
+                        env.generation = Some(invocation_generation);
+                        env.occurred_at = Some(at);
+                        if env.provider_id.is_none() {
+                            env.provider_id.clone_from(&target.provider_id);
+                        }
+                        if env.model_id.is_none() {
+                            env.model_id.clone_from(&target.model_id);
+                        }
+                        Some(Input::Evidence(Box::new(env)))
+                    }
+                }
+            }
+        };
+        if script_step.after_seconds == 0 {
+            return Ok(report(now));
+        }
+        let engine = self.arc();
+        let key = (route_id.to_owned(), attempt);
+        let route_id = route_id.to_owned();
+        let due =
+            now + TimeDelta::seconds(i64::try_from(script_step.after_seconds).unwrap_or(i64::MAX / 1000));
+        let handle = tokio::spawn(async move {
+            engine.clock.sleep_until(due).await;
+            if let Some(input) = report(engine.now()) {
+                if let Err(e) = engine.clone().submit_boxed(route_id.clone(), input).await {
+                    tracing::debug!(route_id, error = %e, "simulated report not applied");
+                }
+            }
+            engine
+                .running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&(route_id, attempt));
+        });
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, handle.abort_handle());
+        Ok(None)
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Restart reconciliation
+    // --------------------------------------------------------------------------------------------
+
+    /// Applies `Restarted` to every open route, once, at boot: re-arms waits, re-begins
+    /// provably unstarted attempts, re-evaluates switching routes, and sends started,
+    /// unsettled attempts to `action_required` (`ambiguous_dispatch`). Probe leases of the
+    /// previous process are released (their probes are ambiguous).
+    pub async fn reconcile(&self) -> Result<ReconcileReport, EngineError> {
+        let now = self.now();
+        {
+            let _writer = self.write.lock().await;
+            let mut conn = self.pool.acquire().await?;
+            sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+            let r: Result<(), sqlx::Error> = async {
+                sqlx::query(
+                    "UPDATE circuits SET state = 'open', probe_route_id = NULL, updated_at = ? WHERE state = 'probing'",
+                )
+                .bind(ts(now))
+                .execute(&mut *conn)
+                .await?;
+                sqlx::query("DELETE FROM timers WHERE kind = 'circuit_hold'")
+                    .execute(&mut *conn)
+                    .await?;
+                // Waits are re-armed by their rows; restore any that is missing.
+                sqlx::query(
+                    "INSERT OR IGNORE INTO timers (route_id, kind, generation, due_ms) \
+                     SELECT id, 'deadline', generation, deadline_ms FROM routes \
+                     WHERE state IN ('waiting_for_reset', 'retry_wait') AND deadline_ms IS NOT NULL",
+                )
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            }
+            .await;
+            finish(&mut conn, r.is_ok()).await?;
+            r?;
+        }
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM routes WHERE state IN ('waiting_for_reset', 'retry_wait')",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM routes WHERE state IN ('active', 'retrying', 'switching') ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut report = ReconcileReport {
+            rearmed: u64::try_from(waiting).unwrap_or(0),
+            ..ReconcileReport::default()
+        };
+        // In batches: one transaction per batch keeps 100,000 routes within seconds.
+        for chunk in ids.chunks(256) {
+            let outcomes = self.restart_batch(chunk).await?;
+            for (id, outcome) in outcomes {
+                match outcome {
+                    TxOutcome::Committed {
+                        prev,
+                        transition,
+                        kind,
+                        release_holds,
+                        ..
+                    } => {
+                        report.ambiguous += u64::from(prev.has_started_dispatch());
+                        self.after_commit(&id, &prev, &transition, kind, release_holds);
+                        self.run_effects(&id, transition.effects, transition.next).await;
+                    }
+                    TxOutcome::Unchanged { state, effects, .. } => {
+                        report.redispatched += u64::from(!effects.is_empty());
+                        self.run_effects(&id, effects, state).await;
+                    }
+                    TxOutcome::Rejected { .. } => {}
+                }
+            }
+        }
+        self.wake();
+        Ok(report)
+    }
+
+    async fn restart_batch(&self, ids: &[String]) -> Result<Vec<(String, TxOutcome)>, EngineError> {
+        let _writer = self.write.lock().await;
+        let now = self.now();
+        let mut conn = self.pool.acquire().await?;
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+        let mut out = Vec::with_capacity(ids.len());
+        let mut failed = None;
+        for id in ids {
+            match self
+                .transact(&mut conn, id, Input::Event(RouteEvent::Restarted), now)
+                .await
+            {
+                Ok(o) => out.push((id.clone(), o)),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        finish(&mut conn, failed.is_none()).await?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    /// Circuits, for the API and the UI.
+    pub async fn circuits(&self) -> Result<Vec<CircuitView>, EngineError> {
+        let rows = sqlx::query(
+            "SELECT key, state, open_until_ms, failures, code, probe_route_id FROM circuits ORDER BY key",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let state: String = row.try_get("state")?;
+                Ok(CircuitView {
+                    key: row.try_get("key")?,
+                    state: match state.as_str() {
+                        "open" => CircuitState::Open,
+                        "probing" => CircuitState::Probing,
+                        _ => CircuitState::Closed,
+                    },
+                    open_until: row.try_get::<Option<i64>, _>("open_until_ms")?.map(from_ms),
+                    failures: u32::try_from(row.try_get::<i64, _>("failures")?).unwrap_or(0),
+                    code: row.try_get("code")?,
+                    probe_route_id: row.try_get("probe_route_id")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(EngineError::from)
+    }
+}
+
+/// What [`Engine::reconcile`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    /// Waits whose timers are armed.
+    pub rearmed: u64,
+    /// Routes whose unstarted attempt was begun again, or whose switching was re-evaluated.
+    pub redispatched: u64,
+    /// Started, unsettled attempts sent to `action_required`.
+    pub ambiguous: u64,
+}
+
+/// Commits (or rolls back) the open transaction.
+async fn finish(conn: &mut SqliteConnection, commit: bool) -> Result<(), EngineError> {
+    if commit {
+        if let Err(e) = sqlx::query("COMMIT").execute(&mut *conn).await {
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            return Err(EngineError::Storage(e));
+        }
+    } else {
+        let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+    }
+    Ok(())
+}
+
+/// The target of a candidate in a profile.
+fn target_of<'a>(profile: &'a Profile, candidate_id: &str) -> Option<&'a CandidateTarget> {
+    profile.targets.iter().find(|t| t.id == candidate_id)
+}
+
+/// The circuit keys a target's health is tracked under.
+pub(crate) fn circuit_keys(target: &CandidateTarget) -> Vec<String> {
+    let Some(p) = target.provider_id.as_deref() else {
+        return Vec::new();
+    };
+    let mut keys = vec![format!("provider:{p}"), format!("account:{p}")];
+    if let Some(m) = target.model_id.as_deref() {
+        keys.push(format!("model:{p}/{m}"));
+    }
+    keys
+}
+
+/// The key a scoped failure opens.
+fn scoped_key(target: &CandidateTarget, scope: Scope, verdict: &Verdict) -> Option<String> {
+    let provider = target
+        .provider_id
+        .as_deref()
+        .or(verdict.classification.provider_id.as_deref())?;
+    match scope {
+        Scope::Provider => Some(format!("provider:{provider}")),
+        Scope::Account => Some(format!("account:{provider}")),
+        Scope::Model => {
+            let model = target
+                .model_id
+                .as_deref()
+                .or(verdict.classification.model_id.as_deref())?;
+            Some(format!("model:{provider}/{model}"))
+        }
+        Scope::Profile | Scope::Request => None,
+    }
+}
+
+#[derive(Debug)]
+struct CircuitRow {
+    state: String,
+    open_until_ms: Option<i64>,
+    failures: i64,
+    probe_route_id: Option<String>,
+}
+
+async fn load_circuit(conn: &mut SqliteConnection, key: &str) -> Result<Option<CircuitRow>, sqlx::Error> {
+    let row =
+        sqlx::query("SELECT state, open_until_ms, failures, probe_route_id FROM circuits WHERE key = ?")
+            .bind(key)
+            .fetch_optional(&mut *conn)
+            .await?;
+    row.map(|r| {
+        Ok(CircuitRow {
+            state: r.try_get("state")?,
+            open_until_ms: r.try_get("open_until_ms")?,
+            failures: r.try_get("failures")?,
+            probe_route_id: r.try_get("probe_route_id")?,
+        })
+    })
+    .transpose()
+}
+
+/// Candidate eligibility for `route_id`: a candidate behind an open circuit, or behind
+/// another route's probe, is ineligible.
+async fn options_for(
+    conn: &mut SqliteConnection,
+    profile: &Profile,
+    route_id: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<CandidateOption>, EngineError> {
+    let mut out = Vec::with_capacity(profile.policy.candidates.len());
+    for c in &profile.policy.candidates {
+        let mut eligible = true;
+        if let Some(target) = target_of(profile, &c.id) {
+            for key in circuit_keys(target) {
+                if let Some(row) = load_circuit(conn, &key).await? {
+                    let blocked = match row.state.as_str() {
+                        "open" => row.open_until_ms.is_none_or(|u| u > ms(now)),
+                        "probing" => row.probe_route_id.as_deref() != Some(route_id),
+                        _ => false,
+                    };
+                    eligible &= !blocked;
+                }
+            }
+        }
+        out.push(CandidateOption {
+            id: c.id.clone(),
+            eligible,
+        });
+    }
+    Ok(out)
+}
+
+async fn gate_tx(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+    generation: u64,
+    candidate_id: &str,
+    now: DateTime<Utc>,
+) -> Result<GateVerdict, EngineError> {
+    let Some(route) = store::load_route(conn, route_id).await? else {
+        return Ok(GateVerdict::Stale);
+    };
+    let pending = route
+        .state
+        .attempt()
+        .is_some_and(|a| a.dispatch == DispatchState::Pending);
+    if route.state.generation() != generation || !pending {
+        return Ok(GateVerdict::Stale);
+    }
+    let Some(profile) = store::load_profile(conn, &route.profile_id).await? else {
+        return Ok(GateVerdict::Go);
+    };
+    let Some(target) = target_of(&profile.profile, candidate_id) else {
+        return Ok(GateVerdict::Go);
+    };
+    let keys = circuit_keys(target);
+    let mut hold_until: Option<i64> = None;
+    let mut to_probe = Vec::new();
+    for key in &keys {
+        let Some(row) = load_circuit(conn, key).await? else {
+            continue;
+        };
+        match row.state.as_str() {
+            "open" => match row.open_until_ms {
+                Some(u) if u > ms(now) => hold_until = Some(hold_until.map_or(u, |h| h.max(u))),
+                _ => to_probe.push(key.clone()),
+            },
+            "probing" if row.probe_route_id.as_deref() != Some(route_id) => {
+                let u = row
+                    .open_until_ms
+                    .map_or(ms(now + PROBE_WAIT), |o| o.max(ms(now + PROBE_WAIT)));
+                hold_until = Some(hold_until.map_or(u, |h| h.max(u)));
+            }
+            _ => {}
+        }
+    }
+    if hold_until.is_none() {
+        for key in &to_probe {
+            // The compare-and-set on the circuit row: exactly one route takes the lease.
+            let won = sqlx::query(
+                "UPDATE circuits SET state = 'probing', probe_route_id = ?, updated_at = ? WHERE key = ? AND state = 'open'",
+            )
+            .bind(route_id)
+            .bind(ts(now))
+            .bind(key)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+                == 1;
+            if !won {
+                hold_until = Some(ms(now + PROBE_WAIT));
+                break;
+            }
+        }
+    }
+    match hold_until {
+        None => Ok(GateVerdict::Go),
+        Some(due) => {
+            sqlx::query(
+                "INSERT INTO timers (route_id, kind, generation, due_ms) VALUES (?, 'circuit_hold', ?, ?) \
+                 ON CONFLICT(route_id) DO UPDATE SET kind = excluded.kind, generation = excluded.generation, \
+                 due_ms = excluded.due_ms",
+            )
+            .bind(route_id)
+            .bind(store::gen_i64(generation))
+            .bind(due)
+            .execute(&mut *conn)
+            .await?;
+            Ok(GateVerdict::Held)
+        }
+    }
+}
+
+/// Releases every held dispatch for a re-check now (a circuit closed or its probe ended).
+async fn release_holds<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
+    conn: E,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE timers SET due_ms = ? WHERE kind = 'circuit_hold'")
+        .bind(ms(now))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Deadline in whole milliseconds, rounded up (a timer never fires before its deadline).
+pub(crate) fn due_ms(deadline: DateTime<Utc>) -> i64 {
+    let m = deadline.timestamp_millis();
+    if deadline.timestamp_subsec_nanos().is_multiple_of(1_000_000) {
+        m
+    } else {
+        m.saturating_add(1)
+    }
+}
+
+async fn maintain_timer(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+    next: &RouteState,
+) -> Result<(), sqlx::Error> {
+    match next.deadline() {
+        Some(d) => {
+            sqlx::query(
+                "INSERT INTO timers (route_id, kind, generation, due_ms) VALUES (?, 'deadline', ?, ?) \
+                 ON CONFLICT(route_id) DO UPDATE SET kind = excluded.kind, generation = excluded.generation, \
+                 due_ms = excluded.due_ms",
+            )
+            .bind(route_id)
+            .bind(store::gen_i64(next.generation()))
+            .bind(due_ms(d))
+            .execute(&mut *conn)
+            .await?;
+        }
+        None => {
+            sqlx::query("DELETE FROM timers WHERE route_id = ?")
+                .bind(route_id)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+async fn maintain_dispatches(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+    prev: &RouteState,
+    next: &RouteState,
+    kind: EventKind,
+    profile: &Profile,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    let p = prev.attempt();
+    let n = next.attempt();
+    if let Some(p) = p {
+        if n.map(|n| n.number) != Some(p.number) {
+            let outcome = match (p.dispatch, kind) {
+                (_, EventKind::Succeeded) => DispatchOutcome::Succeeded,
+                (DispatchState::Started, EventKind::Failed) => DispatchOutcome::Failed,
+                (DispatchState::Started, EventKind::Restarted) => DispatchOutcome::Ambiguous,
+                (DispatchState::Pending, _) => DispatchOutcome::Superseded,
+                (DispatchState::Started, _) => DispatchOutcome::Aborted,
+            };
+            store::settle_dispatch(conn, route_id, p.number, outcome, now).await?;
+        }
+    }
+    if let Some(n) = n {
+        let is_new = p.map(|p| p.number) != Some(n.number);
+        if is_new {
+            let dispatcher =
+                target_of(profile, &next.candidate().id).map_or(DispatcherKind::External, |t| t.dispatcher);
+            store::insert_dispatch(
+                conn,
+                store::DispatchInsert {
+                    route_id,
+                    attempt: n.number,
+                    candidate_id: &next.candidate().id,
+                    kind: n.kind,
+                    dispatcher,
+                    generation: next.generation(),
+                    at: now,
+                },
+            )
+            .await?;
+        }
+        let started_now = n.dispatch == DispatchState::Started
+            && (is_new || p.is_some_and(|p| p.dispatch == DispatchState::Pending));
+        if started_now {
+            store::mark_dispatch_started(conn, route_id, n.number, next.generation(), now).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Opens, closes or releases circuits as this transition says. Returns whether held
+/// dispatches must look again.
+///
+/// The route whose scoped failure opens a circuit holds its probe lease for as long as it
+/// stays on that candidate with recovery pending (its own policy's retry or reset wait is
+/// the probe); every other route is held or sees the candidate as ineligible. The lease goes
+/// back when the holder leaves the candidate, stops or ends; any success closes the circuit.
+#[allow(clippy::too_many_arguments)]
+async fn maintain_circuits(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+    prev: &RouteState,
+    next: &RouteState,
+    kind: EventKind,
+    verdict: Option<&Verdict>,
+    profile: &Profile,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    use policy::route::StateName as N;
+    let target = target_of(profile, &prev.candidate().id);
+    let keeps_probing = next.candidate().id == prev.candidate().id
+        && matches!(next.state_name(), N::RetryWait | N::WaitingForReset | N::Retrying);
+    let mut release = false;
+    if kind == EventKind::Succeeded {
+        if let Some(t) = target {
+            for key in circuit_keys(t) {
+                let done = sqlx::query(
+                    "UPDATE circuits SET state = 'closed', open_until_ms = NULL, failures = 0, code = NULL, \
+                     probe_route_id = NULL, updated_at = ? WHERE key = ? AND state <> 'closed'",
+                )
+                .bind(ts(now))
+                .bind(&key)
+                .execute(&mut *conn)
+                .await?;
+                release |= done.rows_affected() > 0;
+            }
+        }
+    }
+    if let (EventKind::Failed, Some(v), Some(t)) = (kind, verdict, target) {
+        let c = &v.classification;
+        let trusted = c.class != ClassState::Unclassified && c.confidence == Confidence::High;
+        if let (true, Some(scope)) = (trusted, c.scope) {
+            if let Some(key) = scoped_key(t, scope, v) {
+                open_circuit(conn, &key, route_id, v, keeps_probing, now).await?;
+                release = true;
+            }
+        }
+    }
+    if !keeps_probing {
+        let done = sqlx::query(
+            "UPDATE circuits SET state = 'open', probe_route_id = NULL, updated_at = ? \
+             WHERE probe_route_id = ? AND state = 'probing'",
+        )
+        .bind(ts(now))
+        .bind(route_id)
+        .execute(&mut *conn)
+        .await?;
+        release |= done.rows_affected() > 0;
+    }
+    if release {
+        release_holds(&mut *conn, now).await?;
+    }
+    Ok(release)
+}
+
+async fn open_circuit(
+    conn: &mut SqliteConnection,
+    key: &str,
+    route_id: &str,
+    verdict: &Verdict,
+    holder: bool,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    let c = &verdict.classification;
+    let current = load_circuit(conn, key).await?;
+    // A new episode (closed, or this route's probe failed) counts; failures of attempts that
+    // were already in flight when it opened do not escalate the backoff.
+    let (failures, already_open_until) = match &current {
+        None => (1, None),
+        Some(row) if row.state == "closed" => (1, None),
+        Some(row) if row.state == "probing" && row.probe_route_id.as_deref() == Some(route_id) => {
+            (row.failures.saturating_add(1), None)
+        }
+        Some(row) => (row.failures.max(1), row.open_until_ms),
+    };
+    let hinted = c
+        .reset_at
+        .filter(|r| *r > now)
+        .or_else(|| {
+            c.retry_after_seconds
+                .and_then(|s| i64::try_from(s).ok())
+                .map(|s| c.occurred_at.unwrap_or(now).min(now) + TimeDelta::seconds(s))
+        })
+        .filter(|r| *r > now);
+    let until = hinted.unwrap_or_else(|| {
+        let shift = u32::try_from(failures.saturating_sub(1).clamp(0, 7)).unwrap_or(7);
+        let secs = (CIRCUIT_BASE_BACKOFF_SECS << shift).min(CIRCUIT_MAX_BACKOFF_SECS);
+        now + TimeDelta::seconds(secs)
+    });
+    let until_ms = already_open_until.map_or(ms(until), |u| u.max(ms(until)));
+    let other_holder = current
+        .as_ref()
+        .filter(|r| r.state == "probing" && r.probe_route_id.as_deref() != Some(route_id))
+        .and_then(|r| r.probe_route_id.clone());
+    let probe_keeps = other_holder.or_else(|| holder.then(|| route_id.to_owned()));
+    let state = if probe_keeps.is_some() { "probing" } else { "open" };
+    sqlx::query(
+        "INSERT INTO circuits (key, state, open_until_ms, failures, code, probe_route_id, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, \
+         open_until_ms = excluded.open_until_ms, failures = excluded.failures, code = excluded.code, \
+         probe_route_id = excluded.probe_route_id, updated_at = excluded.updated_at",
+    )
+    .bind(key)
+    .bind(state)
+    .bind(until_ms)
+    .bind(failures)
+    .bind(c.code.map(|c| c.as_str()))
+    .bind(probe_keeps)
+    .bind(ts(now))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,563 @@
+//! SQL for the route engine's tables, and the row <-> wire conversions. Only this module and
+//! [`crate::engine`] write SQL; handlers go through the engine or the profile service.
+//!
+//! Times people read are RFC 3339 UTC text with milliseconds (fixed width, so they also sort);
+//! times the engine orders by are integer Unix milliseconds.
+
+use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use policy::{
+    api::{
+        Caller, CallerKind, CandidateTarget, DispatchOutcome, DispatchRecord, DispatchStatus, DispatcherKind,
+        HistoryEntry, Profile, ProfileSummary, RouteSummary,
+    },
+    route::{AttemptKind, EventKind, RouteState, StateName},
+    wire::PolicyDocument,
+};
+use serde::de::DeserializeOwned;
+use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Why a stored row could not be read back. Storage errors are `sqlx::Error`.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("[ST1001] storage: {0}")]
+    Sql(#[from] sqlx::Error),
+    #[error("[ST1002] corrupt stored {what}: {detail}")]
+    Corrupt { what: &'static str, detail: String },
+}
+
+pub(crate) fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub(crate) fn parse_ts(s: &str) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|d| d.with_timezone(&Utc))
+        .map_err(|e| StoreError::Corrupt {
+            what: "timestamp",
+            detail: format!("{s}: {e}"),
+        })
+}
+
+pub(crate) fn ms(t: DateTime<Utc>) -> i64 {
+    t.timestamp_millis()
+}
+
+pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+pub(crate) fn json<T: DeserializeOwned>(what: &'static str, s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt {
+        what,
+        detail: e.to_string(),
+    })
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> String {
+    // Serializing our own wire types to a string cannot fail (no maps with non-string keys).
+    serde_json::to_string(v).unwrap_or_else(|_| "null".to_owned())
+}
+
+static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A new unique id: time, process and a counter (no RNG needed; ids are not secrets).
+pub(crate) fn new_id(prefix: &str, now: DateTime<Utc>) -> String {
+    let n = ID_COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{prefix}-{:x}{:04x}{:x}",
+        now.timestamp_micros(),
+        std::process::id() & 0xffff,
+        n
+    )
+}
+
+// ------------------------------------------------------------------------------------------------
+// Routes
+// ------------------------------------------------------------------------------------------------
+
+/// A route row as the engine needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct RouteRow {
+    pub(crate) id: String,
+    pub(crate) profile_id: String,
+    pub(crate) caller: Caller,
+    pub(crate) title: Option<String>,
+    pub(crate) state: RouteState,
+    pub(crate) durable_error: Option<String>,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) updated_at: DateTime<Utc>,
+}
+
+const ROUTE_COLUMNS: &str =
+    "r.id, r.profile_id, r.caller_kind, r.caller_reference, r.invocation_id, r.title, \
+     r.state_json, r.durable_error, r.created_at, r.updated_at";
+
+fn route_row(row: &SqliteRow) -> Result<RouteRow, StoreError> {
+    let kind: String = row.try_get("caller_kind")?;
+    let kind = CallerKind::parse(&kind).ok_or_else(|| StoreError::Corrupt {
+        what: "caller kind",
+        detail: kind.clone(),
+    })?;
+    Ok(RouteRow {
+        id: row.try_get("id")?,
+        profile_id: row.try_get("profile_id")?,
+        caller: Caller {
+            kind,
+            reference: row.try_get("caller_reference")?,
+            invocation_id: row.try_get("invocation_id")?,
+        },
+        title: row.try_get("title")?,
+        state: json("route state", row.try_get::<&str, _>("state_json")?)?,
+        durable_error: row.try_get("durable_error")?,
+        created_at: parse_ts(row.try_get::<&str, _>("created_at")?)?,
+        updated_at: parse_ts(row.try_get::<&str, _>("updated_at")?)?,
+    })
+}
+
+pub(crate) async fn load_route(
+    conn: &mut SqliteConnection,
+    id: &str,
+) -> Result<Option<RouteRow>, StoreError> {
+    let sql = format!("SELECT {ROUTE_COLUMNS} FROM routes r WHERE r.id = ?");
+    let row = sqlx::query(&sql).bind(id).fetch_optional(&mut *conn).await?;
+    row.as_ref().map(route_row).transpose()
+}
+
+pub(crate) async fn insert_route(conn: &mut SqliteConnection, route: &RouteRow) -> Result<(), sqlx::Error> {
+    let s = &route.state;
+    sqlx::query(
+        "INSERT INTO routes (id, profile_id, caller_kind, caller_reference, invocation_id, title, state, \
+         generation, candidate_id, deadline_ms, state_json, durable_error, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+    )
+    .bind(&route.id)
+    .bind(&route.profile_id)
+    .bind(route.caller.kind.as_str())
+    .bind(&route.caller.reference)
+    .bind(&route.caller.invocation_id)
+    .bind(&route.title)
+    .bind(s.state_name().as_str())
+    .bind(gen_i64(s.generation()))
+    .bind(&s.candidate().id)
+    .bind(s.deadline().map(ms))
+    .bind(to_json(s))
+    .bind(ts(route.created_at))
+    .bind(ts(route.updated_at))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+pub(crate) fn gen_i64(g: u64) -> i64 {
+    i64::try_from(g).unwrap_or(i64::MAX)
+}
+
+/// The compare-and-set: writes `next` only if the stored generation is still `expected`.
+/// Returns whether it won.
+pub(crate) async fn cas_route(
+    conn: &mut SqliteConnection,
+    id: &str,
+    expected: u64,
+    next: &RouteState,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE routes SET state = ?, generation = ?, candidate_id = ?, deadline_ms = ?, state_json = ?, \
+         durable_error = NULL, updated_at = ? WHERE id = ? AND generation = ?",
+    )
+    .bind(next.state_name().as_str())
+    .bind(gen_i64(next.generation()))
+    .bind(&next.candidate().id)
+    .bind(next.deadline().map(ms))
+    .bind(to_json(next))
+    .bind(ts(now))
+    .bind(id)
+    .bind(gen_i64(expected))
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub(crate) struct HistoryInsert<'a> {
+    pub(crate) route_id: &'a str,
+    pub(crate) at: DateTime<Utc>,
+    pub(crate) event: EventKind,
+    pub(crate) from: Option<StateName>,
+    pub(crate) next: &'a RouteState,
+    pub(crate) profile_revision: u64,
+    pub(crate) decision_json: Option<String>,
+    pub(crate) classification_json: Option<String>,
+}
+
+pub(crate) async fn insert_history(
+    conn: &mut SqliteConnection,
+    h: HistoryInsert<'_>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO route_history (route_id, seq, at, event, from_state, to_state, generation, candidate_id, \
+         attempt, profile_revision, decision_json, classification_json) \
+         VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM route_history WHERE route_id = ?1), \
+         ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )
+    .bind(h.route_id)
+    .bind(ts(h.at))
+    .bind(h.event.as_str())
+    .bind(h.from.map(StateName::as_str))
+    .bind(h.next.state_name().as_str())
+    .bind(gen_i64(h.next.generation()))
+    .bind(&h.next.candidate().id)
+    .bind(h.next.attempt().map(|a| a.number))
+    .bind(gen_i64(h.profile_revision))
+    .bind(h.decision_json)
+    .bind(h.classification_json)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn load_history(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+) -> Result<Vec<HistoryEntry>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT seq, at, event, from_state, to_state, generation, candidate_id, attempt, profile_revision, \
+         decision_json, classification_json FROM route_history WHERE route_id = ? ORDER BY seq",
+    )
+    .bind(route_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let from: Option<String> = row.try_get("from_state")?;
+            let decision: Option<String> = row.try_get("decision_json")?;
+            let classification: Option<String> = row.try_get("classification_json")?;
+            Ok(HistoryEntry {
+                seq: u64::try_from(row.try_get::<i64, _>("seq")?).unwrap_or(0),
+                at: parse_ts(row.try_get::<&str, _>("at")?)?,
+                event: json("event", &format!("\"{}\"", row.try_get::<&str, _>("event")?))?,
+                from: from.as_deref().map(state_name).transpose()?,
+                to: state_name(row.try_get::<&str, _>("to_state")?)?,
+                generation: u64::try_from(row.try_get::<i64, _>("generation")?).unwrap_or(0),
+                candidate_id: row.try_get("candidate_id")?,
+                attempt: row
+                    .try_get::<Option<i64>, _>("attempt")?
+                    .and_then(|a| u32::try_from(a).ok()),
+                profile_revision: u64::try_from(row.try_get::<i64, _>("profile_revision")?).unwrap_or(0),
+                decision: decision.as_deref().map(|d| json("decision", d)).transpose()?,
+                classification: classification
+                    .as_deref()
+                    .map(|c| json("classification", c))
+                    .transpose()?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) fn state_name(s: &str) -> Result<StateName, StoreError> {
+    StateName::parse(s).ok_or_else(|| StoreError::Corrupt {
+        what: "state name",
+        detail: s.to_owned(),
+    })
+}
+
+pub(crate) fn summary_of(route: &RouteRow, profile_name: String) -> RouteSummary {
+    RouteSummary {
+        id: route.id.clone(),
+        profile_id: route.profile_id.clone(),
+        profile_name,
+        caller: route.caller.clone(),
+        title: route.title.clone(),
+        snapshot: route.state.snapshot(),
+        durable_error: route.durable_error.clone(),
+        created_at: route.created_at,
+        updated_at: route.updated_at,
+    }
+}
+
+pub(crate) async fn list_routes(
+    conn: &mut SqliteConnection,
+    filter: &policy::api::RouteFilter,
+) -> Result<Vec<RouteSummary>, StoreError> {
+    let mut sql = format!(
+        "SELECT {ROUTE_COLUMNS}, p.name AS profile_name FROM routes r JOIN profiles p ON p.id = r.profile_id \
+         WHERE 1 = 1"
+    );
+    if filter.caller_kind.is_some() {
+        sql.push_str(" AND r.caller_kind = ?");
+    }
+    if filter.caller_reference.is_some() {
+        sql.push_str(" AND r.caller_reference = ?");
+    }
+    if filter.state.is_some() {
+        sql.push_str(" AND r.state = ?");
+    }
+    if filter.profile_id.is_some() {
+        sql.push_str(" AND r.profile_id = ?");
+    }
+    sql.push_str(" ORDER BY r.updated_at DESC, r.id LIMIT ?");
+    let mut q = sqlx::query(&sql);
+    if let Some(k) = filter.caller_kind {
+        q = q.bind(k.as_str());
+    }
+    if let Some(r) = &filter.caller_reference {
+        q = q.bind(r);
+    }
+    if let Some(s) = filter.state {
+        q = q.bind(s.as_str());
+    }
+    if let Some(p) = &filter.profile_id {
+        q = q.bind(p);
+    }
+    let limit = filter.limit.unwrap_or(100).clamp(1, 1000);
+    let rows = q.bind(i64::from(limit)).fetch_all(&mut *conn).await?;
+    rows.iter()
+        .map(|row| {
+            let route = route_row(row)?;
+            Ok(summary_of(&route, row.try_get("profile_name")?))
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------------
+// Dispatch records
+// ------------------------------------------------------------------------------------------------
+
+pub(crate) struct DispatchInsert<'a> {
+    pub(crate) route_id: &'a str,
+    pub(crate) attempt: u32,
+    pub(crate) candidate_id: &'a str,
+    pub(crate) kind: AttemptKind,
+    pub(crate) dispatcher: DispatcherKind,
+    pub(crate) generation: u64,
+    pub(crate) at: DateTime<Utc>,
+}
+
+fn attempt_kind_str(k: AttemptKind) -> &'static str {
+    match k {
+        AttemptKind::Initial => "initial",
+        AttemptKind::Retry => "retry",
+        AttemptKind::PostWait => "post_wait",
+        AttemptKind::Switch => "switch",
+        AttemptKind::Manual => "manual",
+    }
+}
+
+pub(crate) async fn insert_dispatch(
+    conn: &mut SqliteConnection,
+    d: DispatchInsert<'_>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO dispatches (route_id, attempt, candidate_id, kind, dispatcher, scheduled_generation, \
+         status, scheduled_at) VALUES (?, ?, ?, ?, ?, ?, 'scheduled', ?)",
+    )
+    .bind(d.route_id)
+    .bind(d.attempt)
+    .bind(d.candidate_id)
+    .bind(attempt_kind_str(d.kind))
+    .bind(d.dispatcher.as_str())
+    .bind(gen_i64(d.generation))
+    .bind(ts(d.at))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn mark_dispatch_started(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+    attempt: u32,
+    invocation_generation: u64,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE dispatches SET status = 'started', invocation_generation = ?, started_at = ? \
+         WHERE route_id = ? AND attempt = ? AND status = 'scheduled'",
+    )
+    .bind(gen_i64(invocation_generation))
+    .bind(ts(at))
+    .bind(route_id)
+    .bind(attempt)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+fn outcome_str(o: DispatchOutcome) -> &'static str {
+    match o {
+        DispatchOutcome::Succeeded => "succeeded",
+        DispatchOutcome::Failed => "failed",
+        DispatchOutcome::Aborted => "aborted",
+        DispatchOutcome::Superseded => "superseded",
+        DispatchOutcome::Ambiguous => "ambiguous",
+    }
+}
+
+pub(crate) async fn settle_dispatch(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+    attempt: u32,
+    outcome: DispatchOutcome,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE dispatches SET status = 'settled', outcome = ?, settled_at = ? \
+         WHERE route_id = ? AND attempt = ? AND status <> 'settled'",
+    )
+    .bind(outcome_str(outcome))
+    .bind(ts(at))
+    .bind(route_id)
+    .bind(attempt)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn load_dispatches(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+) -> Result<Vec<DispatchRecord>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT attempt, candidate_id, kind, dispatcher, scheduled_generation, invocation_generation, status, \
+         outcome, scheduled_at, started_at, settled_at FROM dispatches WHERE route_id = ? ORDER BY attempt",
+    )
+    .bind(route_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let word = |col: &str| -> Result<String, StoreError> { Ok(row.try_get::<String, _>(col)?) };
+            let opt_ts = |col: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
+                row.try_get::<Option<String>, _>(col)?
+                    .as_deref()
+                    .map(parse_ts)
+                    .transpose()
+            };
+            let outcome: Option<String> = row.try_get("outcome")?;
+            Ok(DispatchRecord {
+                attempt: u32::try_from(row.try_get::<i64, _>("attempt")?).unwrap_or(0),
+                candidate_id: word("candidate_id")?,
+                kind: json("attempt kind", &format!("\"{}\"", word("kind")?))?,
+                dispatcher: DispatcherKind::parse(&word("dispatcher")?).unwrap_or(DispatcherKind::External),
+                scheduled_generation: u64::try_from(row.try_get::<i64, _>("scheduled_generation")?)
+                    .unwrap_or(0),
+                invocation_generation: row
+                    .try_get::<Option<i64>, _>("invocation_generation")?
+                    .and_then(|g| u64::try_from(g).ok()),
+                status: json::<DispatchStatus>("dispatch status", &format!("\"{}\"", word("status")?))?,
+                outcome: outcome
+                    .map(|o| json::<DispatchOutcome>("dispatch outcome", &format!("\"{o}\"")))
+                    .transpose()?,
+                scheduled_at: parse_ts(&word("scheduled_at")?)?,
+                started_at: opt_ts("started_at")?,
+                settled_at: opt_ts("settled_at")?,
+            })
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------------
+// Profiles
+// ------------------------------------------------------------------------------------------------
+
+/// A profile as the engine reads it.
+#[derive(Debug, Clone)]
+pub(crate) struct ProfileRow {
+    pub(crate) profile: Profile,
+}
+
+fn profile_row(row: &SqliteRow) -> Result<ProfileRow, StoreError> {
+    let policy: PolicyDocument = json("policy document", row.try_get::<&str, _>("policy_json")?)?;
+    let targets: Vec<CandidateTarget> =
+        json("candidate targets", row.try_get::<&str, _>("candidates_json")?)?;
+    Ok(ProfileRow {
+        profile: Profile {
+            id: row.try_get("id")?,
+            name: row.try_get("name")?,
+            description: row.try_get("description")?,
+            revision: u64::try_from(row.try_get::<i64, _>("revision")?).unwrap_or(0),
+            targets,
+            policy,
+            normalized_from_legacy: row.try_get::<i64, _>("normalized_from_legacy")? != 0,
+            created_at: parse_ts(row.try_get::<&str, _>("created_at")?)?,
+            updated_at: parse_ts(row.try_get::<&str, _>("updated_at")?)?,
+        },
+    })
+}
+
+pub(crate) async fn load_profile(
+    conn: &mut SqliteConnection,
+    id: &str,
+) -> Result<Option<ProfileRow>, StoreError> {
+    let row = sqlx::query(
+        "SELECT id, name, description, revision, candidates_json, policy_json, normalized_from_legacy, \
+         created_at, updated_at FROM profiles WHERE id = ?",
+    )
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.as_ref().map(profile_row).transpose()
+}
+
+pub(crate) async fn list_profiles(conn: &mut SqliteConnection) -> Result<Vec<ProfileSummary>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT p.id, p.name, p.description, p.revision, p.candidates_json, p.updated_at, \
+         (SELECT COUNT(*) FROM routes r WHERE r.profile_id = p.id AND r.state NOT IN ('completed', 'abandoned')) \
+         AS open_routes FROM profiles p ORDER BY p.name, p.id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let targets: Vec<CandidateTarget> =
+                json("candidate targets", row.try_get::<&str, _>("candidates_json")?)?;
+            Ok(ProfileSummary {
+                id: row.try_get("id")?,
+                name: row.try_get("name")?,
+                description: row.try_get("description")?,
+                revision: u64::try_from(row.try_get::<i64, _>("revision")?).unwrap_or(0),
+                candidate_ids: targets.into_iter().map(|t| t.id).collect(),
+                open_routes: u64::try_from(row.try_get::<i64, _>("open_routes")?).unwrap_or(0),
+                updated_at: parse_ts(row.try_get::<&str, _>("updated_at")?)?,
+            })
+        })
+        .collect()
+}
+
+pub(crate) async fn upsert_profile(conn: &mut SqliteConnection, p: &Profile) -> Result<(), sqlx::Error> {
+    let targets = to_json(&p.targets);
+    let policy = to_json(&p.policy);
+    sqlx::query(
+        "INSERT INTO profiles (id, name, description, revision, candidates_json, policy_json, \
+         normalized_from_legacy, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT(id) DO UPDATE SET name = excluded.name, description = excluded.description, \
+         revision = excluded.revision, candidates_json = excluded.candidates_json, \
+         policy_json = excluded.policy_json, normalized_from_legacy = excluded.normalized_from_legacy, \
+         updated_at = excluded.updated_at",
+    )
+    .bind(&p.id)
+    .bind(&p.name)
+    .bind(&p.description)
+    .bind(gen_i64(p.revision))
+    .bind(&targets)
+    .bind(&policy)
+    .bind(i64::from(p.normalized_from_legacy))
+    .bind(ts(p.created_at))
+    .bind(ts(p.updated_at))
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO profile_revisions (profile_id, revision, candidates_json, policy_json, created_at) \
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(&p.id)
+    .bind(gen_i64(p.revision))
+    .bind(&targets)
+    .bind(&policy)
+    .bind(ts(p.updated_at))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}

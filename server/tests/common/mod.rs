@@ -1,0 +1,232 @@
+//! Shared test harness: a real SQLite file in a temp dir, the real router, a manual clock, and
+//! the scheduler driven in line (`tick`), so every test is deterministic and never sleeps.
+
+#![allow(dead_code, unreachable_pub)]
+
+use axum::{
+    body::Body,
+    http::{Method, Request, StatusCode},
+    Router,
+};
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use http_body_util::BodyExt;
+use leptos::config::LeptosOptions;
+use serde_json::{json, Value};
+use server::{
+    clock::{Clock, ManualClock},
+    engine::Engine,
+    web::{router, AppState},
+};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+pub struct Harness {
+    pub engine: Arc<Engine>,
+    pub clock: ManualClock,
+    pub app: Router,
+    pub dir: tempfile::TempDir,
+}
+
+pub fn leptos_options(dir: &std::path::Path) -> LeptosOptions {
+    let args = server::cli::ServeArgs {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        db: server::cli::DatabaseArgs {
+            database: String::new(),
+        },
+        site_root: dir.join("site"),
+        demo: false,
+        test_clock: None,
+    };
+    server::serve::leptos_options(&args).unwrap()
+}
+
+pub fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap()
+}
+
+impl Harness {
+    pub async fn new() -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        Harness::open(dir, t0()).await
+    }
+
+    /// Opens (or reopens, after a simulated restart) the database in `dir`.
+    pub async fn open(dir: tempfile::TempDir, now: DateTime<Utc>) -> Harness {
+        let path = dir.path().join("recourse.db");
+        let pool = server::db::open(path.to_str().unwrap()).await.unwrap();
+        let clock = ManualClock::new(now);
+        let engine = Engine::new(pool, Arc::new(clock.clone()));
+        let app = router(AppState::new(
+            engine.clone(),
+            leptos_options(dir.path()),
+            Some(clock.clone()),
+        ));
+        Harness {
+            engine,
+            clock,
+            app,
+            dir,
+        }
+    }
+
+    pub fn db_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("recourse.db")
+    }
+
+    pub async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
+        let req = Request::builder().method(method).uri(uri);
+        let req = match body {
+            Some(b) => req
+                .header("content-type", "application/json")
+                .body(Body::from(b.to_string()))
+                .unwrap(),
+            None => req.body(Body::empty()).unwrap(),
+        };
+        let resp = self.app.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        (status, value)
+    }
+
+    pub async fn get(&self, uri: &str) -> Value {
+        let (status, v) = self.call(Method::GET, uri, None).await;
+        assert_eq!(status, StatusCode::OK, "GET {uri}: {v}");
+        v
+    }
+
+    pub async fn post(&self, uri: &str, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, uri, Some(body)).await
+    }
+
+    /// Creates a profile; returns its id.
+    pub async fn profile(&self, body: Value) -> String {
+        let (status, v) = self.post("/api/v1/profiles", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+        v["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Starts a route for a Kanban task; returns its id.
+    pub async fn start(&self, profile_id: &str, invocation: &str) -> String {
+        self.start_for(profile_id, "kanban_task", invocation).await
+    }
+
+    pub async fn start_for(&self, profile_id: &str, kind: &str, invocation: &str) -> String {
+        let (status, v) = self
+            .post(
+                "/api/v1/routes",
+                json!({"profile_id": profile_id, "caller": {"kind": kind, "reference": "task-1", "invocation_id": invocation}}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+        v["id"].as_str().unwrap().to_owned()
+    }
+
+    pub async fn route(&self, id: &str) -> Value {
+        self.get(&format!("/api/v1/routes/{id}")).await
+    }
+
+    pub async fn snapshot(&self, id: &str) -> Value {
+        self.route(id).await["route"]["snapshot"].clone()
+    }
+
+    /// Moves the clock and runs the scheduler in line.
+    pub async fn advance(&self, secs: i64) -> usize {
+        self.clock.advance(TimeDelta::seconds(secs));
+        server::scheduler::tick(&self.engine).await.unwrap()
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    pub async fn launches(&self, route_id: &str) -> i64 {
+        sqlx::query_scalar("SELECT COUNT(*) FROM simulated_launches WHERE route_id = ?")
+            .bind(route_id)
+            .fetch_one(self.engine.pool())
+            .await
+            .unwrap()
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Building blocks
+// ------------------------------------------------------------------------------------------------
+
+pub fn disabled() -> Value {
+    json!({"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+           "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"})
+}
+
+pub fn class_policy(retries: u32, interval: u64, wait: u64, on_exhausted: &str) -> Value {
+    json!({
+        "retry": if retries > 0 { json!({"enabled": true, "max_retries": retries, "initial_interval_seconds": interval}) }
+                 else { json!({"enabled": false, "max_retries": 0, "initial_interval_seconds": 0}) },
+        "wait_for_reset": if wait > 0 { json!({"enabled": true, "max_wait_seconds": wait}) }
+                          else { json!({"enabled": false, "max_wait_seconds": 0}) },
+        "on_exhausted": on_exhausted,
+    })
+}
+
+pub fn candidate(id: &str, transient: Value, hard: Value) -> Value {
+    json!({"id": id, "transient": transient, "hard": hard})
+}
+
+pub fn sim(id: &str, provider: &str, script: Value) -> Value {
+    json!({"id": id, "dispatcher": "simulated", "provider_id": provider, "script": script})
+}
+
+pub fn fail(envelope: Value) -> Value {
+    json!({"outcome": "fail", "envelope": envelope})
+}
+
+pub fn succeed() -> Value {
+    json!({"outcome": "succeed"})
+}
+
+pub fn hang() -> Value {
+    json!({"outcome": "hang"})
+}
+
+/// Anthropic 529 overloaded before any output: transient, high confidence, gate open.
+pub fn overloaded() -> Value {
+    json!({"phase": "prompt", "effects": {"prompt_delivery": "confirmed"}, "items": [{"kind": "http", "status": 529,
+        "body": "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}"}]})
+}
+
+/// Claude Code's usage limit with a machine-readable reset: hard (quota), trusted reset.
+pub fn usage_limit(reset: DateTime<Utc>) -> Value {
+    json!({"agent": "claude-code", "items": [{"kind": "acp_updates", "updates": [{"sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": format!("Claude AI usage limit reached|{}", reset.timestamp())}}],
+        "prompt_result": {"stopReason": "end_turn"}}]})
+}
+
+/// Anthropic: credit balance too low (hard, quota).
+pub fn credits_exhausted() -> Value {
+    json!({"items": [{"kind": "http", "status": 400, "body": "{\"type\": \"error\", \"error\": {\"type\": \"invalid_request_error\", \"message\": \"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.\"}}"}]})
+}
+
+pub fn unknown_error() -> Value {
+    json!({"phase": "prompt", "items": [{"kind": "stderr", "lines": ["frobnicator jammed at stage 7: token=sk-ant-abcdefghijklmnop"]}]})
+}
+
+pub fn overloaded_after_tool_activity() -> Value {
+    let mut e = overloaded();
+    e["phase"] = json!("tool");
+    e["effects"]["tool_activity"] = json!(true);
+    e
+}
+
+pub fn history_events(route: &Value) -> Vec<String> {
+    route["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| format!("{}->{}", h["event"].as_str().unwrap(), h["to"].as_str().unwrap()))
+        .collect()
+}

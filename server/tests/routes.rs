@@ -1,0 +1,479 @@
+//! Manual actions, profile edits, profile validation, durable-write failure, the race test,
+//! resource circuits and restart reconciliation, through the API and the engine.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::*;
+use policy::{
+    api::{ManualActionRequest, StartRouteRequest},
+    route::{ManualAction, RouteEvent},
+};
+use serde_json::{json, Value};
+use server::engine::{EngineError, Input};
+
+async fn waiting_route(h: &Harness) -> (String, String) {
+    let p = h
+        .profile(json!({"name": "wait", "targets": [
+            sim("main", "anthropic", json!([fail(overloaded())])),
+            sim("backup", "openai", json!([hang()]))],
+          "policy": {"version": 1, "candidates": [
+            candidate("main", class_policy(3, 5, 0, "skip"), disabled()),
+            candidate("backup", disabled(), disabled())]}}))
+        .await;
+    let r = h.start(&p, "inv-1").await;
+    assert_eq!(h.snapshot(&r).await["state"], "retry_wait");
+    (p, r)
+}
+
+async fn act(h: &Harness, r: &str, action: &str, generation: &Value) -> (StatusCode, Value) {
+    h.post(
+        &format!("/api/v1/routes/{r}/actions"),
+        json!({"action": action, "expected_generation": generation}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_stale_manual_action_gets_409_with_the_current_snapshot() {
+    let h = Harness::new().await;
+    let (_, r) = waiting_route(&h).await;
+    let s = h.snapshot(&r).await;
+    let stale = json!(s["generation"].as_u64().unwrap() - 1);
+    let (status, body) = act(&h, &r, "retry_now", &stale).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(body, s, "the body is the current snapshot");
+    assert_eq!(h.snapshot(&r).await, s, "nothing changed");
+}
+
+#[tokio::test]
+async fn cancel_is_idempotent_and_cancelling_a_wait_disarms_its_timer() {
+    let h = Harness::new().await;
+    let (_, r) = waiting_route(&h).await;
+    let g = h.snapshot(&r).await["generation"].clone();
+    let (status, first) = act(&h, &r, "cancel_wait", &g).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    assert_eq!(first["state"], "action_required");
+    assert_eq!(first["action_reason"], "wait_cancelled");
+    let (status, again) = act(&h, &r, "cancel_wait", &first["generation"]).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again, first, "a second cancel changes nothing");
+    // The old deadline passes: nothing fires.
+    h.advance(3600).await;
+    assert_eq!(h.snapshot(&r).await, first);
+}
+
+#[tokio::test]
+async fn retry_now_runs_the_attempt_at_once_and_skip_now_switches() {
+    let h = Harness::new().await;
+    let (_, r) = waiting_route(&h).await;
+    let g = h.snapshot(&r).await["generation"].clone();
+    let (status, s) = act(&h, &r, "retry_now", &g).await;
+    assert_eq!(status, StatusCode::OK, "{s}");
+    // The retry ran at once (the script fails again): a new wait with the next ordinal.
+    assert_eq!(s["state"], "retry_wait", "{s}");
+    let (status, s) = act(&h, &r, "skip_now", &s["generation"]).await;
+    assert_eq!(status, StatusCode::OK, "{s}");
+    assert_eq!(s["candidate_id"], "backup");
+    assert_eq!(s["state"], "active");
+}
+
+#[tokio::test]
+async fn a_profile_edit_changes_the_next_decision_only() {
+    let h = Harness::new().await;
+    let (p, r) = waiting_route(&h).await;
+    let before = h.route(&r).await;
+    let deadline = before["route"]["snapshot"]["deadline"].clone();
+    // Edit: retries now start at 60 s and stop when exhausted.
+    let (status, body) = h
+        .call(
+            Method::PUT,
+            &format!("/api/v1/profiles/{p}"),
+            Some(json!({"name": "wait", "expected_revision": 1, "targets": [
+                sim("main", "anthropic", json!([fail(overloaded())])),
+                sim("backup", "openai", json!([hang()]))],
+              "policy": {"version": 1, "candidates": [
+                candidate("main", class_policy(3, 60, 0, "stop"), disabled()),
+                candidate("backup", disabled(), disabled())]}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["revision"], 2);
+    let after_edit = h.route(&r).await;
+    assert_eq!(
+        after_edit["route"]["snapshot"]["deadline"], deadline,
+        "the pending timer is untouched"
+    );
+    assert_eq!(after_edit["history"], before["history"], "history is untouched");
+    // The pending retry fires at its old deadline; the next decision uses the new policy.
+    h.advance(5).await;
+    let s = h.snapshot(&r).await;
+    assert_eq!(s["state"], "retry_wait");
+    assert_eq!(
+        s["decision"]["policy"]["retry"]["initial_interval_seconds"], 60,
+        "{s}"
+    );
+    let history = h.route(&r).await["history"].clone();
+    let revisions: Vec<u64> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["profile_revision"].as_u64().unwrap())
+        .collect();
+    assert!(
+        revisions.starts_with(&[1, 1]) && revisions.ends_with(&[2]),
+        "{revisions:?}"
+    );
+    // A stale edit is a conflict.
+    let (status, _) = h
+        .call(
+            Method::PUT,
+            &format!("/api/v1/profiles/{p}"),
+            Some(
+                json!({"name": "x", "expected_revision": 1, "policy": {"version": 1, "candidates": [
+                candidate("main", disabled(), disabled()), candidate("backup", disabled(), disabled())]}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn an_invalid_profile_gets_422_with_every_field_path() {
+    let h = Harness::new().await;
+    let (status, body) = h
+        .post(
+            "/api/v1/profiles",
+            json!({"name": "", "targets": [sim("other", "anthropic", json!([]))],
+              "policy": {"version": 1, "candidates": [
+                candidate("main", disabled(), class_policy(11, 5, 0, "stop"))]}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let paths: Vec<&str> = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"name"), "{paths:?}");
+    assert!(
+        paths.contains(&"candidates[0].hard.retry.max_retries"),
+        "{paths:?}"
+    );
+    let e = body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == "candidates[0].hard.retry.max_retries")
+        .unwrap();
+    assert_eq!(e["code"], "out_of_range");
+    assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()));
+    // Targets are checked once the document is valid.
+    let (status, body) = h
+        .post(
+            "/api/v1/profiles",
+            json!({"name": "n", "targets": [sim("other", "anthropic", json!([]))],
+              "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["errors"][0]["path"], "targets[0].id");
+}
+
+#[tokio::test]
+async fn a_legacy_profile_is_accepted_and_returned_normalized() {
+    let h = Harness::new().await;
+    let (status, body) = h
+        .post("/api/v1/profiles", json!({"name": "legacy", "policy": {"candidates": [{"id": "a", "on_error": "retry_same"}, {"id": "b", "on_error": "try_next"}]}}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["normalized_from_legacy"], true);
+    assert_eq!(body["policy"]["version"], 1);
+    assert_eq!(
+        body["policy"]["candidates"][0]["transient"]["retry"]["max_retries"],
+        1
+    );
+    assert_eq!(
+        body["policy"]["candidates"][0]["transient"]["on_exhausted"],
+        "stop"
+    );
+    assert_eq!(body["targets"][1]["dispatcher"], "external");
+    let id = body["id"].as_str().unwrap();
+    let listed = h.get("/api/v1/profiles").await;
+    assert_eq!(listed[0]["candidate_ids"], json!(["a", "b"]));
+    let (status, _) = h
+        .call(Method::DELETE, &format!("/api/v1/profiles/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = h.call(Method::GET, &format!("/api/v1/profiles/{id}"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"]["code"], "not_found");
+}
+
+#[tokio::test]
+async fn the_openapi_document_describes_the_api_and_the_policy_document() {
+    let h = Harness::new().await;
+    let doc = h.get("/api/openapi.json").await;
+    assert!(
+        doc["paths"]["/api/v1/routes/{id}/actions"]["post"].is_object(),
+        "{doc}"
+    );
+    assert!(doc["paths"]["/api/v1/profiles"]["post"].is_object());
+    let class = &doc["components"]["schemas"]["ClassPolicy"];
+    assert_eq!(
+        class["properties"]["retry"]["properties"]["max_retries"]["maximum"],
+        10.0
+    );
+    assert!(doc["components"]["schemas"]["PolicyDocument"].is_object());
+    assert!(doc["components"]["schemas"]["ProfileInput"].is_object());
+}
+
+#[tokio::test]
+async fn the_event_stream_carries_every_accepted_change_with_its_route() {
+    let h = Harness::new().await;
+    let mut rx = h.engine.subscribe();
+    let (_, r) = waiting_route(&h).await;
+    let mut seen = Vec::new();
+    while let Ok(ev) = rx.try_recv() {
+        assert_eq!(ev.route_id, r);
+        seen.push(ev.payload.event.as_str().to_owned());
+    }
+    assert_eq!(seen, vec!["started", "dispatch_started", "failed"]);
+    // Over HTTP the same stream is `text/event-stream` (only the headers are read here: the
+    // body never ends).
+    let req = axum::http::Request::get("/api/v1/events")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let resp = tower::ServiceExt::oneshot(h.app.clone(), req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Durable-write failure
+// ------------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn when_the_decision_cannot_be_written_nothing_is_armed_or_dispatched_and_the_error_surfaces() {
+    let h = Harness::new().await;
+    let p = h
+        .profile(json!({"name": "ext", "policy": {"version": 1, "candidates": [
+            candidate("main", class_policy(3, 5, 0, "skip"), disabled())]}}))
+        .await;
+    let r = h.start(&p, "inv-1").await;
+    let s = h.snapshot(&r).await;
+    assert_eq!(s["state"], "active");
+    let path = h.db_path();
+    // Reopen the same file read-only: a real SQLite read-only database.
+    let opts = server::db::connect_options(path.to_str().unwrap())
+        .unwrap()
+        .read_only(true);
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .connect_with(opts)
+        .await
+        .unwrap();
+    let clock = h.clock.clone();
+    let ro = server::engine::Engine::new(pool, std::sync::Arc::new(clock));
+    let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
+    env.invocation_id = Some("inv-1".into());
+    env.generation = s["generation"].as_u64();
+    let err = ro.submit(&r, Input::Evidence(Box::new(env))).await.unwrap_err();
+    assert!(matches!(err, EngineError::Storage(_)), "{err}");
+    // The error surfaces on the route.
+    let summary = ro.route_summary(&r).await.unwrap();
+    assert!(
+        summary
+            .durable_error
+            .as_deref()
+            .is_some_and(|e| e.contains("could not be written")),
+        "{summary:?}"
+    );
+    assert_eq!(
+        summary.snapshot.state.as_str(),
+        "active",
+        "the route did not move"
+    );
+    // No timer, no new dispatch.
+    let timers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers")
+        .fetch_one(h.engine.pool())
+        .await
+        .unwrap();
+    assert_eq!(timers, 0);
+    let dispatches: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dispatches")
+        .fetch_one(h.engine.pool())
+        .await
+        .unwrap();
+    assert_eq!(dispatches, 1);
+    // And the API says so with 503.
+    let ro_app = server::web::router(server::web::AppState::new(
+        ro.clone(),
+        leptos_options(h.dir.path()),
+        None,
+    ));
+    let g = s["generation"].clone();
+    let req = axum::http::Request::builder()
+        .method(Method::POST)
+        .uri(format!("/api/v1/routes/{r}/actions"))
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(
+            json!({"action": "stop", "expected_generation": g}).to_string(),
+        ))
+        .unwrap();
+    let resp = tower::ServiceExt::oneshot(ro_app, req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Races
+// ------------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_exactly_one_outcome() {
+    let h = Harness::new().await;
+    let p = h
+        .profile(json!({"name": "race", "policy": {"version": 1, "candidates": [
+            candidate("main", class_policy(10, 5, 0, "stop"), disabled())]}}))
+        .await;
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let races = 1000;
+    for i in 0..races {
+        let req = StartRouteRequest {
+            profile_id: p.clone(),
+            caller: policy::api::Caller {
+                kind: policy::api::CallerKind::Workflow,
+                reference: "race".into(),
+                invocation_id: format!("race-{i}"),
+            },
+            title: None,
+        };
+        let r = h.engine.start_route(req).await.unwrap().id;
+        let g = h.engine.route_summary(&r).await.unwrap().snapshot.generation;
+        let deadline = RouteEvent::DeadlineReached { generation: g };
+        let action = [
+            ManualAction::Stop,
+            ManualAction::CancelWait,
+            ManualAction::RetryNow,
+            ManualAction::SkipNow,
+        ][usize::try_from(next() % 4).unwrap()];
+        let manual = RouteEvent::Manual {
+            action,
+            expected_generation: g,
+        };
+        let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
+        env.invocation_id = Some(format!("race-{i}"));
+        env.generation = Some(g);
+        let mut inputs = vec![
+            Input::Event(deadline),
+            Input::Event(manual),
+            Input::Evidence(Box::new(env)),
+        ];
+        // Randomize the submission order too.
+        let k = usize::try_from(next() % 3).unwrap();
+        inputs.rotate_left(k);
+        if next() % 2 == 0 {
+            inputs.swap(0, 1);
+        }
+        // The route is active with a started attempt at `g`: make it a waiting one first so the
+        // timer is meaningful for half the races.
+        if next() % 2 == 0 {
+            let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
+            env.invocation_id = Some(format!("race-{i}"));
+            env.generation = Some(g);
+            h.engine.submit(&r, Input::Evidence(Box::new(env))).await.unwrap();
+            h.clock.advance(chrono::TimeDelta::seconds(5));
+        }
+        let g = h.engine.route_summary(&r).await.unwrap().snapshot.generation;
+        let inputs: Vec<Input> = inputs
+            .into_iter()
+            .map(|inp| match inp {
+                Input::Event(RouteEvent::DeadlineReached { .. }) => {
+                    Input::Event(RouteEvent::DeadlineReached { generation: g })
+                }
+                Input::Event(RouteEvent::Manual { action, .. }) => Input::Event(RouteEvent::Manual {
+                    action,
+                    expected_generation: g,
+                }),
+                Input::Evidence(mut e) => {
+                    e.generation = Some(g);
+                    Input::Evidence(e)
+                }
+                other => other,
+            })
+            .collect();
+        let engine = h.engine.clone();
+        let handles: Vec<_> = inputs
+            .into_iter()
+            .map(|inp| {
+                let engine = engine.clone();
+                let r = r.clone();
+                tokio::spawn(async move { engine.submit(&r, inp).await })
+            })
+            .collect();
+        let mut committed = 0;
+        for hnd in handles {
+            match hnd.await.unwrap() {
+                Ok(a) if a.changed => committed += 1,
+                Ok(_) => {}
+                Err(EngineError::Rejected { .. }) => {}
+                Err(e) => panic!("race {i}: unexpected error {e}"),
+            }
+        }
+        assert_eq!(committed, 1, "race {i}: exactly one outcome commits");
+        // History agrees: exactly one row moved the route off generation g.
+        let rows: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM route_history WHERE route_id = ? AND generation = ?")
+                .bind(&r)
+                .bind(i64::try_from(g + 1).unwrap())
+                .fetch_one(h.engine.pool())
+                .await
+                .unwrap();
+        assert_eq!(rows, 1, "race {i}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Manual action through the backend port
+// ------------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_backend_port_answers_conflict_with_the_current_snapshot() {
+    use app::backend::Backend;
+    let h = Harness::new().await;
+    let (_, r) = waiting_route(&h).await;
+    let backend = server::backend::EngineBackend::new(h.engine.clone());
+    let s = backend.get_route(r.clone()).await.unwrap().route.snapshot;
+    let out = backend
+        .perform_action(
+            r.clone(),
+            ManualActionRequest {
+                action: ManualAction::Stop,
+                expected_generation: s.generation + 5,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(out, policy::api::ActionOutcome::Conflict(ref c) if *c == s),
+        "{out:?}"
+    );
+    let out = backend
+        .perform_action(
+            r,
+            ManualActionRequest {
+                action: ManualAction::Stop,
+                expected_generation: s.generation,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(out, policy::api::ActionOutcome::Applied(ref c) if c.state.as_str() == "action_required")
+    );
+}
