@@ -82,7 +82,7 @@ fn help_lists_every_subcommand() {
     let out = Command::new(BIN).arg("--help").output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
-    for sub in ["serve", "migrate"] {
+    for sub in ["serve", "migrate", "classify", "catalogue"] {
         assert!(help.contains(sub), "{sub} missing from:\n{help}");
     }
 }
@@ -110,4 +110,63 @@ fn an_unwritable_database_location_fails_with_a_clear_message() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot open database"), "{err}");
+}
+
+#[test]
+fn classify_prints_one_json_line_per_envelope_and_an_error_line_for_a_malformed_one() {
+    let input = concat!(
+        r#"{"items":[{"kind":"http","status":529,"body":"{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}]}"#,
+        "\n",
+        "{not json\n",
+        r#"{"items":[{"kind":"stderr","lines":["something odd"]}]}"#,
+        "\n"
+    );
+    let mut child = Command::new(BIN)
+        .args(["classify", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0]["code"], "provider_overloaded");
+    assert_eq!(lines[0]["gate"]["automatic_recovery"], true);
+    assert!(lines[1]["error"].is_object());
+    assert_eq!(lines[2]["class"], "unclassified");
+}
+
+#[test]
+fn catalogue_check_passes_on_the_shipped_fixtures_and_fails_on_a_wrong_one() {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures");
+    let out = Command::new(BIN)
+        .args(["catalogue", "check", "--fixtures", fixtures])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("clean"), "{report}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("classifier/test");
+    std::fs::create_dir_all(&bad).unwrap();
+    std::fs::write(
+        bad.join("wrong-expectation.json"),
+        r#"{"note":"x","input":{"items":[{"kind":"stderr","lines":["something odd"]}]},"expect":{"code":"quota_limited","class":"hard","classifier_rule":"nope"}}"#,
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["catalogue", "check", "--fixtures"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("problem"));
 }

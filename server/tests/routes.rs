@@ -377,12 +377,12 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
         // Randomize the submission order too.
         let k = usize::try_from(next() % 3).unwrap();
         inputs.rotate_left(k);
-        if next() % 2 == 0 {
+        if next().is_multiple_of(2) {
             inputs.swap(0, 1);
         }
         // The route is active with a started attempt at `g`: make it a waiting one first so the
         // timer is meaningful for half the races.
-        if next() % 2 == 0 {
+        if next().is_multiple_of(2) {
             let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
             env.invocation_id = Some(format!("race-{i}"));
             env.generation = Some(g);
