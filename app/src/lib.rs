@@ -15,13 +15,18 @@ use leptos_router::{
     path,
 };
 
+pub mod api;
 #[cfg(feature = "ssr")]
 pub mod backend;
 pub mod components;
+pub mod draft;
+pub mod error;
 pub mod pages;
 
 use components::nav::NavBar;
-use pages::{home::HomePage, not_found::NotFound, profiles::ProfilesPage};
+use pages::{
+    home::HomePage, not_found::NotFound, profile::ProfilePage, profiles::ProfilesPage, route::RoutePage,
+};
 
 /// The HTML document around the app, rendered by the server for every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -63,6 +68,8 @@ pub fn App() -> impl IntoView {
                     <Routes fallback=NotFound>
                         <Route path=path!("") view=HomePage />
                         <Route path=path!("/profiles") view=ProfilesPage />
+                        <Route path=path!("/profiles/:id") view=ProfilePage />
+                        <Route path=path!("/routes/:id") view=RoutePage />
                     </Routes>
                 </main>
             </div>

@@ -58,3 +58,74 @@ export async function screenshot(page, name) {
 export async function documentOverflow(page) {
   return page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 }
+
+// ------------------------------------------------------------------------------------------------
+// Helpers for the UI tests (issue 6).
+// ------------------------------------------------------------------------------------------------
+
+const AXE = new URL('../../node_modules/axe-core/axe.min.js', import.meta.url).pathname;
+
+/** Runs axe-core on the page; returns the serious and critical violations, summarized. */
+export async function seriousA11yViolations(page) {
+  await page.addScriptTag({ path: AXE });
+  const results = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  return results.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')})`);
+}
+
+/** Visible interactive controls shorter than `min` px: `[{what, height}]`. */
+export async function shortControls(page, min = 44) {
+  return page.evaluate((min) => {
+    const selector = 'a[href], button, input:not([type=hidden]), select, textarea, [role=switch], [role=button], [tabindex]:not([tabindex="-1"])';
+    const out = [];
+    for (const el of document.querySelectorAll(selector)) {
+      const r = el.getBoundingClientRect();
+      const style = getComputedStyle(el);
+      if (r.width === 0 || r.height === 0 || style.visibility === 'hidden') continue;
+      if (el.closest('.sr-only')) continue;
+      if (r.height < min) {
+        const name = (el.getAttribute('aria-label') || el.textContent || el.id || el.tagName).trim().slice(0, 40);
+        out.push({ what: `${el.tagName.toLowerCase()} "${name}"`, height: Math.round(r.height * 10) / 10 });
+      }
+    }
+    return out;
+  }, min);
+}
+
+/** Elements other than the document that scroll vertically (the page must be the one owner). */
+export async function extraScrollOwners(page) {
+  return page.evaluate(() => {
+    const out = [];
+    for (const el of document.querySelectorAll('body *')) {
+      const style = getComputedStyle(el);
+      if (!/(auto|scroll)/.test(style.overflowY)) continue;
+      if (el.scrollHeight > el.clientHeight + 1 && el.getBoundingClientRect().height > 0) {
+        out.push(`${el.tagName.toLowerCase()}#${el.id || '?'}`);
+      }
+    }
+    return out;
+  });
+}
+
+/** JSON over the REST API: `{status, body}`. */
+export async function api(path, { method = 'GET', body } = {}) {
+  const res = await fetch(`${BASE_URL}${path}`, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = text;
+  }
+  return { status: res.status, body: json };
+}
+
+/** A unique suffix so tests sharing one database never collide. */
+export function unique(prefix) {
+  return `${prefix}-${Date.now().toString(36)}-${Math.floor(Math.random() * 1e6).toString(36)}`;
+}

@@ -18,8 +18,9 @@ for (const viewport of ['desktop', 'phone', 'small-phone']) {
     const { context, page, errors } = await openPage(browser, viewport);
     try {
       await page.goto(BASE_URL);
-      // The server-rendered page already shows the empty state before any WASM runs.
-      await page.getByRole('heading', { name: 'No active routes' }).waitFor();
+      // The server-rendered page already shows its content before any WASM runs.
+      await page.getByRole('heading', { name: 'Routes', level: 1 }).waitFor();
+      await page.getByRole('button', { name: /How Recourse decides/ }).waitFor();
       await waitHydrated(page);
       const toggle = page.getByRole('button', { name: /How Recourse decides/ });
       assert.equal(await toggle.getAttribute('aria-expanded'), 'false');

@@ -1,4 +1,11 @@
 //! Pieces shared by several pages.
 
+pub mod class_policy;
+pub mod controls;
 pub mod disclosure;
+pub mod live;
 pub mod nav;
+pub mod profile_editor;
+pub mod route_view;
+pub mod status;
+pub mod time;

@@ -15,7 +15,7 @@ pub fn NavBar() -> impl IntoView {
     view! {
         <header class="border-b border-slate-200 bg-white">
             <nav aria-label="Main" class="mx-auto flex max-w-5xl flex-wrap items-center justify-between gap-2 px-4 py-2 sm:px-6">
-                <a href="/" class="flex min-h-11 items-center gap-2 text-lg font-semibold text-slate-900">
+                <a href="/" class="flex min-h-11 items-center gap-2 rounded-md text-lg font-semibold text-slate-900 focus-visible:outline focus-visible:outline-2 focus-visible:outline-indigo-600">
                     <span aria-hidden="true" class="inline-block h-3 w-3 rounded-full bg-indigo-600"></span>
                     "Recourse"
                 </a>

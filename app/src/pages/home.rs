@@ -1,22 +1,209 @@
-//! The routes overview: live routed work, or an explanation of what will appear here.
+//! The routes overview: routed work and how each route is recovering, filtered by caller and
+//! state through the address (`/?caller=office&state=retry_wait`), so a filtered view can be
+//! bookmarked and works before the page is live. Kept current by the event stream.
 
-use crate::components::disclosure::Disclosure;
+use crate::{
+    api::routes::list_routes,
+    components::{
+        controls::FOCUS,
+        disclosure::Disclosure,
+        live::use_route_events,
+        route_view::{class_label, describe_code, next_outcome, state_label, StateBadge},
+        status::{Empty, ErrorPanel, Loading},
+        time::format_utc,
+    },
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::{
+    components::{Form, A},
+    hooks::use_query_map,
+};
+use policy::{
+    api::{CallerKind, RouteFilter},
+    wire::StateName,
+};
+
+fn caller_label(kind: CallerKind) -> &'static str {
+    match kind {
+        CallerKind::KanbanTask => "Kanban task",
+        CallerKind::Workflow => "Workflow step",
+        CallerKind::Utility => "Utility call",
+        CallerKind::Office => "Office assignment",
+    }
+}
 
 #[component]
 pub fn HomePage() -> impl IntoView {
+    let query = use_query_map();
+    let filter = Memo::new(move |_| {
+        query.with(|q| RouteFilter {
+            caller_kind: q.get("caller").and_then(|c| CallerKind::parse(&c)),
+            caller_reference: q.get("reference").filter(|r| !r.trim().is_empty()),
+            state: q.get("state").and_then(|s| StateName::parse(&s)),
+            profile_id: None,
+            limit: None,
+        })
+    });
+    let tick = RwSignal::new(0u64);
+    let routes = Resource::new(move || (filter.get(), tick.get()), |(f, _)| list_routes(f));
+    let live = use_route_events(move |_| tick.update(|t| *t += 1));
+    let filtered = move || filter.with(|f| f != &RouteFilter::default());
+    let select_class =
+        format!("mt-1 h-11 w-full rounded-md border border-slate-400 bg-white px-2 text-base {FOCUS}");
+
     view! {
         <Title text="Routes" />
         <h1 class="text-2xl font-semibold">"Routes"</h1>
-        <p class="mt-1 text-slate-600">"Routed agent work and how each route is recovering from provider failures."</p>
-        <section aria-labelledby="empty-routes" class="mt-6 rounded-lg border border-dashed border-slate-300 bg-white p-6">
-            <h2 id="empty-routes" class="text-lg font-medium">"No active routes"</h2>
-            <p class="mt-2 text-slate-600">
-                "When a caller starts work on a dynamic profile, its route appears here with its state, \
-                 the failure class, the retry ordinal and the next deadline."
-            </p>
-        </section>
+        <p class="mt-1 text-slate-700">"Routed agent work and how each route is recovering from provider failures."</p>
+
+        <Form method="GET" action="/">
+            <fieldset class="mt-4 grid gap-3 rounded-lg border border-slate-300 bg-white p-4 sm:grid-cols-4 sm:items-end">
+                <legend class="px-1 text-sm font-semibold text-slate-900">"Filter"</legend>
+                <div>
+                    <label for="filter-caller" class="block text-sm font-medium">"Caller"</label>
+                    <select id="filter-caller" name="caller" class=select_class.clone()>
+                        <option value="" selected=move || filter.with(|f| f.caller_kind.is_none())>"Any caller"</option>
+                        {CallerKind::ALL
+                            .into_iter()
+                            .map(|k| {
+                                view! {
+                                    <option value=k.as_str() selected=move || filter.with(|f| f.caller_kind == Some(k))>
+                                        {caller_label(k)}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                </div>
+                <div>
+                    <label for="filter-reference" class="block text-sm font-medium">"Caller reference"</label>
+                    <input
+                        id="filter-reference"
+                        name="reference"
+                        type="text"
+                        autocomplete="off"
+                        class=select_class.clone()
+                        value=move || filter.with(|f| f.caller_reference.clone().unwrap_or_default())
+                        prop:value=move || filter.with(|f| f.caller_reference.clone().unwrap_or_default())
+                    />
+                </div>
+                <div>
+                    <label for="filter-state" class="block text-sm font-medium">"State"</label>
+                    <select id="filter-state" name="state" class=select_class.clone()>
+                        <option value="" selected=move || filter.with(|f| f.state.is_none())>"Any state"</option>
+                        {StateName::ALL
+                            .into_iter()
+                            .map(|s| {
+                                view! {
+                                    <option value=s.as_str() selected=move || filter.with(|f| f.state == Some(s))>
+                                        {state_label(s)}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                </div>
+                <div class="flex gap-2">
+                    <button
+                        type="submit"
+                        class=format!(
+                            "min-h-11 flex-1 rounded-md bg-indigo-700 px-4 text-sm font-semibold text-white hover:bg-indigo-800 {FOCUS}",
+                        )
+                    >
+                        "Apply filter"
+                    </button>
+                    <A
+                        href="/"
+                        attr:class=format!(
+                            "inline-flex min-h-11 items-center rounded-md border border-slate-400 px-3 text-sm font-medium text-slate-800 {FOCUS}",
+                        )
+                    >
+                        "Clear"
+                    </A>
+                </div>
+            </fieldset>
+        </Form>
+        <p class="mt-2 text-xs text-slate-600" role="status" data-testid="live-status">{move || live.get().text()}</p>
+
+        <Transition fallback=|| view! { <Loading what="routes" /> }>
+            {move || Suspend::new(async move {
+                match routes.await {
+                    Ok(list) if list.is_empty() => {
+                        if filtered() {
+                            view! {
+                                <Empty id="empty-routes" title="No routes match this filter">
+                                    <p>"Try another caller or state, or clear the filter."</p>
+                                </Empty>
+                            }
+                                .into_any()
+                        } else {
+                            view! {
+                                <Empty id="empty-routes" title="No active routes">
+                                    <p>
+                                        "When a caller starts work on a dynamic profile, its route appears here with its state, \
+                                         the failure class, the retry ordinal and the next deadline."
+                                    </p>
+                                </Empty>
+                            }
+                                .into_any()
+                        }
+                    }
+                    Ok(list) => {
+                        view! {
+                            <ul class="mt-4 space-y-3" data-testid="route-list">
+                                {list
+                                    .into_iter()
+                                    .map(|r| {
+                                        let s = r.snapshot;
+                                        let title = r.title.clone().unwrap_or_else(|| format!("Route {}", r.id));
+                                        let cause = s
+                                            .code
+                                            .as_deref()
+                                            .map(|c| format!("{} ({c})", describe_code(c)))
+                                            .unwrap_or_else(|| "no failure".to_owned());
+                                        view! {
+                                            <li class="min-w-0 rounded-lg border border-slate-300 bg-white p-4" data-route-id=r.id.clone()>
+                                                <div class="flex flex-wrap items-center gap-2">
+                                                    <A
+                                                        href=format!("/routes/{}", r.id)
+                                                        attr:class=format!(
+                                                            "inline-flex min-h-11 items-center break-all font-semibold text-indigo-800 underline {FOCUS}",
+                                                        )
+                                                    >
+                                                        {title}
+                                                    </A>
+                                                    <StateBadge state=s.state />
+                                                </div>
+                                                <p class="text-sm text-slate-700">
+                                                    {format!(
+                                                        "{}: {} · profile {} · candidate {}",
+                                                        caller_label(r.caller.kind),
+                                                        r.caller.reference,
+                                                        r.profile_name,
+                                                        s.candidate_id,
+                                                    )}
+                                                </p>
+                                                <p class="text-sm text-slate-700">
+                                                    {s.class.map(class_label).map(|c| format!("{c}: {cause}"))}
+                                                    {s.deadline.map(|d| format!(" · deadline {}", format_utc(d)))}
+                                                </p>
+                                                <p class="text-sm text-slate-800">{next_outcome(&s)}</p>
+                                            </li>
+                                        }
+                                    })
+                                    .collect_view()}
+                            </ul>
+                        }
+                            .into_any()
+                    }
+                    Err(e) => {
+                        view! { <ErrorPanel error=e retry=Callback::new(move |()| tick.update(|t| *t += 1)) /> }.into_any()
+                    }
+                }
+            })}
+        </Transition>
+
         <div class="mt-6">
             <Disclosure id="how-recourse-decides" label="How Recourse decides what to do after a failure">
                 <ol class="list-decimal space-y-1 pl-5">
@@ -28,4 +215,5 @@ pub fn HomePage() -> impl IntoView {
             </Disclosure>
         </div>
     }
+    .into_any()
 }

@@ -2,4 +2,6 @@
 
 pub mod home;
 pub mod not_found;
+pub mod profile;
 pub mod profiles;
+pub mod route;

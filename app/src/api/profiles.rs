@@ -1,0 +1,104 @@
+//! Profile server functions: list, read, create, save, delete.
+
+use crate::error::AppError;
+use leptos::{prelude::*, server_fn::codec::Json};
+use policy::api::{Profile, ProfileInput, ProfileSummary};
+
+/// Every profile, by name.
+#[server(prefix = "/api/ui", input = Json)]
+pub async fn list_profiles() -> Result<Vec<ProfileSummary>, AppError> {
+    Ok(crate::backend::backend()?.list_profiles().await?)
+}
+
+/// One profile with its normalized policy document.
+#[server(prefix = "/api/ui", input = Json)]
+pub async fn get_profile(id: String) -> Result<Profile, AppError> {
+    Ok(crate::backend::backend()?.get_profile(id).await?)
+}
+
+/// Creates a profile; answers with the stored, normalized profile.
+#[server(prefix = "/api/ui", input = Json)]
+pub async fn create_profile(input: ProfileInput) -> Result<Profile, AppError> {
+    check_input(&input)?;
+    Ok(crate::backend::backend()?.create_profile(input).await?)
+}
+
+/// Replaces a profile; answers with the stored, normalized profile.
+#[server(prefix = "/api/ui", input = Json)]
+pub async fn save_profile(id: String, input: ProfileInput) -> Result<Profile, AppError> {
+    check_input(&input)?;
+    Ok(crate::backend::backend()?.update_profile(id, input).await?)
+}
+
+/// Deletes a profile that has no open routes.
+#[server(prefix = "/api/ui", input = Json)]
+pub async fn delete_profile(id: String) -> Result<(), AppError> {
+    Ok(crate::backend::backend()?.delete_profile(id).await?)
+}
+
+/// The document check the browser already ran, again, because this is a public endpoint.
+/// Legacy shapes are the backend's to normalize, so only version-1 documents are checked here.
+#[cfg(feature = "ssr")]
+fn check_input(input: &ProfileInput) -> Result<(), AppError> {
+    if input.policy.get("version").is_some() {
+        policy::document::validate_document(&input.policy)?;
+    }
+    Ok(())
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use super::*;
+    use crate::api::fake::{with_backend, FakeBackend};
+    use policy::wire::ValidationCode;
+    use serde_json::json;
+
+    fn input(policy: serde_json::Value) -> ProfileInput {
+        ProfileInput {
+            name: "Main".into(),
+            description: None,
+            targets: vec![],
+            policy,
+            expected_revision: None,
+        }
+    }
+
+    #[test]
+    fn an_out_of_range_value_comes_back_on_its_field_without_reaching_the_backend() {
+        let fake = FakeBackend::default();
+        let doc = json!({"version": 1, "candidates": [{"id": "a",
+            "transient": {"retry": {"enabled": true, "max_retries": 11, "initial_interval_seconds": 5},
+                          "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"},
+            "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+                     "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"}}]});
+        let err = with_backend(&fake, save_profile("p1".into(), input(doc))).unwrap_err();
+        let field = err
+            .at("candidates[0].transient.retry.max_retries")
+            .next()
+            .cloned();
+        assert_eq!(field.map(|e| e.code), Some(ValidationCode::OutOfRange));
+        assert_eq!(fake.calls(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn the_backends_field_errors_and_missing_profiles_map_to_the_wire_error() {
+        let fake = FakeBackend::default();
+        let err = with_backend(&fake, get_profile("nope".into())).unwrap_err();
+        assert_eq!(err, AppError::NotFound);
+        let err =
+            with_backend(&fake, save_profile("dup".into(), input(json!({"legacy": true})))).unwrap_err();
+        assert_eq!(err.at("candidates[1].id").count(), 1);
+        assert_eq!(fake.calls(), vec!["get_profile nope", "update_profile dup"]);
+    }
+
+    #[test]
+    fn without_a_backend_in_context_the_page_says_unavailable() {
+        let owner = Owner::new();
+        let err = owner.with(|| futures_executor(list_profiles())).unwrap_err();
+        assert_eq!(err, AppError::Unavailable);
+    }
+
+    fn futures_executor<F: std::future::Future>(f: F) -> F::Output {
+        crate::api::fake::block_on(f)
+    }
+}

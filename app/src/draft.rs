@@ -1,0 +1,404 @@
+//! The profile editor's form state, and the conversions between what a person types (a number
+//! and a unit) and the policy document (whole seconds).
+//!
+//! Why a separate draft: the form must hold half-typed text ("1.", "", "9999") while the person
+//! types, show the exact message the server would give for it, and still compute a preview
+//! whenever the text is valid. The pure functions here do the conversions and are unit tested;
+//! [`ClassDraft`] and [`CandidateDraft`] wrap them in signals for the components.
+//!
+//! Validation is `policy`'s, field by field ([`validate_number_text`],
+//! [`validate_candidate_id`]): a duration typed in minutes is converted to seconds first, so
+//! "2 minutes" and "120 seconds" get identical answers and identical messages. Cross-field
+//! checks (duplicate ids, candidate count) are the server's; their errors come back with a path
+//! and land on the field it names.
+
+use leptos::prelude::*;
+use policy::{
+    class::ErrorClass,
+    document::{
+        validate_candidate_id, validate_number_text, CandidatePolicy, ClassPolicy, FieldError, NumberField,
+        OnExhausted, PolicyDocument, RetryPolicy, ValidatedClassPolicy, WaitForResetPolicy,
+    },
+    limits::{
+        POLICY_DOCUMENT_VERSION, SUGGESTED_INITIAL_INTERVAL_SECONDS, SUGGESTED_MAX_RETRIES,
+        SUGGESTED_MAX_WAIT_SECONDS,
+    },
+};
+
+/// A unit a duration can be typed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    Seconds,
+    Minutes,
+    Hours,
+    Days,
+}
+
+impl Unit {
+    /// Units offered for the initial interval (at most one hour).
+    pub const FOR_INTERVAL: [Unit; 3] = [Unit::Seconds, Unit::Minutes, Unit::Hours];
+    /// Units offered for the maximum wait (up to seven days).
+    pub const FOR_WAIT: [Unit; 4] = [Unit::Seconds, Unit::Minutes, Unit::Hours, Unit::Days];
+
+    pub const fn seconds(self) -> u64 {
+        match self {
+            Unit::Seconds => 1,
+            Unit::Minutes => 60,
+            Unit::Hours => 3_600,
+            Unit::Days => 86_400,
+        }
+    }
+
+    /// The `<option>` value.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Unit::Seconds => "seconds",
+            Unit::Minutes => "minutes",
+            Unit::Hours => "hours",
+            Unit::Days => "days",
+        }
+    }
+
+    pub fn parse(key: &str) -> Option<Unit> {
+        Unit::FOR_WAIT.into_iter().find(|u| u.key() == key)
+    }
+
+    /// The largest of `allowed` that expresses `seconds` as a whole number (seconds for zero).
+    pub fn best_for(seconds: u64, allowed: &[Unit]) -> Unit {
+        allowed
+            .iter()
+            .rev()
+            .copied()
+            .find(|u| seconds != 0 && seconds.is_multiple_of(u.seconds()))
+            .unwrap_or(Unit::Seconds)
+    }
+}
+
+/// `seconds` written in `unit` (exact, because the unit came from [`Unit::best_for`]).
+pub fn text_in_unit(seconds: u64, unit: Unit) -> String {
+    let whole = seconds / unit.seconds();
+    if seconds.is_multiple_of(unit.seconds()) {
+        whole.to_string()
+    } else {
+        // Not reachable through `best_for`; keep the value exact rather than round it.
+        format!("{}", seconds as f64 / unit.seconds() as f64)
+    }
+}
+
+/// What a person typed in `unit`, rewritten as a number of seconds for the policy validator.
+/// Text that is not a number, or not finite, passes through unchanged so the validator gives
+/// its own message; `1.5` minutes becomes `90`, `0.5` seconds stays a fraction.
+pub fn typed_to_seconds_text(text: &str, unit: Unit) -> String {
+    let trimmed = text.trim();
+    if unit == Unit::Seconds {
+        return trimmed.to_owned();
+    }
+    if let Ok(i) = trimmed.parse::<i128>() {
+        return i.saturating_mul(i128::from(unit.seconds())).to_string();
+    }
+    match trimmed.parse::<f64>() {
+        Ok(f) if f.is_finite() => {
+            let s = f * unit.seconds() as f64;
+            if s.fract() == 0.0 && s.abs() < 1e30 {
+                format!("{}", s as i128)
+            } else {
+                format!("{s}")
+            }
+        }
+        _ => trimmed.to_owned(),
+    }
+}
+
+/// One duration field: the policy's check on the typed value converted to seconds.
+pub fn validate_duration(
+    field: NumberField,
+    enabled: bool,
+    text: &str,
+    unit: Unit,
+) -> Result<u64, FieldError> {
+    validate_number_text(field, enabled, &typed_to_seconds_text(text, unit))
+}
+
+/// The editable state of one class policy.
+#[derive(Debug, Clone, Copy)]
+pub struct ClassDraft {
+    pub class: ErrorClass,
+    pub retry_enabled: RwSignal<bool>,
+    pub max_retries: RwSignal<String>,
+    pub interval: RwSignal<String>,
+    pub interval_unit: RwSignal<Unit>,
+    pub wait_enabled: RwSignal<bool>,
+    pub max_wait: RwSignal<String>,
+    pub wait_unit: RwSignal<Unit>,
+    pub on_exhausted: RwSignal<OnExhausted>,
+}
+
+impl ClassDraft {
+    pub fn new(class: ErrorClass, policy: &ClassPolicy) -> ClassDraft {
+        let interval_unit = Unit::best_for(policy.retry.initial_interval_seconds, &Unit::FOR_INTERVAL);
+        let wait_unit = Unit::best_for(policy.wait_for_reset.max_wait_seconds, &Unit::FOR_WAIT);
+        ClassDraft {
+            class,
+            retry_enabled: RwSignal::new(policy.retry.enabled),
+            max_retries: RwSignal::new(policy.retry.max_retries.to_string()),
+            interval: RwSignal::new(text_in_unit(policy.retry.initial_interval_seconds, interval_unit)),
+            interval_unit: RwSignal::new(interval_unit),
+            wait_enabled: RwSignal::new(policy.wait_for_reset.enabled),
+            max_wait: RwSignal::new(text_in_unit(policy.wait_for_reset.max_wait_seconds, wait_unit)),
+            wait_unit: RwSignal::new(wait_unit),
+            on_exhausted: RwSignal::new(policy.on_exhausted),
+        }
+    }
+
+    /// Switching retry on pre-fills the suggested values when the fields hold the stored zeros.
+    pub fn set_retry_enabled(&self, on: bool) {
+        self.retry_enabled.set(on);
+        if on {
+            if self
+                .max_retries
+                .with_untracked(|t| t.trim() == "0" || t.trim().is_empty())
+            {
+                self.max_retries.set(SUGGESTED_MAX_RETRIES.to_string());
+            }
+            if self
+                .interval
+                .with_untracked(|t| t.trim() == "0" || t.trim().is_empty())
+            {
+                let unit = Unit::best_for(SUGGESTED_INITIAL_INTERVAL_SECONDS, &Unit::FOR_INTERVAL);
+                self.interval_unit.set(unit);
+                self.interval
+                    .set(text_in_unit(SUGGESTED_INITIAL_INTERVAL_SECONDS, unit));
+            }
+        }
+    }
+
+    /// Switching reset waiting on pre-fills the suggested maximum when the field holds zero.
+    pub fn set_wait_enabled(&self, on: bool) {
+        self.wait_enabled.set(on);
+        if on
+            && self
+                .max_wait
+                .with_untracked(|t| t.trim() == "0" || t.trim().is_empty())
+        {
+            let unit = Unit::best_for(SUGGESTED_MAX_WAIT_SECONDS, &Unit::FOR_WAIT);
+            self.wait_unit.set(unit);
+            self.max_wait.set(text_in_unit(SUGGESTED_MAX_WAIT_SECONDS, unit));
+        }
+    }
+
+    /// The inline check of one numeric field (tracked). A disabled section is stored as zeros,
+    /// so its hidden fields are never in error.
+    pub fn check(&self, field: NumberField) -> Result<u64, FieldError> {
+        match field {
+            NumberField::MaxRetries if self.retry_enabled.get() => {
+                self.max_retries.with(|t| validate_number_text(field, true, t))
+            }
+            NumberField::InitialIntervalSeconds if self.retry_enabled.get() => {
+                let unit = self.interval_unit.get();
+                self.interval.with(|t| validate_duration(field, true, t, unit))
+            }
+            NumberField::MaxWaitSeconds if self.wait_enabled.get() => {
+                let unit = self.wait_unit.get();
+                self.max_wait.with(|t| validate_duration(field, true, t, unit))
+            }
+            _ => Ok(0),
+        }
+    }
+
+    /// The wire policy, when every field is valid (tracked).
+    pub fn policy(&self) -> Option<ClassPolicy> {
+        let max_retries = u32::try_from(self.check(NumberField::MaxRetries).ok()?).ok()?;
+        let initial_interval_seconds = self.check(NumberField::InitialIntervalSeconds).ok()?;
+        let max_wait_seconds = self.check(NumberField::MaxWaitSeconds).ok()?;
+        Some(ClassPolicy {
+            retry: RetryPolicy {
+                enabled: self.retry_enabled.get(),
+                max_retries,
+                initial_interval_seconds,
+            },
+            wait_for_reset: WaitForResetPolicy {
+                enabled: self.wait_enabled.get(),
+                max_wait_seconds,
+            },
+            on_exhausted: self.on_exhausted.get(),
+        })
+    }
+
+    /// The validated policy the preview describes (tracked).
+    pub fn validated(&self) -> Option<ValidatedClassPolicy> {
+        ValidatedClassPolicy::new(self.policy()?).ok()
+    }
+}
+
+/// The editable state of one candidate.
+#[derive(Debug, Clone, Copy)]
+pub struct CandidateDraft {
+    /// Row identity for keyed lists and element ids, so a row keeps its open state while it is
+    /// renamed or moved. Assigned by the form in creation order (the same on the server and in
+    /// the browser, so hydrated ids match); never sent.
+    pub key: u64,
+    pub id: RwSignal<String>,
+    pub transient: ClassDraft,
+    pub hard: ClassDraft,
+    /// Whether the row's policy area is open.
+    pub open: RwSignal<bool>,
+}
+
+impl CandidateDraft {
+    pub fn new(key: u64, candidate: &CandidatePolicy) -> CandidateDraft {
+        CandidateDraft {
+            key,
+            id: RwSignal::new(candidate.id.clone()),
+            transient: ClassDraft::new(ErrorClass::Transient, &candidate.transient),
+            hard: ClassDraft::new(ErrorClass::Hard, &candidate.hard),
+            open: RwSignal::new(false),
+        }
+    }
+
+    pub fn class(&self, class: ErrorClass) -> ClassDraft {
+        match class {
+            ErrorClass::Transient => self.transient,
+            ErrorClass::Hard => self.hard,
+        }
+    }
+
+    /// The inline check of the id (tracked).
+    pub fn check_id(&self) -> Result<(), FieldError> {
+        self.id.with(|id| validate_candidate_id(id))
+    }
+
+    /// The wire candidate, when every field is valid (tracked).
+    pub fn candidate(&self) -> Option<CandidatePolicy> {
+        self.check_id().ok()?;
+        Some(CandidatePolicy {
+            id: self.id.get(),
+            transient: self.transient.policy()?,
+            hard: self.hard.policy()?,
+        })
+    }
+}
+
+/// The whole document, when every candidate is valid (tracked).
+pub fn document(candidates: &[CandidateDraft]) -> Option<PolicyDocument> {
+    Some(PolicyDocument {
+        version: POLICY_DOCUMENT_VERSION,
+        candidates: candidates
+            .iter()
+            .map(CandidateDraft::candidate)
+            .collect::<Option<Vec<_>>>()?,
+    })
+}
+
+/// Moves the element at `from` to `to` (both clamped), keeping the others in order.
+pub fn move_item<T>(items: &mut Vec<T>, from: usize, to: usize) {
+    if from >= items.len() {
+        return;
+    }
+    let to = to.min(items.len() - 1);
+    let item = items.remove(from);
+    items.insert(to, item);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy::document::ValidationCode;
+
+    #[test]
+    fn best_unit_is_the_largest_that_divides_evenly() {
+        assert_eq!(Unit::best_for(0, &Unit::FOR_WAIT), Unit::Seconds);
+        assert_eq!(Unit::best_for(45, &Unit::FOR_WAIT), Unit::Seconds);
+        assert_eq!(Unit::best_for(120, &Unit::FOR_WAIT), Unit::Minutes);
+        assert_eq!(Unit::best_for(7_200, &Unit::FOR_WAIT), Unit::Hours);
+        assert_eq!(Unit::best_for(604_800, &Unit::FOR_WAIT), Unit::Days);
+        assert_eq!(Unit::best_for(172_800, &Unit::FOR_INTERVAL), Unit::Hours);
+    }
+
+    #[test]
+    fn typed_minutes_become_seconds_for_the_validator() {
+        assert_eq!(typed_to_seconds_text("2", Unit::Minutes), "120");
+        assert_eq!(typed_to_seconds_text(" 1.5 ", Unit::Minutes), "90");
+        assert_eq!(typed_to_seconds_text("0.5", Unit::Seconds), "0.5");
+        assert_eq!(typed_to_seconds_text("abc", Unit::Hours), "abc");
+        assert_eq!(typed_to_seconds_text("-1", Unit::Days), "-86400");
+    }
+
+    #[test]
+    fn durations_in_any_unit_get_the_servers_messages() {
+        let f = NumberField::MaxWaitSeconds;
+        assert_eq!(validate_duration(f, true, "7", Unit::Days), Ok(604_800));
+        let err = validate_duration(f, true, "8", Unit::Days).unwrap_err();
+        assert_eq!(err.code, ValidationCode::OutOfRange);
+        assert_eq!(err, validate_number_text(f, true, "691200").unwrap_err());
+        let err =
+            validate_duration(NumberField::InitialIntervalSeconds, true, "", Unit::Minutes).unwrap_err();
+        assert_eq!(err.code, ValidationCode::Missing);
+        let err = validate_duration(NumberField::InitialIntervalSeconds, true, "0.25", Unit::Minutes);
+        assert_eq!(err, Ok(15));
+        let err =
+            validate_duration(NumberField::InitialIntervalSeconds, true, "0.3", Unit::Seconds).unwrap_err();
+        assert_eq!(err.code, ValidationCode::NotInteger);
+    }
+
+    #[test]
+    fn a_stored_policy_round_trips_through_the_draft() {
+        let owner = Owner::new();
+        owner.with(|| {
+            let policy = ClassPolicy {
+                retry: RetryPolicy {
+                    enabled: true,
+                    max_retries: 3,
+                    initial_interval_seconds: 120,
+                },
+                wait_for_reset: WaitForResetPolicy {
+                    enabled: true,
+                    max_wait_seconds: 86_400 * 2,
+                },
+                on_exhausted: OnExhausted::Stop,
+            };
+            let draft = ClassDraft::new(ErrorClass::Hard, &policy);
+            assert_eq!(draft.interval.get_untracked(), "2");
+            assert_eq!(draft.interval_unit.get_untracked(), Unit::Minutes);
+            assert_eq!(draft.wait_unit.get_untracked(), Unit::Days);
+            assert_eq!(draft.policy(), Some(policy));
+        });
+    }
+
+    #[test]
+    fn disabled_sections_store_zeros_and_enabling_suggests_values() {
+        let owner = Owner::new();
+        owner.with(|| {
+            let draft = ClassDraft::new(ErrorClass::Transient, &ClassPolicy::default());
+            assert_eq!(draft.policy(), Some(ClassPolicy::default()));
+            draft.max_retries.set("99".into());
+            assert_eq!(
+                draft.policy(),
+                Some(ClassPolicy::default()),
+                "hidden fields are ignored"
+            );
+            draft.max_retries.set("0".into());
+            draft.set_retry_enabled(true);
+            assert_eq!(draft.max_retries.get_untracked(), "3");
+            assert_eq!(draft.interval.get_untracked(), "5");
+            draft.max_retries.set("11".into());
+            assert_eq!(
+                draft.check(NumberField::MaxRetries).unwrap_err().code,
+                ValidationCode::OutOfRange
+            );
+            assert_eq!(draft.policy(), None);
+        });
+    }
+
+    #[test]
+    fn moving_an_item_keeps_the_others_in_order() {
+        let mut v = vec!['a', 'b', 'c', 'd'];
+        move_item(&mut v, 0, 2);
+        assert_eq!(v, vec!['b', 'c', 'a', 'd']);
+        move_item(&mut v, 3, 0);
+        assert_eq!(v, vec!['d', 'b', 'c', 'a']);
+        move_item(&mut v, 1, 99);
+        assert_eq!(v, vec!['d', 'c', 'a', 'b']);
+        move_item(&mut v, 9, 0);
+        assert_eq!(v, vec!['d', 'c', 'a', 'b']);
+    }
+}

@@ -1,0 +1,140 @@
+//! [`AppError`]: the one error type that crosses the wire between the server functions and the
+//! browser. It is organised by how the page must react (put messages on fields, show the fresh
+//! route, say "not found", say "try again"), carries stable codes and safe messages only, and
+//! never internal detail: the server logs causes once at its edge before mapping them here.
+
+use leptos::server_fn::{
+    codec::JsonEncoding,
+    error::{FromServerFnError, ServerFnErrorErr},
+    ServerFnError,
+};
+use policy::wire::{RouteSnapshot, ValidationError};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What went wrong, as the page needs to know it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AppError {
+    /// The input was rejected; each error names the field (`candidates[1].hard.retry.max_retries`).
+    Invalid { errors: Vec<ValidationError> },
+    /// The profile or route does not exist (any more).
+    NotFound,
+    /// The write was based on an outdated revision, or conflicts with current data; the
+    /// message is safe to show.
+    Conflict { message: String },
+    /// A manual action lost: the route changed first (stale `expected_generation`) or the
+    /// action no longer applies. Nothing was done; `snapshot` is how the route is now.
+    RouteChanged { snapshot: Box<RouteSnapshot> },
+    /// The server failed internally; the cause is in its log, not here.
+    Unavailable,
+    /// The request did not complete: the server is down or the network failed.
+    Unreachable,
+}
+
+impl AppError {
+    /// A stable, machine-readable code.
+    pub const fn code(&self) -> &'static str {
+        match self {
+            AppError::Invalid { .. } => "invalid",
+            AppError::NotFound => "not_found",
+            AppError::Conflict { .. } => "conflict",
+            AppError::RouteChanged { .. } => "route_changed",
+            AppError::Unavailable => "unavailable",
+            AppError::Unreachable => "unreachable",
+        }
+    }
+
+    /// The errors addressed to `path`, if this is a validation failure.
+    pub fn at<'a>(&'a self, path: &'a str) -> impl Iterator<Item = &'a ValidationError> + 'a {
+        let errors: &[ValidationError] = match self {
+            AppError::Invalid { errors } => errors,
+            _ => &[],
+        };
+        errors.iter().filter(move |e| e.path == path)
+    }
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppError::Invalid { errors } if errors.len() == 1 => {
+                f.write_str("The server rejected one value; it is marked below.")
+            }
+            AppError::Invalid { errors } => write!(
+                f,
+                "The server rejected {} values; they are marked below.",
+                errors.len()
+            ),
+            AppError::NotFound => f.write_str("It does not exist, or it was deleted."),
+            AppError::Conflict { message } => f.write_str(message),
+            AppError::RouteChanged { .. } => f.write_str(
+                "The route changed before your action arrived (its timer fired, the provider answered, or \
+                 someone else acted), so nothing was done. This is its current state; act again if still needed.",
+            ),
+            AppError::Unavailable => {
+                f.write_str("The server could not complete the request. Nothing was changed; try again.")
+            }
+            AppError::Unreachable => f.write_str(
+                "The server could not be reached. Check that Recourse is running, then try again.",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AppError {}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        match value {
+            ServerFnErrorErr::Request(_) | ServerFnErrorErr::UnsupportedRequestMethod(_) => {
+                AppError::Unreachable
+            }
+            _ => AppError::Unavailable,
+        }
+    }
+}
+
+impl From<ServerFnError> for AppError {
+    fn from(_: ServerFnError) -> Self {
+        AppError::Unavailable
+    }
+}
+
+impl From<policy::wire::ValidationErrors> for AppError {
+    fn from(errors: policy::wire::ValidationErrors) -> Self {
+        AppError::Invalid {
+            errors: errors.errors,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy::wire::ValidationCode;
+
+    #[test]
+    fn validation_errors_are_found_by_their_path() {
+        let err = AppError::Invalid {
+            errors: vec![ValidationError {
+                path: "candidates[1].id".into(),
+                code: ValidationCode::Duplicate,
+                message: "Candidate id `a` is already used by candidates[0].".into(),
+            }],
+        };
+        assert_eq!(err.at("candidates[1].id").count(), 1);
+        assert_eq!(err.at("candidates[0].id").count(), 0);
+        assert_eq!(AppError::NotFound.at("candidates[1].id").count(), 0);
+    }
+
+    #[test]
+    fn the_wire_form_round_trips_and_names_its_kind() {
+        let err = AppError::Unreachable;
+        let bytes = err.ser();
+        assert_eq!(&bytes[..], br#"{"kind":"unreachable"}"#);
+        assert_eq!(AppError::de(bytes), err);
+    }
+}

@@ -1,0 +1,55 @@
+//! One profile's page: its candidates and their Transient and Hard policies, editable.
+
+use crate::{
+    api::profiles::get_profile,
+    components::{
+        controls::FOCUS,
+        profile_editor::ProfileEditor,
+        status::{ErrorPanel, Loading},
+    },
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::{components::A, hooks::use_params_map};
+
+#[component]
+pub fn ProfilePage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let profile = Resource::new(id, get_profile);
+    view! {
+        <Title text="Profile" />
+        <p>
+            <A href="/profiles" attr:class=format!("inline-flex min-h-11 items-center text-sm text-indigo-800 underline {FOCUS}")>
+                "← All profiles"
+            </A>
+        </p>
+        <Suspense fallback=|| view! { <Loading what="the profile" /> }>
+            {move || Suspend::new(async move {
+                match profile.await {
+                    Ok(p) => {
+                        let title = p.name.clone();
+                        view! {
+                            <Title text=title.clone() />
+                            <h1 class="text-2xl font-semibold break-words">{title}</h1>
+                            <p class="mt-1 mb-4 text-slate-700">
+                                "Edits affect the next failure decision of this profile's routes; pending waits and \
+                                 history keep the policy they were decided with."
+                            </p>
+                            <ProfileEditor profile=p />
+                        }
+                            .into_any()
+                    }
+                    Err(e) => {
+                        view! {
+                            <h1 class="text-2xl font-semibold">"Profile"</h1>
+                            <ErrorPanel error=e retry=Callback::new(move |()| profile.refetch()) />
+                        }
+                            .into_any()
+                    }
+                }
+            })}
+        </Suspense>
+    }
+    .into_any()
+}

@@ -1,0 +1,269 @@
+//! One route: where it is, why, what happens next, the manual actions, and its history. Kept
+//! current by the event stream; actions carry the generation the person saw.
+
+use crate::{
+    api::routes::{get_route, ActOnRoute},
+    components::{
+        controls::FOCUS,
+        live::use_route_events,
+        route_view::{
+            action_help, action_label, class_label, describe_code, next_outcome, state_label, DecisionView,
+            StateBadge,
+        },
+        status::{ErrorPanel, Loading},
+        time::{format_utc, Deadline},
+    },
+    error::AppError,
+};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::{components::A, hooks::use_params_map};
+use policy::{
+    api::{HistoryEntry, RouteDetail},
+    wire::RouteSnapshot,
+};
+
+/// What the last manual action did, in words.
+#[derive(Debug, Clone, PartialEq)]
+enum ActionNote {
+    Done(String),
+    Problem(String),
+}
+
+#[component]
+pub fn RoutePage() -> impl IntoView {
+    let params = use_params_map();
+    let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+    let tick = RwSignal::new(0u64);
+    let detail = Resource::new(move || (id.get(), tick.get()), |(id, _)| get_route(id));
+    let live = use_route_events(move |route| {
+        if route.is_none_or(|r| r == id.get_untracked()) {
+            tick.update(|t| *t += 1);
+        }
+    });
+    let act = ServerAction::<ActOnRoute>::new();
+    let note: RwSignal<Option<ActionNote>> = RwSignal::new(None);
+    Effect::new(move |_| {
+        let Some(result) = act.value().get() else { return };
+        note.set(Some(match result {
+            Ok(s) => ActionNote::Done(format!(
+                "Done. The route is now: {} (generation {}).",
+                state_label(s.state),
+                s.generation
+            )),
+            Err(AppError::RouteChanged { snapshot }) => ActionNote::Problem(format!(
+                "{} Current state: {} (generation {}).",
+                AppError::RouteChanged {
+                    snapshot: snapshot.clone()
+                },
+                state_label(snapshot.state),
+                snapshot.generation
+            )),
+            Err(e) => ActionNote::Problem(e.to_string()),
+        }));
+        tick.update(|t| *t += 1);
+    });
+
+    view! {
+        <Title text="Route" />
+        <p>
+            <A href="/" attr:class=format!("inline-flex min-h-11 items-center text-sm text-indigo-800 underline {FOCUS}")>
+                "← All routes"
+            </A>
+        </p>
+        <p class="text-xs text-slate-600" role="status" data-testid="live-status">{move || live.get().text()}</p>
+        <Transition fallback=|| view! { <Loading what="the route" /> }>
+            {move || Suspend::new(async move {
+                match detail.await {
+                    Ok(d) => view! { <RouteDetailView detail=d act=act note=note /> }.into_any(),
+                    Err(e) => {
+                        view! {
+                            <h1 class="text-2xl font-semibold">"Route"</h1>
+                            <ErrorPanel error=e retry=Callback::new(move |()| tick.update(|t| *t += 1)) />
+                        }
+                            .into_any()
+                    }
+                }
+            })}
+        </Transition>
+    }
+    .into_any()
+}
+
+#[component]
+fn RouteDetailView(
+    detail: RouteDetail,
+    act: ServerAction<ActOnRoute>,
+    note: RwSignal<Option<ActionNote>>,
+) -> impl IntoView {
+    let r = detail.route;
+    let s: RouteSnapshot = r.snapshot.clone();
+    let title = r.title.clone().unwrap_or_else(|| format!("Route {}", r.id));
+    let code = s.code.clone();
+    let route_id = StoredValue::new(r.id.clone());
+    let generation = s.generation;
+    let deadline = s.deadline;
+    view! {
+        <Title text=title.clone() />
+        <h1 class="mt-2 break-words text-2xl font-semibold">{title}</h1>
+        <p class="mt-1 text-sm text-slate-700">
+            {format!("{} · {}", r.caller.kind.as_str(), r.caller.reference)} " · profile "
+            <A href=format!("/profiles/{}", r.profile_id) attr:class=format!("inline-flex min-h-11 items-center text-indigo-800 underline {FOCUS}")>
+                {r.profile_name.clone()}
+            </A>
+        </p>
+
+        <section aria-labelledby="now-heading" class="mt-4 rounded-lg border border-slate-300 bg-white p-4" data-testid="route-now">
+            <div class="flex flex-wrap items-center gap-2">
+                <h2 id="now-heading" class="text-lg font-semibold">"Now"</h2>
+                <StateBadge state=s.state />
+                <span class="text-xs text-slate-600">{format!("generation {}", s.generation)}</span>
+            </div>
+            <dl class="mt-3 grid grid-cols-1 gap-x-4 gap-y-1 text-sm sm:grid-cols-[auto_1fr]">
+                <dt class="font-medium text-slate-900">"Candidate"</dt>
+                <dd class="break-words text-slate-800">
+                    {format!("{} (position {}, cycle {})", s.candidate_id, s.candidate_index + 1, s.cycle)}
+                </dd>
+                <dt class="font-medium text-slate-900">"Class"</dt>
+                <dd class="text-slate-800" data-testid="route-class">
+                    {s.class.map(class_label).unwrap_or("No failure yet")}
+                </dd>
+                <dt class="font-medium text-slate-900">"Cause"</dt>
+                <dd class="text-slate-800" data-testid="route-cause">
+                    {match code {
+                        Some(c) => {
+                            view! {
+                                {describe_code(&c)} " "
+                                <code class="break-all rounded bg-slate-100 px-1 text-xs">{c.clone()}</code>
+                            }
+                                .into_any()
+                        }
+                        None => "No failure yet".into_any(),
+                    }}
+                </dd>
+                <dt class="font-medium text-slate-900">"Retry"</dt>
+                <dd class="text-slate-800" data-testid="route-retry">
+                    {match (s.retry_ordinal, s.max_retries) {
+                        (Some(k), Some(max)) => format!("retry {k} of {max}"),
+                        (None, Some(max)) => format!("no retry pending (budget {max})"),
+                        _ => "none".to_owned(),
+                    }}
+                </dd>
+                <dt class="font-medium text-slate-900">"Next"</dt>
+                <dd class="text-slate-800" data-testid="route-next">{next_outcome(&s)}</dd>
+            </dl>
+            {r.durable_error.map(|e| view! {
+                <p role="alert" class="mt-2 text-sm font-medium text-red-800">
+                    {format!("The latest change could not be stored, so the route did nothing after it: {e}")}
+                </p>
+            })}
+            <h3 class="mt-4 text-sm font-semibold text-slate-900">"Deadline"</h3>
+            <div class="mt-1">
+                <Deadline at=Signal::derive(move || deadline) />
+            </div>
+
+            <h3 class="mt-4 text-sm font-semibold text-slate-900">"Actions"</h3>
+            {if s.allowed_actions.is_empty() {
+                view! { <p class="text-sm text-slate-700">"No action applies in this state."</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="mt-1 grid gap-2 sm:grid-cols-2">
+                        {s
+                            .allowed_actions
+                            .iter()
+                            .map(|&action| {
+                                view! {
+                                    <li>
+                                        <button
+                                            type="button"
+                                            class=format!(
+                                                "min-h-11 w-full rounded-md border border-indigo-700 bg-white px-4 text-sm font-semibold \
+                                                 text-indigo-900 hover:bg-indigo-50 disabled:border-slate-300 disabled:text-slate-500 {FOCUS}",
+                                            )
+                                            disabled=move || act.pending().get()
+                                            on:click=move |_| {
+                                                note.set(None);
+                                                act.dispatch(ActOnRoute {
+                                                    route_id: route_id.get_value(),
+                                                    action,
+                                                    expected_generation: generation,
+                                                });
+                                            }
+                                        >
+                                            {action_label(action)}
+                                        </button>
+                                        <p class="mt-1 text-xs text-slate-600">{action_help(action)}</p>
+                                    </li>
+                                }
+                            })
+                            .collect_view()}
+                    </ul>
+                }
+                    .into_any()
+            }}
+            <div aria-live="polite" data-testid="action-note">
+                {move || match note.get() {
+                    Some(ActionNote::Done(t)) => {
+                        view! { <p class="mt-3 rounded-md bg-emerald-50 p-2 text-sm text-emerald-900">{t}</p> }.into_any()
+                    }
+                    Some(ActionNote::Problem(t)) => {
+                        view! { <p role="alert" class="mt-3 rounded-md bg-amber-50 p-2 text-sm text-amber-900">{t}</p> }.into_any()
+                    }
+                    None => ().into_any(),
+                }}
+            </div>
+        </section>
+
+        <History entries=detail.history />
+    }
+    .into_any()
+}
+
+#[component]
+fn History(entries: Vec<HistoryEntry>) -> impl IntoView {
+    let count = entries.len();
+    view! {
+        <section aria-labelledby="history-heading" class="mt-6">
+            <h2 id="history-heading" class="text-lg font-semibold">"History"</h2>
+            <p class="text-sm text-slate-700">
+                "Every accepted change, oldest first, with the policy each decision used at the time. Later \
+                 profile edits never rewrite it."
+            </p>
+            {if count == 0 {
+                view! { <p class="mt-2 text-sm text-slate-700">"Nothing has happened yet."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="mt-3 space-y-3" data-testid="history">
+                        {entries
+                            .into_iter()
+                            .map(|e| {
+                                let from = e.from.map(state_label).unwrap_or("(new)");
+                                view! {
+                                    <li class="min-w-0 rounded-lg border border-slate-300 bg-white p-3">
+                                        <p class="text-sm font-semibold text-slate-900">
+                                            {format!("{}. {} → {}", e.seq, from, state_label(e.to))}
+                                        </p>
+                                        <p class="text-xs text-slate-600">
+                                            {format!(
+                                                "{} · {} · candidate {} · generation {}{} · profile revision {}",
+                                                format_utc(e.at),
+                                                e.event.as_str(),
+                                                e.candidate_id,
+                                                e.generation,
+                                                e.attempt.map(|a| format!(" · attempt {a}")).unwrap_or_default(),
+                                                e.profile_revision,
+                                            )}
+                                        </p>
+                                        {e.decision.map(|d| view! { <div class="mt-2"><DecisionView decision=d /></div> })}
+                                    </li>
+                                }
+                            })
+                            .collect_view()}
+                    </ol>
+                }
+                    .into_any()
+            }}
+        </section>
+    }
+    .into_any()
+}
