@@ -8,9 +8,19 @@
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 
-/// `2026-11-30 08:00:05 UTC`.
+/// `2026-11-30 08:00:05 UTC`. Written out by hand: chrono's `format` would pull its whole
+/// strftime machinery into the WASM bundle for this one pattern.
 pub fn format_utc(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+    use chrono::{Datelike, Timelike};
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} UTC",
+        at.year(),
+        at.month(),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
+    )
 }
 
 /// Milliseconds since the epoch, from the browser's clock (the server's clock on the server).
@@ -107,7 +117,7 @@ pub fn Deadline(#[prop(into)] at: Signal<Option<DateTime<Utc>>>) -> impl IntoVie
                         </dd>
                         <dt class="font-medium text-slate-900">"UTC"</dt>
                         <dd class="text-slate-800" data-testid="deadline-utc">
-                            <time datetime=deadline.to_rfc3339()>{format_utc(deadline)}</time>
+                            <time datetime=format_utc(deadline).replace(" UTC", "Z").replacen(' ', "T", 1)>{format_utc(deadline)}</time>
                         </dd>
                         <dt class="font-medium text-slate-900">"Countdown"</dt>
                         <dd class="font-semibold tabular-nums text-slate-900" data-testid="countdown">
