@@ -185,7 +185,23 @@ async fn timer_lateness() {
     let n = if quick() { 1000 } else { 10_000 };
     let interval = if quick() { 15 } else { 60 };
     let p = profile(&e, interval).await;
+    // Record every fire as it happens (a consumer that never lags behind the setup).
     let mut rx = e.subscribe();
+    let fires = tokio::spawn(async move {
+        let mut fired: Vec<(String, DateTime<Utc>)> = Vec::with_capacity(n);
+        let mut lagged = 0;
+        while fired.len() < n {
+            match rx.recv().await {
+                Ok(ev) if ev.payload.event.as_str() == "deadline_reached" => {
+                    fired.push((ev.route_id, ev.payload.at))
+                }
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(k)) => lagged += k,
+                Err(_) => break,
+            }
+        }
+        (fired, lagged)
+    });
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let sched = tokio::spawn(server::scheduler::run(e.clone(), async move {
         let _ = stop_rx.wait_for(|s| *s).await;
@@ -218,22 +234,18 @@ async fn timer_lateness() {
         rss1.saturating_sub(rss0) as f64 / n as f64,
         file as f64 / n as f64
     );
-    let mut late = Vec::with_capacity(n);
-    while late.len() < n {
-        match rx.recv().await {
-            Ok(ev) if ev.payload.event.as_str() == "deadline_reached" => {
-                if let Some(d) = deadlines.get(&ev.route_id) {
-                    late.push((ev.payload.at - *d).num_microseconds().unwrap_or(0) as f64 / 1000.0);
-                }
-            }
-            Ok(_) => {}
-            Err(tokio::sync::broadcast::error::RecvError::Lagged(k)) => {
-                println!("(event stream lagged by {k}; those fires are not measured)");
-                break;
-            }
-            Err(_) => break,
-        }
+    let (fired, lagged) = fires.await.unwrap();
+    if lagged > 0 {
+        println!("(event stream lagged by {lagged}; those fires are not measured)");
     }
+    let mut late: Vec<f64> = fired
+        .iter()
+        .filter_map(|(r, at)| {
+            deadlines
+                .get(r)
+                .map(|d| (*at - *d).num_microseconds().unwrap_or(0) as f64 / 1000.0)
+        })
+        .collect();
     let _ = stop_tx.send(true);
     let _ = sched.await;
     late.sort_by(f64::total_cmp);
