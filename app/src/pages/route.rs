@@ -152,9 +152,12 @@ fn RouteDetailView(
                 <dt class="font-medium text-slate-900">"Next"</dt>
                 <dd class="text-slate-800" data-testid="route-next">{next_outcome(&s)}</dd>
             </dl>
-            {r.durable_error.map(|e| view! {
+            // The storage error itself is server detail (it stays in the server's log); the page
+            // says what it means for the route.
+            {r.durable_error.map(|_| view! {
                 <p role="alert" class="mt-2 text-sm font-medium text-red-800">
-                    {format!("The latest change could not be stored, so the route did nothing after it: {e}")}
+                    "The latest change could not be stored, so the route did nothing after it. Check the \
+                     server's storage; the cause is in its log."
                 </p>
             })}
             <h3 class="mt-4 text-sm font-semibold text-slate-900">"Deadline"</h3>
