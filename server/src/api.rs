@@ -289,15 +289,21 @@ struct Expected {
     expected_generation: u64,
 }
 
+/// Reads `{"expected_generation": N}` and submits the fenced event `make(N)`.
+async fn submit_fenced(
+    s: &AppState,
+    id: &str,
+    body: &Bytes,
+    make: fn(u64) -> RouteEvent,
+) -> ApiResult<Response> {
+    let e: Expected = json_body(body)?;
+    submit_event(s, id, make(e.expected_generation)).await
+}
+
 async fn submit_work(State(s): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Response> {
-    let e: Expected = json_body(&body)?;
-    submit_event(
-        &s,
-        &id,
-        RouteEvent::WorkSubmitted {
-            expected_generation: e.expected_generation,
-        },
-    )
+    submit_fenced(&s, &id, &body, |expected_generation| RouteEvent::WorkSubmitted {
+        expected_generation,
+    })
     .await
 }
 
@@ -306,14 +312,9 @@ async fn complete_route(
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let e: Expected = json_body(&body)?;
-    submit_event(
-        &s,
-        &id,
-        RouteEvent::Complete {
-            expected_generation: e.expected_generation,
-        },
-    )
+    submit_fenced(&s, &id, &body, |expected_generation| RouteEvent::Complete {
+        expected_generation,
+    })
     .await
 }
 
@@ -322,14 +323,9 @@ async fn abandon_route(
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let e: Expected = json_body(&body)?;
-    submit_event(
-        &s,
-        &id,
-        RouteEvent::Abandon {
-            expected_generation: e.expected_generation,
-        },
-    )
+    submit_fenced(&s, &id, &body, |expected_generation| RouteEvent::Abandon {
+        expected_generation,
+    })
     .await
 }
 
