@@ -123,8 +123,9 @@ fn embedded_json(text: &str) -> Option<Value> {
             return Some(v);
         }
     }
-    let start = t.find('{')?;
-    let end = t.rfind('}')?;
+    // memchr's vectorized searches: on a long message run these are per-byte work too.
+    let start = memchr::memchr(b'{', t.as_bytes())?;
+    let end = memchr::memrchr(b'}', t.as_bytes())?;
     if end <= start {
         return None;
     }
@@ -247,7 +248,16 @@ enum SignalMatch {
 
 /// Cuts the envelope into signals, in evidence order.
 fn signals(env: &Envelope) -> Vec<Signal<'_>> {
-    let mut out = Vec::new();
+    // One signal per stderr line, about one per other item: allocate once.
+    let lines: usize = env
+        .items
+        .iter()
+        .map(|i| match i {
+            EvidenceItem::Stderr(s) => s.lines.len(),
+            _ => 3,
+        })
+        .sum();
+    let mut out = Vec::with_capacity(lines);
     for item in &env.items {
         match item {
             EvidenceItem::Http(h) => {

@@ -1,30 +1,300 @@
 //! The literal scan: where each catalogue literal first occurs in a signal's text.
 //!
 //! This is the classifier's only per-byte work on large evidence (bodies, long message runs),
-//! so it is built for that. The literals are compiled into an Aho-Corasick DFA (the
-//! `aho-corasick` crate's, ASCII case-insensitive, standard overlapping semantics), which is
-//! then copied into a compact table: bytes mapped to classes, next states premultiplied by the
-//! row width, and match states numbered last, so one step is a class lookup, a table lookup
-//! and one comparison.
+//! so it is built for that: the aim is a cost per byte within a small factor of a plain
+//! `memchr::memmem` search. Hundreds of case-insensitive literals are too many for a SIMD
+//! fingerprint search (Teddy degrades past a few dozen patterns), and a DFA step depends on
+//! the previous one, so it is bound by memory latency. The scan is therefore a *gram filter*
+//! whose per-position work is independent from one position to the next:
 //!
-//! A DFA step depends on the previous one, so a single pass is bound by memory latency, not by
-//! instructions. Long texts are therefore cut into [`STREAMS`] segments scanned in lockstep:
-//! the lookups of different segments overlap in the CPU. Each segment after the first starts
-//! `max_len - 1` bytes early, so a literal crossing a cut is still seen whole; a literal seen
-//! twice keeps its smallest offset. Time stays linear in the text, whatever it contains.
+//! - Every literal is at least [`MIN_GRAM_LITERAL`] (5) bytes long. For each literal one
+//!   5-byte window `[j, j + 5)` is chosen, the one of least common bytes (so `status code 407`
+//!   is looked for by `e 407`, not by `statu`, which every log has); an occurrence starting
+//!   at `s` puts the window's 4-byte grams at `s + j` and `s + j + 1`, one of which is even.
+//!   The filter therefore reads the 4 bytes at every *even* position (four per 8-byte word),
+//!   folds them (`| 0x20` on each byte: ASCII case folding, plus a few harmless extra
+//!   collisions), hashes them to 16 bits and tests one bit of an 8 KiB table that holds the
+//!   hashes of every literal's two grams. Four positions are tested with one branch.
+//! - A set bit is verified exactly: the (few) literals whose gram has that hash are compared,
+//!   ASCII case-insensitively, at the start the gram implies. A literal already found is not
+//!   compared again: only first offsets matter.
+//!
+//! Positions are visited in increasing order, and at one position a literal's gram at `j + 1`
+//! (the earlier start) is checked before its gram at `j`, so the first occurrence recorded
+//! is the first in the text. The work per position is bounded (bucket size times literal
+//! length, both fixed by the catalogue), so time is linear in the text whatever it contains.
+//!
+//! A catalogue with a literal shorter than [`MIN_GRAM_LITERAL`] bytes falls back to an
+//! Aho-Corasick DFA (the `aho-corasick` crate's, copied into a compact table and scanned as
+//! interleaved segments): slower, equally exact.
 
 use crate::engine::Found;
 use aho_corasick::{automaton::Automaton, dfa, Anchored, MatchKind};
 use std::collections::HashMap;
+
+/// The shortest literal the gram filter can find (a 4-byte gram at offset 0 or 1).
+pub(crate) const MIN_GRAM_LITERAL: usize = 5;
+/// Bits of a gram's hash; the filter table has `2^HASH_BITS` bits.
+const HASH_BITS: u32 = 16;
+/// Bits of the bucket index (the hash's high bits) in the verification table.
+const BUCKET_BITS: u32 = 12;
+/// `| FOLD` on four bytes maps ASCII upper-case letters to lower-case ones.
+const FOLD: u32 = 0x2020_2020;
+
+/// Finds every catalogue literal's first offset in a text. Immutable; shared by reference
+/// through the catalogue.
+#[derive(Clone, Debug)]
+pub(crate) struct LiteralScanner(Scan);
+
+#[derive(Clone, Debug)]
+enum Scan {
+    Grams(Box<Grams>),
+    Dfa(Box<Dfa>),
+}
+
+impl LiteralScanner {
+    /// Compiles the (lower-cased) literal table.
+    pub(crate) fn new(literals: &[String]) -> Result<LiteralScanner, String> {
+        if literals.iter().all(|l| l.len() >= MIN_GRAM_LITERAL) {
+            Ok(LiteralScanner(Scan::Grams(Box::new(Grams::new(literals)?))))
+        } else {
+            LiteralScanner::dfa(literals)
+        }
+    }
+
+    /// The DFA scanner, whatever the literals (the fallback; tests compare both).
+    pub(crate) fn dfa(literals: &[String]) -> Result<LiteralScanner, String> {
+        Ok(LiteralScanner(Scan::Dfa(Box::new(Dfa::new(literals)?))))
+    }
+
+    /// Records in `found` every literal occurring in `hay`, at its first offset.
+    pub(crate) fn scan(&self, hay: &[u8], found: &mut Found) {
+        match &self.0 {
+            Scan::Grams(g) => g.scan(hay, found),
+            Scan::Dfa(d) => d.scan(hay, found),
+        }
+    }
+}
+
+/// The gram filter (see the module documentation).
+#[derive(Clone)]
+struct Grams {
+    /// Bit `h` is set when some literal's chosen folded gram (at `j` or `j + 1`) hashes to `h`.
+    bits: Box<[u64; 1 << (HASH_BITS - 6)]>,
+    /// Entries of bucket `b` (the hash's high [`BUCKET_BITS`] bits) are
+    /// `entries[bucket_at[b]..bucket_at[b + 1]]`.
+    bucket_at: Vec<u32>,
+    entries: Vec<GramEntry>,
+    /// The literals, lower-cased.
+    literals: Vec<Box<[u8]>>,
+    /// Each literal's first 8 bytes folded, and the mask of the bytes it has (a cheap first
+    /// comparison before the exact one).
+    heads: Vec<(u64, u64)>,
+}
+
+/// One literal's gram in the verification table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct GramEntry {
+    bucket: u32,
+    hash: u32,
+    literal: u32,
+    /// `u8::MAX - back`: entries of one literal sort by decreasing `back` (see `Grams::new`).
+    order: u8,
+    /// The gram's offset in the literal: a gram seen at `p` means a start at `p - back`.
+    back: u8,
+}
+
+impl std::fmt::Debug for Grams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grams")
+            .field("literals", &self.literals.len())
+            .field("entries", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[inline(always)]
+fn gram_hash(gram: u32) -> u32 {
+    (gram | FOLD).wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)
+}
+
+/// A rough rank of how common a (folded) byte is in logs and prose: higher is more common.
+/// Used only to pick which part of a literal the filter looks for; never affects results.
+fn commonness(b: u8) -> u32 {
+    const LETTERS: &[u8] = b"etaoinsrhldcumfpgwybvkxjqz";
+    match b {
+        b' ' => 260,
+        b'a'..=b'z' => 250 - 6 * LETTERS.iter().position(|&l| l == b).unwrap_or(25) as u32,
+        b'0'..=b'9' => 190,
+        b'\n' | b'.' | b'/' | b':' | b'-' | b'=' | b'"' | b',' | b'_' => 170,
+        0x80.. => 60,
+        _ => 120,
+    }
+}
+
+impl Grams {
+    fn new(literals: &[String]) -> Result<Grams, String> {
+        let mut bits = Box::new([0u64; 1 << (HASH_BITS - 6)]);
+        let mut entries = Vec::new();
+        let mut heads = Vec::new();
+        for (i, l) in literals.iter().enumerate() {
+            let b = l.as_bytes();
+            let literal = u32::try_from(i).map_err(|_| "too many literals")?;
+            if b.len() < MIN_GRAM_LITERAL || b.len() > usize::from(u8::MAX) {
+                return Err("literal length out of the gram filter's range".into());
+            }
+            // The 5-byte window [j, j + 5) of least common bytes: its grams at j and j + 1 are
+            // what the filter looks for. An occurrence at s puts them at s + j and s + j + 1,
+            // one of which is even.
+            let j = (0..=b.len() - MIN_GRAM_LITERAL)
+                .min_by_key(|&j| {
+                    b[j..j + MIN_GRAM_LITERAL]
+                        .iter()
+                        .map(|&c| commonness(c | 0x20))
+                        .sum::<u32>()
+                })
+                .unwrap_or(0);
+            for back in [j + 1, j] {
+                let gram = b
+                    .get(back..back + 4)
+                    .and_then(|g| <[u8; 4]>::try_from(g).ok())
+                    .ok_or("literal too short for the gram filter")?;
+                let hash = gram_hash(u32::from_le_bytes(gram));
+                bits[(hash >> 6) as usize] |= 1 << (hash & 63);
+                let back = u8::try_from(back).map_err(|_| "literal too long")?;
+                entries.push(GramEntry {
+                    bucket: hash >> (HASH_BITS - BUCKET_BITS),
+                    hash,
+                    literal,
+                    order: u8::MAX - back,
+                    back,
+                });
+            }
+            let mut head = [0u8; 8];
+            let mut mask = [0u8; 8];
+            for (k, &c) in b.iter().take(8).enumerate() {
+                head[k] = c | 0x20;
+                mask[k] = 0xff;
+            }
+            heads.push((u64::from_le_bytes(head), u64::from_le_bytes(mask)));
+        }
+        // One literal's entries in decreasing `back`: at one position the larger `back` names
+        // the earlier start, so a literal's first recorded occurrence is its first in the text.
+        entries.sort_unstable();
+        entries.dedup();
+        let mut bucket_at = vec![0u32; (1 << BUCKET_BITS) + 1];
+        for e in &entries {
+            bucket_at[e.bucket as usize + 1] += 1;
+        }
+        for b in 1..bucket_at.len() {
+            bucket_at[b] += bucket_at[b - 1];
+        }
+        Ok(Grams {
+            bits,
+            bucket_at,
+            entries,
+            literals: literals.iter().map(|l| l.as_bytes().into()).collect(),
+            heads,
+        })
+    }
+
+    #[inline(always)]
+    fn hit(&self, hash: u32) -> u64 {
+        (self.bits[(hash >> 6) as usize & ((1 << (HASH_BITS - 6)) - 1)] >> (hash & 63)) & 1
+    }
+
+    fn scan(&self, hay: &[u8], found: &mut Found) {
+        let n = hay.len();
+        // Main loop: 8 bytes per step, grams at the 4 even positions p, p+2, p+4, p+6 (the last
+        // one reads 2 bytes of the next word, hence the 12-byte window).
+        let mut p = 0;
+        while p + 12 <= n {
+            let Some((w, next)) = hay
+                .get(p..p + 8)
+                .zip(hay.get(p + 8..p + 12))
+                .and_then(|(w, x)| Some((<[u8; 8]>::try_from(w).ok()?, <[u8; 4]>::try_from(x).ok()?)))
+            else {
+                break;
+            };
+            let w = u64::from_le_bytes(w);
+            let next = u64::from(u32::from_le_bytes(next));
+            let h0 = gram_hash(w as u32);
+            let h2 = gram_hash((w >> 16) as u32);
+            let h4 = gram_hash((w >> 32) as u32);
+            let h6 = gram_hash(((w >> 48) | (next << 16)) as u32);
+            if self.hit(h0) | self.hit(h2) | self.hit(h4) | self.hit(h6) != 0 {
+                self.verify_word(hay, p, [h0, h2, h4, h6], found);
+            }
+            p += 8;
+        }
+        // The tail, one even position at a time.
+        while p + 4 <= n {
+            if let Some(g) = hay.get(p..p + 4).and_then(|g| <[u8; 4]>::try_from(g).ok()) {
+                let h = gram_hash(u32::from_le_bytes(g));
+                if self.hit(h) != 0 {
+                    self.verify(hay, p, h, found);
+                }
+            }
+            p += 2;
+        }
+    }
+
+    /// Verifies the four positions of one step (rare: kept out of the loop).
+    #[cold]
+    #[inline(never)]
+    fn verify_word(&self, hay: &[u8], p: usize, hashes: [u32; 4], found: &mut Found) {
+        for (k, h) in hashes.into_iter().enumerate() {
+            if self.hit(h) != 0 {
+                self.verify(hay, p + 2 * k, h, found);
+            }
+        }
+    }
+
+    /// Compares the literals whose gram hashes to `hash` at the starts position `p` implies.
+    #[inline]
+    fn verify(&self, hay: &[u8], p: usize, hash: u32, found: &mut Found) {
+        let b = (hash >> (HASH_BITS - BUCKET_BITS)) as usize;
+        let (Some(&from), Some(&to)) = (self.bucket_at.get(b), self.bucket_at.get(b + 1)) else {
+            return;
+        };
+        for e in self.entries.get(from as usize..to as usize).unwrap_or_default() {
+            let lit = e.literal as usize;
+            if e.hash != hash || found.has(lit) {
+                continue;
+            }
+            let Some(start) = p.checked_sub(usize::from(e.back)) else {
+                continue;
+            };
+            let (Some(l), Some(&(head, mask))) = (self.literals.get(lit), self.heads.get(lit)) else {
+                continue;
+            };
+            if let Some(w) = hay
+                .get(start..start + 8)
+                .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            {
+                if (u64::from_le_bytes(w) | (u64::from(FOLD) * 0x1_0000_0001)) & mask != head {
+                    continue;
+                }
+            }
+            if hay
+                .get(start..start + l.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(l))
+            {
+                found.insert(lit, start);
+            }
+        }
+    }
+}
 
 /// Segments scanned in lockstep for long texts (the loop below is written out for four).
 const STREAMS: usize = 4;
 /// Texts shorter than this are scanned in one pass (splitting would not pay).
 const SPLIT_MIN_BYTES: usize = 4096;
 
-/// The compiled literal table. Immutable; shared by reference through the catalogue.
+/// The literal DFA in a compact table: the fallback for catalogues with literals shorter
+/// than [`MIN_GRAM_LITERAL`] bytes, which the gram filter cannot see.
 #[derive(Clone)]
-pub(crate) struct LiteralScanner {
+struct Dfa {
     /// Byte -> class; bytes that occur in no literal share class 0, letters fold case.
     classes: [u8; 256],
     /// Row width (number of classes).
@@ -42,9 +312,9 @@ pub(crate) struct LiteralScanner {
     max_len: usize,
 }
 
-impl std::fmt::Debug for LiteralScanner {
+impl std::fmt::Debug for Dfa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LiteralScanner")
+        f.debug_struct("Dfa")
             .field("table_entries", &self.table.len())
             .field("classes", &self.stride)
             .field("max_len", &self.max_len)
@@ -52,9 +322,9 @@ impl std::fmt::Debug for LiteralScanner {
     }
 }
 
-impl LiteralScanner {
+impl Dfa {
     /// Compiles the (lower-cased) literal table.
-    pub(crate) fn new(literals: &[String]) -> Result<LiteralScanner, String> {
+    fn new(literals: &[String]) -> Result<Dfa, String> {
         let dfa = dfa::Builder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
@@ -136,7 +406,7 @@ impl LiteralScanner {
             }
             output_at.push(u32::try_from(outputs.len()).map_err(|_| "too many outputs")?);
         }
-        Ok(LiteralScanner {
+        Ok(Dfa {
             classes,
             stride,
             table,
@@ -149,7 +419,7 @@ impl LiteralScanner {
     }
 
     /// Records in `found` every literal occurring in `hay`, at its first offset.
-    pub(crate) fn scan(&self, hay: &[u8], found: &mut Found) {
+    fn scan(&self, hay: &[u8], found: &mut Found) {
         let n = hay.len();
         let seg = n / STREAMS;
         if n < SPLIT_MIN_BYTES || seg <= self.max_len {
@@ -317,13 +587,58 @@ mod tests {
             t[len - last.len()..].copy_from_slice(last);
             texts.push(t);
         }
-        let scanner = &crate::Catalogue::builtin().scanner;
+        let grams = &crate::Catalogue::builtin().scanner;
+        assert!(
+            matches!(grams.0, Scan::Grams(_)),
+            "the catalogue's literals are long enough"
+        );
+        let dfa = LiteralScanner::dfa(&lits).expect("dfa");
         for t in &texts {
+            let want = reference(&lits, t);
+            assert_eq!(scanned(grams, &lits, t), want, "grams, text of {} bytes", t.len());
+            assert_eq!(scanned(&dfa, &lits, t), want, "dfa, text of {} bytes", t.len());
+        }
+    }
+
+    #[test]
+    fn gram_filter_finds_overlapping_literals_at_odd_and_even_starts_and_in_every_tail() {
+        let lits: Vec<String> = ["aaaaa", "aaaab", "abcde", "bcdef", "cdefgh", "xyz12345", "e:{\"t"]
+            .map(String::from)
+            .to_vec();
+        let scanner = LiteralScanner::new(&lits).expect("scanner");
+        assert!(matches!(scanner.0, Scan::Grams(_)));
+        // Small alphabet, so literals overlap and recur; every length 0..=40 covers each tail.
+        let alphabet = b"aAbBcdeEfgh:{\"t xyz12345";
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for len in 0..=40usize {
+            for _ in 0..200 {
+                let t: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        alphabet[(x % alphabet.len() as u64) as usize]
+                    })
+                    .collect();
+                assert_eq!(
+                    scanned(&scanner, &lits, &t),
+                    reference(&lits, &t),
+                    "{:?}",
+                    String::from_utf8_lossy(&t)
+                );
+            }
+        }
+        for t in [
+            "aaaaaaaaab",
+            "xaaaaab",
+            "ABCDEFGH",
+            "xAbCdEfGh",
+            "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzaaaab",
+        ] {
             assert_eq!(
-                scanned(scanner, &lits, t),
-                reference(&lits, t),
-                "text of {} bytes",
-                t.len()
+                scanned(&scanner, &lits, t.as_bytes()),
+                reference(&lits, t.as_bytes()),
+                "{t}"
             );
         }
     }
@@ -337,6 +652,7 @@ mod tests {
             format!("{}abcd{}bc", "q".repeat(3000), "w".repeat(9000)),
             format!("{}xy|z{}XYZ", "abc".repeat(2000), "c".repeat(5000)),
         ] {
+            assert!(matches!(scanner.0, Scan::Dfa(_)), "short literals use the DFA");
             assert_eq!(
                 scanned(&scanner, &lits, t.as_bytes()),
                 reference(&lits, t.as_bytes()),
