@@ -1,281 +1,35 @@
-//! Classifier cost, measured three ways, each beside a plain `memchr::memmem` scan of exactly
-//! the same bytes (the cost floor of looking at each byte once):
+//! Classifier cost per byte, measured beside a plain `memchr::memmem` scan of exactly the same
+//! bytes (the cost floor of looking at each byte once), in the same run:
 //!
 //! - `all_fixtures`: every fixture envelope (mostly small, real messages). Gives the time per
 //!   envelope (median over the corpus and over envelopes of at most 2 KB) and MB/s.
-//! - `large`: a 64 KiB stderr item and a 256 KiB HTTP body of realistic log noise with the
-//!   provider error at the end, where fixed per-envelope costs amortize and the per-byte path
-//!   dominates. The envelope bounds apply: a stderr item keeps its last 64 lines and a body its
-//!   first 16 KiB, so `classify` reads only what is kept; `parse_and_classify` reads it all.
+//! - `large`: stderr items and HTTP bodies of 64 KiB and about 1 MiB of realistic log noise
+//!   with the provider error at the end. The envelope bounds apply: a stderr item keeps its
+//!   last 64 lines and a body its first 16 KiB, so `classify` reads only what is kept.
 //! - `linearity`: one agent message run of 16, 64 and 256 KiB (kept whole: chunks of 1 KiB)
 //!   with the error at its end, once of log noise (`message_*`) and once of every fixture's
 //!   text repeated (`errors_*`: the hostile case, where every rule is a candidate and literals
 //!   match every few bytes). Time per byte must stay flat as the input grows.
 //!
-//! The yardstick needle never occurs, so memmem must look at every byte.
+//! Stages, each timed on its own: `parse` (untrusted JSON bytes to a bounded [`Envelope`]:
+//! serde_json plus the bounds), `serde_value` (serde_json's parse into a `Value` alone, the
+//! floor under `parse`), `classify` (a parsed envelope to a verdict: the classifier proper)
+//! and `parse_and_classify`. The yardstick needle never occurs, so memmem must look at every
+//! byte.
 //!
-//! Run: `CARGO_TARGET_DIR=... cargo bench -p classifier --bench classify`. Besides criterion's
-//! estimates it prints a summary measured directly from repeated batches (the fastest batch,
-//! which the machine's other jobs cannot make look better, and the median one), with the
-//! per-byte cost ratio classify/memmem for each input.
+//! Run: `CARGO_TARGET_DIR=... cargo bench -p classifier --bench classify` (append `-- summary`
+//! to skip criterion's groups and print only the summary). Besides criterion's estimates it
+//! prints a summary measured directly from repeated batches (the fastest batch, which the
+//! machine's other jobs cannot make look better, and the median one), with ns per byte and
+//! the ratio to memmem for each stage and input.
 
-use chrono::{DateTime, Utc};
-use classifier::{
-    envelope::{AcpUpdate, EvidenceItem},
-    Catalogue, Envelope,
-};
+mod common;
+
+use classifier::{Catalogue, Envelope};
+use common::{corpus, kept_bytes, large_cases, linear_cases, now, Case, Corpus, NEEDLE};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use memchr::memmem::Finder;
-use serde_json::json;
-use std::{
-    path::Path,
-    time::{Duration, Instant},
-};
-
-/// A needle that never occurs, so memmem must look at every byte.
-const NEEDLE: &[u8] = b"\x00never-present-needle\x00";
-
-struct Corpus {
-    raw: Vec<Vec<u8>>,
-    envelopes: Vec<Envelope>,
-    bytes: u64,
-}
-
-fn corpus() -> Corpus {
-    fn walk(dir: &Path, out: &mut Vec<Vec<u8>>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).expect("fixtures").flatten().collect();
-        entries.sort_by_key(|e| e.path());
-        for e in entries {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "json") {
-                let doc: serde_json::Value =
-                    serde_json::from_slice(&std::fs::read(&p).expect("read")).expect("json");
-                out.push(serde_json::to_vec(&doc["input"]).expect("envelope bytes"));
-            }
-        }
-    }
-    let mut raw = Vec::new();
-    walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/classifier"),
-        &mut raw,
-    );
-    let envelopes = raw
-        .iter()
-        .map(|b| Envelope::parse(b).expect("envelope"))
-        .collect();
-    let bytes = raw.iter().map(|b| b.len() as u64).sum();
-    Corpus {
-        raw,
-        envelopes,
-        bytes,
-    }
-}
-
-/// 2026-11-30T08:00:00Z, built without parsing so the loops measure only the classifier.
-fn now() -> DateTime<Utc> {
-    DateTime::from_timestamp(1_796_025_600, 0).expect("now")
-}
-
-/// Deterministic, realistic log noise: timestamps, levels, paths, numbers, ordinary words
-/// (some of which, like `request`, `model` or `error`, also occur in catalogue literals).
-fn noise(bytes: usize, seed: u64) -> Vec<String> {
-    const WORDS: &[&str] = &[
-        "request",
-        "model",
-        "stream",
-        "tokens",
-        "session",
-        "worker",
-        "cache",
-        "retrying",
-        "connected",
-        "handshake",
-        "upstream",
-        "latency",
-        "chunk",
-        "prompt",
-        "tool",
-        "completed",
-        "queued",
-        "file",
-        "reading",
-        "writing",
-        "error",
-        "ok",
-        "limit",
-        "config",
-        "loaded",
-        "user",
-        "agent",
-        "context",
-        "bytes",
-        "ms",
-        "status",
-        "path",
-        "the",
-        "a",
-        "of",
-        "for",
-        "with",
-        "and",
-        "to",
-        "in",
-    ];
-    const LEVELS: &[&str] = &["DEBUG", "INFO ", "INFO ", "INFO ", "WARN "];
-    let mut x = seed | 1;
-    let mut next = move || {
-        // xorshift64: reproducible, no dependency.
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
-    let mut lines = Vec::new();
-    let mut total = 0;
-    while total < bytes {
-        let r = next();
-        let mut line = format!(
-            "2026-11-30T07:{:02}:{:02}.{:03}Z {} [worker-{}] ",
-            r % 60,
-            (r >> 8) % 60,
-            (r >> 16) % 1000,
-            LEVELS[(r >> 26) as usize % LEVELS.len()],
-            (r >> 30) % 8
-        );
-        for _ in 0..(6 + next() % 10) {
-            line.push_str(WORDS[next() as usize % WORDS.len()]);
-            line.push(' ');
-        }
-        let r = next();
-        line.push_str(&format!(
-            "path=/v1/messages/{} took={}ms status=200",
-            r % 100_000,
-            (r >> 20) % 900
-        ));
-        total += line.len() + 1;
-        lines.push(line);
-    }
-    lines
-}
-
-const ERROR_JSON: &str = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-
-/// One stderr item of about `bytes` of noise lines, the provider error last.
-fn stderr_envelope(bytes: usize) -> Vec<u8> {
-    let mut lines = noise(bytes, 7);
-    lines.push(format!("API Error: 529 {ERROR_JSON}"));
-    let env = json!({"provider_id": "anthropic", "agent": "claude-code",
-        "items": [{"kind": "stderr", "lines": lines}, {"kind": "process_exit", "code": 1}]});
-    serde_json::to_vec(&env).expect("envelope")
-}
-
-/// One HTTP 529 response whose body is about `bytes` of noise with the error JSON at the end.
-fn http_envelope(bytes: usize) -> Vec<u8> {
-    let mut body = noise(bytes, 11).join("\n");
-    body.push('\n');
-    body.push_str(ERROR_JSON);
-    let env = json!({"provider_id": "anthropic",
-        "items": [{"kind": "http", "status": 529, "headers": {"content-type": "text/plain"}, "body": body}]});
-    serde_json::to_vec(&env).expect("envelope")
-}
-
-/// One run of agent message chunks (1 KiB each, so none is cut) totalling about `bytes`,
-/// ending with the error the agent printed.
-fn message_envelope(bytes: usize) -> Vec<u8> {
-    message_run(&noise(bytes, 13).join("\n"))
-}
-
-/// The hostile case for the same sizes: a message run made of every fixture envelope's JSON,
-/// repeated. Nearly every literal of the catalogue occurs, so every rule becomes a candidate,
-/// its regex and JSON conditions run, and the scan reports a match every few bytes.
-fn errors_envelope(corpus: &Corpus, bytes: usize) -> Vec<u8> {
-    let mut text = String::new();
-    for r in corpus.raw.iter().cycle() {
-        if text.len() >= bytes {
-            break;
-        }
-        text.push_str(std::str::from_utf8(r).expect("utf-8"));
-        text.push('\n');
-    }
-    message_run(&text)
-}
-
-/// One run of agent message chunks (1 KiB each, so none is cut) holding `text`, ending with
-/// the error the agent printed.
-fn message_run(text: &str) -> Vec<u8> {
-    let mut updates: Vec<serde_json::Value> = Vec::new();
-    let mut rest = text;
-    while !rest.is_empty() {
-        let mut cut = rest.len().min(1024);
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        updates.push(json!({"sessionUpdate": "agent_message_chunk",
-            "content": {"type": "text", "text": &rest[..cut]}}));
-        rest = &rest[cut..];
-    }
-    updates.push(json!({"sessionUpdate": "agent_message_chunk",
-        "content": {"type": "text", "text": format!("\nAPI Error: 529 {ERROR_JSON}")}}));
-    let env = json!({"provider_id": "anthropic", "agent": "claude-code",
-        "items": [{"kind": "acp_updates", "updates": updates, "prompt_result": {"stopReason": "end_turn"}}]});
-    serde_json::to_vec(&env).expect("envelope")
-}
-
-/// Bytes of evidence text the envelope kept (what classify scans), after the bounds.
-fn kept_bytes(e: &Envelope) -> usize {
-    e.items
-        .iter()
-        .map(|i| match i {
-            EvidenceItem::Http(h) => h.body.as_ref().map_or(0, String::len),
-            EvidenceItem::Stderr(s) => s.lines.iter().map(String::len).sum(),
-            EvidenceItem::AcpUpdates(u) => u
-                .updates
-                .iter()
-                .map(|x| match x {
-                    AcpUpdate::AgentMessageChunk { text } | AcpUpdate::AgentThoughtChunk { text } => {
-                        text.len()
-                    }
-                    _ => 0,
-                })
-                .sum(),
-            EvidenceItem::AcpError(a) => a.message.as_ref().map_or(0, String::len),
-            EvidenceItem::ProcessExit(_) => 0,
-        })
-        .sum()
-}
-
-struct Case {
-    name: &'static str,
-    raw: Vec<u8>,
-    env: Envelope,
-}
-
-impl Case {
-    fn new(name: &'static str, raw: Vec<u8>) -> Case {
-        let env = Envelope::parse(&raw).expect("envelope");
-        Case { name, raw, env }
-    }
-}
-
-fn large_cases() -> Vec<Case> {
-    vec![
-        Case::new("stderr_64k", stderr_envelope(64 * 1024)),
-        Case::new("http_256k", http_envelope(256 * 1024)),
-    ]
-}
-
-fn linear_cases(corpus: &Corpus) -> Vec<Case> {
-    vec![
-        Case::new("message_16k", message_envelope(16 * 1024)),
-        Case::new("message_64k", message_envelope(64 * 1024)),
-        Case::new("message_256k", message_envelope(256 * 1024)),
-        Case::new("errors_16k", errors_envelope(corpus, 16 * 1024)),
-        Case::new("errors_64k", errors_envelope(corpus, 64 * 1024)),
-        Case::new("errors_256k", errors_envelope(corpus, 256 * 1024)),
-    ]
-}
+use std::time::{Duration, Instant};
 
 fn benches(c: &mut Criterion) {
     let cat = Catalogue::builtin();
@@ -287,6 +41,13 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             for e in &corpus.envelopes {
                 black_box(cat.classify(black_box(e), now()));
+            }
+        })
+    });
+    g.bench_function("parse", |b| {
+        b.iter(|| {
+            for r in &corpus.raw {
+                black_box(Envelope::parse(black_box(r)).expect("envelope"));
             }
         })
     });
@@ -311,22 +72,16 @@ fn benches(c: &mut Criterion) {
     let linear = linear_cases(&corpus);
     for (group, cases) in [("large", &large), ("linearity", &linear)] {
         let mut g = c.benchmark_group(group);
-        g.measurement_time(Duration::from_secs(3));
+        g.measurement_time(Duration::from_secs(2));
+        g.warm_up_time(Duration::from_millis(500));
         for case in cases {
             g.throughput(Throughput::Bytes(case.raw.len() as u64));
             g.bench_with_input(BenchmarkId::new("classify", case.name), case, |b, case| {
                 b.iter(|| black_box(cat.classify(black_box(&case.env), now())))
             });
-            g.bench_with_input(
-                BenchmarkId::new("parse_and_classify", case.name),
-                case,
-                |b, case| {
-                    b.iter(|| {
-                        let e = Envelope::parse(black_box(&case.raw)).expect("envelope");
-                        black_box(cat.classify(&e, now()))
-                    })
-                },
-            );
+            g.bench_with_input(BenchmarkId::new("parse", case.name), case, |b, case| {
+                b.iter(|| black_box(Envelope::parse(black_box(&case.raw)).expect("envelope")))
+            });
             g.bench_with_input(
                 BenchmarkId::new("memmem_yardstick", case.name),
                 case,
@@ -355,8 +110,93 @@ fn per_call(batches: usize, iters: u32, f: &mut dyn FnMut()) -> (Duration, Durat
     (t[0], t[t.len() / 2])
 }
 
-fn mbs(bytes: usize, d: Duration) -> f64 {
-    bytes as f64 / d.as_secs_f64() / 1e6
+/// [`per_call`] with batches of about 2 ms (at least one call), 15 of them.
+fn timed(f: &mut dyn FnMut()) -> (Duration, Duration) {
+    let start = Instant::now();
+    f();
+    let one = start.elapsed().max(Duration::from_nanos(1));
+    let iters = (Duration::from_millis(2).as_nanos() / one.as_nanos()).clamp(1, 100_000) as u32;
+    per_call(15, iters, f)
+}
+
+fn ns_per_byte(d: Duration, bytes: usize) -> f64 {
+    d.as_secs_f64() * 1e9 / bytes as f64
+}
+
+/// One input's stage costs (fastest batches).
+struct Stages {
+    memmem: Duration,
+    memmem_median: Duration,
+    classify: Duration,
+    classify_median: Duration,
+    parse: Duration,
+    serde_value: Duration,
+    parse_and_classify: Duration,
+}
+
+fn stages(cat: &Catalogue, finder: &Finder<'_>, raws: &[&[u8]], envs: &[&Envelope]) -> Stages {
+    let (memmem, memmem_median) = timed(&mut || {
+        for r in raws {
+            black_box(finder.find(black_box(r)));
+        }
+    });
+    let (classify, classify_median) = timed(&mut || {
+        for e in envs {
+            black_box(cat.classify(black_box(e), now()));
+        }
+    });
+    let (parse, _) = timed(&mut || {
+        for r in raws {
+            black_box(Envelope::parse(black_box(r)).ok());
+        }
+    });
+    let (serde_value, _) = timed(&mut || {
+        for r in raws {
+            black_box(serde_json::from_slice::<serde_json::Value>(black_box(r)).ok());
+        }
+    });
+    let (parse_and_classify, _) = timed(&mut || {
+        for r in raws {
+            if let Ok(e) = Envelope::parse(black_box(r)) {
+                black_box(cat.classify(&e, now()));
+            }
+        }
+    });
+    Stages {
+        memmem,
+        memmem_median,
+        classify,
+        classify_median,
+        parse,
+        serde_value,
+        parse_and_classify,
+    }
+}
+
+fn print_stages(s: &Stages, raw: usize, kept: Option<usize>) {
+    let m = ns_per_byte(s.memmem, raw);
+    let row = |label: &str, d: Duration| {
+        let ns = ns_per_byte(d, raw);
+        println!("      {label:<22} {ns:>8.3} ns/B {:>8.1}x memmem", ns / m);
+    };
+    println!("      {:<22} {m:>8.3} ns/B {:>8.1}x", "memmem yardstick", 1.0);
+    row("classify (parsed)", s.classify);
+    if let Some(k) = kept {
+        let ns = ns_per_byte(s.classify, k);
+        println!(
+            "      {:<22} {ns:>8.3} ns/B {:>8.1}x memmem   (per byte of evidence kept after bounds: {k} B)",
+            "classify per kept B",
+            ns / m
+        );
+    }
+    println!(
+        "      {:<22} {:>8.1}x memmem   (median batches)",
+        "classify (parsed)",
+        s.classify_median.as_secs_f64() / s.memmem_median.as_secs_f64()
+    );
+    row("serde_json::Value", s.serde_value);
+    row("parse (Envelope)", s.parse);
+    row("parse + classify", s.parse_and_classify);
 }
 
 fn summary(cat: &Catalogue, corpus: &Corpus, finder: &Finder<'_>, large: &[Case], linear: &[Case]) {
@@ -384,7 +224,7 @@ fn summary(cat: &Catalogue, corpus: &Corpus, finder: &Finder<'_>, large: &[Case]
     let best = |d: &(Duration, Duration)| d.0;
     let typical = |d: &(Duration, Duration)| d.1;
     let bytes = corpus.bytes as usize;
-    println!("\nclassifier summary");
+    println!("\nclassifier summary (fastest of 15 batches; ns/B = per byte of envelope JSON, the bytes memmem reads)");
     println!(
         "  corpus: {} fixtures, {bytes} bytes of envelope JSON",
         corpus.raw.len()
@@ -393,65 +233,32 @@ fn summary(cat: &Catalogue, corpus: &Corpus, finder: &Finder<'_>, large: &[Case]
         let (n, med, p90) = stats(small, best);
         let (_, med_t, p90_t) = stats(small, typical);
         println!(
-            "  {label} ({n}): median {med:.2?} (p90 {p90:.2?}) fastest batch; {med_t:.2?} (p90 {p90_t:.2?}) median batch"
+            "  classify, {label} ({n}): median {med:.2?} (p90 {p90:.2?}) fastest batch; {med_t:.2?} (p90 {p90_t:.2?}) median batch"
         );
     }
-    let classify = per_call(9, 5, &mut || {
-        for e in &corpus.envelopes {
-            black_box(cat.classify(black_box(e), now()));
-        }
-    });
-    let memmem = per_call(9, 50, &mut || {
-        for r in &corpus.raw {
-            black_box(finder.find(black_box(r)));
-        }
-    });
-    println!(
-        "  corpus: classify {:.1} MB/s vs memmem {:.1} MB/s: {:.1}x the cost per byte (median batches: {:.1}x)",
-        mbs(bytes, classify.0),
-        mbs(bytes, memmem.0),
-        classify.0.as_secs_f64() / memmem.0.as_secs_f64(),
-        classify.1.as_secs_f64() / memmem.1.as_secs_f64(),
-    );
-    println!(
-        "  large inputs (fastest batch; MB/s over the envelope JSON; kept = evidence text after bounds):"
-    );
+    let raws: Vec<&[u8]> = corpus.raw.iter().map(Vec::as_slice).collect();
+    let envs: Vec<&Envelope> = corpus.envelopes.iter().collect();
+    println!("    all fixtures, one pass:");
+    print_stages(&stages(cat, finder, &raws, &envs), bytes, None);
+
+    println!("  large inputs:");
     let mut first_ns_per_byte = None;
     for case in large.iter().chain(linear) {
         let raw = case.raw.len();
-        let (c, c_med) = per_call(15, 5, &mut || {
-            black_box(cat.classify(black_box(&case.env), now()));
-        });
-        let (pc, _) = per_call(15, 3, &mut || {
-            let e = Envelope::parse(black_box(&case.raw)).expect("envelope");
-            black_box(cat.classify(&e, now()));
-        });
-        let (m, m_med) = per_call(15, 50, &mut || {
-            black_box(finder.find(black_box(&case.raw)));
-        });
+        let kept = kept_bytes(&case.env);
+        let s = stages(cat, finder, &[&case.raw], &[&case.env]);
         let verdict = cat.classify(&case.env, now());
         let code = verdict.classification.code.map_or("none", |c| c.as_str());
         println!(
-            "    {:<12} {:>6} B ({:>6} kept, truncated={}, code={code})",
-            case.name,
-            raw,
-            kept_bytes(&case.env),
-            case.env.truncated,
+            "    {:<12} {raw:>8} B envelope, {kept:>7} B evidence kept, truncated={}, code={code}",
+            case.name, verdict.truncated,
         );
-        println!(
-            "      classify {c:>9.1?} = {:>7.1} MB/s, {:>5.1}x memmem (median batches {:.1}x); parse+classify {pc:>9.1?} = {:>6.1} MB/s, {:>5.1}x; memmem {m:>7.1?} = {:>7.1} MB/s",
-            mbs(raw, c),
-            c.as_secs_f64() / m.as_secs_f64(),
-            c_med.as_secs_f64() / m_med.as_secs_f64(),
-            mbs(raw, pc),
-            pc.as_secs_f64() / m.as_secs_f64(),
-            mbs(raw, m),
-        );
+        print_stages(&s, raw, Some(kept));
         if case.name.ends_with("_16k") {
             first_ns_per_byte = None;
         }
         if case.name.starts_with("message_") || case.name.starts_with("errors_") {
-            let ns = c.as_secs_f64() * 1e9 / raw as f64;
+            let ns = ns_per_byte(s.classify, raw);
             let base = *first_ns_per_byte.get_or_insert(ns);
             println!(
                 "      linearity: {ns:.3} ns/byte classify, {:.2}x the 16 KiB rate",
