@@ -8,12 +8,13 @@
 //! whose per-position work is independent from one position to the next:
 //!
 //! - Every literal is at least [`MIN_GRAM_LITERAL`] (5) bytes long. For each literal one
-//!   5-byte window `[j, j + 5)` is chosen, the one of least common bytes (so `status code 407`
-//!   is looked for by `e 407`, not by `statu`, which every log has); an occurrence starting
+//!   5-byte window `[j, j + 5)` is chosen whose two 4-byte grams are least likely in ordinary
+//!   text (so `got status: internal` is looked for by `: in`, not by `atus`, which every log
+//!   has; see `gram_cost`); an occurrence starting
 //!   at `s` puts the window's 4-byte grams at `s + j` and `s + j + 1`, one of which is even.
 //!   The filter therefore reads the 4 bytes at every *even* position (four per 8-byte word),
 //!   folds them (`| 0x20` on each byte: ASCII case folding, plus a few harmless extra
-//!   collisions), hashes them to 16 bits and tests one bit of an 8 KiB table that holds the
+//!   collisions), hashes them to 15 bits and reads one byte of a 32 KiB table that marks the
 //!   hashes of every literal's two grams. Four positions are tested with one branch.
 //! - A set bit is verified exactly: the (few) literals whose gram has that hash are compared,
 //!   ASCII case-insensitively, at the start the gram implies. A literal already found is not
@@ -34,8 +35,9 @@ use std::collections::HashMap;
 
 /// The shortest literal the gram filter can find (a 4-byte gram at offset 0 or 1).
 pub(crate) const MIN_GRAM_LITERAL: usize = 5;
-/// Bits of a gram's hash; the filter table has `2^HASH_BITS` bits.
-const HASH_BITS: u32 = 16;
+/// Bits of a gram's hash; the filter table has `2^HASH_BITS` one-byte entries (32 KiB: a
+/// byte load and an OR per position, cheaper than a bit test).
+const HASH_BITS: u32 = 15;
 /// Bits of the bucket index (the hash's high bits) in the verification table.
 const BUCKET_BITS: u32 = 12;
 /// `| FOLD` on four bytes maps ASCII upper-case letters to lower-case ones.
@@ -79,8 +81,9 @@ impl LiteralScanner {
 /// The gram filter (see the module documentation).
 #[derive(Clone)]
 struct Grams {
-    /// Bit `h` is set when some literal's chosen folded gram (at `j` or `j + 1`) hashes to `h`.
-    bits: Box<[u64; 1 << (HASH_BITS - 6)]>,
+    /// Entry `h` is 1 when some literal's chosen folded gram (at `j` or `j + 1`) hashes to
+    /// `h`, else 0.
+    table: Box<[u8; 1 << HASH_BITS]>,
     /// Entries of bucket `b` (the hash's high [`BUCKET_BITS`] bits) are
     /// `entries[bucket_at[b]..bucket_at[b + 1]]`.
     bucket_at: Vec<u32>,
@@ -90,6 +93,9 @@ struct Grams {
     /// Each literal's first 8 bytes folded, and the mask of the bytes it has (a cheap first
     /// comparison before the exact one).
     heads: Vec<(u64, u64)>,
+    /// Entry `h` is 1 when some literal's chosen 5-byte window, folded, hashes to `h`: a
+    /// second, sharper filter run on a gram hit before any literal is compared.
+    windows: Box<[u8; 1 << HASH_BITS]>,
 }
 
 /// One literal's gram in the verification table.
@@ -119,24 +125,47 @@ fn gram_hash(gram: u32) -> u32 {
 }
 
 /// A rough rank of how common a (folded) byte is in logs and prose: higher is more common.
-/// Used only to pick which part of a literal the filter looks for; never affects results.
+/// Letters rank above everything else as a class (a window inside a plain word, like `atus`,
+/// recurs in every log), then by English letter frequency; digits and punctuation mark the
+/// parts of a message that ordinary text rarely repeats. Used only to pick which part of a
+/// literal the filter looks for; never affects results.
 fn commonness(b: u8) -> u32 {
     const LETTERS: &[u8] = b"etaoinsrhldcumfpgwybvkxjqz";
     match b {
         b' ' => 260,
-        b'a'..=b'z' => 250 - 6 * LETTERS.iter().position(|&l| l == b).unwrap_or(25) as u32,
-        b'0'..=b'9' => 190,
-        b'\n' | b'.' | b'/' | b':' | b'-' | b'=' | b'"' | b',' | b'_' => 170,
+        b'a'..=b'z' => 250 - 2 * LETTERS.iter().position(|&l| l == b).unwrap_or(25) as u32,
+        b'0'..=b'9' => 150,
+        b'\n' | b'.' | b'/' | b':' | b'-' | b'=' | b'"' | b',' | b'_' => 140,
         0x80.. => 60,
-        _ => 120,
+        _ => 100,
     }
+}
+
+/// How often a gram is expected in ordinary text: the commonness of its bytes, and much more
+/// for four letters (the inside of a word, like `atus` of every `status`).
+fn gram_cost(gram: &[u8]) -> u32 {
+    let folded = gram.iter().map(|&c| c | 0x20);
+    let letters = folded.clone().all(|c| c.is_ascii_lowercase());
+    folded.map(commonness).sum::<u32>() + if letters { 400 } else { 0 }
+}
+
+/// The hash of a 5-byte window, folded like grams.
+#[inline(always)]
+fn window_hash(w: &[u8]) -> u32 {
+    let v = w
+        .iter()
+        .take(MIN_GRAM_LITERAL)
+        .enumerate()
+        .fold(0u64, |v, (k, &c)| v | u64::from(c | 0x20) << (8 * k));
+    (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HASH_BITS)) as u32
 }
 
 impl Grams {
     fn new(literals: &[String]) -> Result<Grams, String> {
-        let mut bits = Box::new([0u64; 1 << (HASH_BITS - 6)]);
+        let mut table = Box::new([0u8; 1 << HASH_BITS]);
         let mut entries = Vec::new();
         let mut heads = Vec::new();
+        let mut windows = Box::new([0u8; 1 << HASH_BITS]);
         for (i, l) in literals.iter().enumerate() {
             let b = l.as_bytes();
             let literal = u32::try_from(i).map_err(|_| "too many literals")?;
@@ -148,10 +177,8 @@ impl Grams {
             // one of which is even.
             let j = (0..=b.len() - MIN_GRAM_LITERAL)
                 .min_by_key(|&j| {
-                    b[j..j + MIN_GRAM_LITERAL]
-                        .iter()
-                        .map(|&c| commonness(c | 0x20))
-                        .sum::<u32>()
+                    let (a, b) = (gram_cost(&b[j..j + 4]), gram_cost(&b[j + 1..j + 5]));
+                    (a.max(b), a + b)
                 })
                 .unwrap_or(0);
             for back in [j + 1, j] {
@@ -160,7 +187,7 @@ impl Grams {
                     .and_then(|g| <[u8; 4]>::try_from(g).ok())
                     .ok_or("literal too short for the gram filter")?;
                 let hash = gram_hash(u32::from_le_bytes(gram));
-                bits[(hash >> 6) as usize] |= 1 << (hash & 63);
+                table[hash as usize] = 1;
                 let back = u8::try_from(back).map_err(|_| "literal too long")?;
                 entries.push(GramEntry {
                     bucket: hash >> (HASH_BITS - BUCKET_BITS),
@@ -177,6 +204,8 @@ impl Grams {
                 mask[k] = 0xff;
             }
             heads.push((u64::from_le_bytes(head), u64::from_le_bytes(mask)));
+            let window = b.get(j..j + MIN_GRAM_LITERAL).ok_or("literal too short")?;
+            windows[window_hash(window) as usize] = 1;
         }
         // One literal's entries in decreasing `back`: at one position the larger `back` names
         // the earlier start, so a literal's first recorded occurrence is its first in the text.
@@ -190,17 +219,18 @@ impl Grams {
             bucket_at[b] += bucket_at[b - 1];
         }
         Ok(Grams {
-            bits,
+            table,
             bucket_at,
             entries,
             literals: literals.iter().map(|l| l.as_bytes().into()).collect(),
             heads,
+            windows,
         })
     }
 
     #[inline(always)]
-    fn hit(&self, hash: u32) -> u64 {
-        (self.bits[(hash >> 6) as usize & ((1 << (HASH_BITS - 6)) - 1)] >> (hash & 63)) & 1
+    fn hit(&self, hash: u32) -> u8 {
+        self.table[hash as usize & ((1 << HASH_BITS) - 1)]
     }
 
     fn scan(&self, hay: &[u8], found: &mut Found) {
@@ -253,6 +283,18 @@ impl Grams {
     /// Compares the literals whose gram hashes to `hash` at the starts position `p` implies.
     #[inline]
     fn verify(&self, hay: &[u8], p: usize, hash: u32, found: &mut Found) {
+        // The gram at `p` is a window's first or second gram: the window starts at `p` or at
+        // `p - 1`. If neither 5 bytes are a window, no literal can start here. (Near the ends,
+        // where a window does not fit, the literals are simply compared.)
+        let window_at = |at: usize| hay.get(at..at + MIN_GRAM_LITERAL).map(window_hash);
+        if let (Some(a), Some(b)) = (window_at(p), p.checked_sub(1).and_then(window_at)) {
+            if self.windows[a as usize & ((1 << HASH_BITS) - 1)]
+                | self.windows[b as usize & ((1 << HASH_BITS) - 1)]
+                == 0
+            {
+                return;
+            }
+        }
         let b = (hash >> (HASH_BITS - BUCKET_BITS)) as usize;
         let (Some(&from), Some(&to)) = (self.bucket_at.get(b), self.bucket_at.get(b + 1)) else {
             return;
