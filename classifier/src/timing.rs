@@ -175,7 +175,12 @@ pub(crate) fn validate(at: DateTime<Utc>, now: DateTime<Utc>) -> Option<Hint> {
     })
 }
 
-/// `retry-after`: delta seconds (RFC 9110) or an HTTP date (IMF-fixdate).
+/// `retry-after`: delta seconds (RFC 9110) or an HTTP date in any of the three formats RFC
+/// 9110 says a recipient must accept: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the
+/// obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and C's asctime
+/// (`Sun Nov  6 08:49:37 1994`). An HTTP date is UTC by definition, asctime's included, so
+/// none of them is a date "without a time zone". The `httpdate` crate reads the latter two
+/// (a two-digit year below 70 is 20xx) and checks the weekday against the date.
 pub(crate) fn retry_after(v: &str, base: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let v = v.trim();
     if v.bytes().next().is_some_and(|b| b.is_ascii_digit()) {
@@ -183,8 +188,9 @@ pub(crate) fn retry_after(v: &str, base: DateTime<Utc>) -> Option<DateTime<Utc>>
         return base.checked_add_signed(Duration::milliseconds(ms));
     }
     DateTime::parse_from_rfc2822(v)
-        .ok()
         .map(|d| d.with_timezone(&Utc))
+        .ok()
+        .or_else(|| httpdate::parse_http_date(v).ok().map(DateTime::<Utc>::from))
 }
 
 /// A non-negative decimal number scaled to milliseconds (`scale` = ms per unit); at most 15
@@ -539,6 +545,46 @@ mod tests {
             header_hint("retry_after", &[("retry-after", "Mon, 30 Nov 2026 08:05:00 GMT")]).expect("date");
         assert_eq!(h.reset_at, t("2026-11-30T08:05:00Z"));
         assert_eq!(h.retry_after_seconds, 300);
+    }
+
+    #[test]
+    fn retry_after_reads_the_obsolete_rfc_850_and_asctime_http_dates() {
+        for date in [
+            "Monday, 30-Nov-26 08:05:00 GMT",
+            "Mon Nov 30 08:05:00 2026",
+            " Mon Nov 30 08:05:00 2026 ",
+        ] {
+            let h = header_hint("retry_after", &[("retry-after", date)]).expect(date);
+            assert_eq!(h.reset_at, t("2026-11-30T08:05:00Z"), "{date}");
+            assert_eq!(h.retry_after_seconds, 300, "{date}");
+        }
+        // asctime pads a one-digit day with a space.
+        let h = header_hint("retry_after", &[("retry-after", "Tue Dec  1 08:00:00 2026")]).expect("padded");
+        assert_eq!(h.reset_at, t("2026-12-01T08:00:00Z"));
+    }
+
+    #[test]
+    fn obsolete_http_dates_that_are_past_wrong_or_malformed_give_no_hint() {
+        for date in [
+            // In the past.
+            "Sunday, 29-Nov-26 08:05:00 GMT",
+            "Sun Nov 29 08:05:00 2026",
+            // The weekday does not fit the date.
+            "Tuesday, 30-Nov-26 08:05:00 GMT",
+            "Tue Nov 30 08:05:00 2026",
+            // Malformed: no zone in RFC 850, a bad month, a bad hour.
+            "Monday, 30-Nov-26 08:05:00",
+            "Mon Nox 30 08:05:00 2026",
+            "Mon Nov 30 28:05:00 2026",
+            // Too far (more than a month).
+            "Fri Jan 29 08:05:00 2027",
+        ] {
+            assert_eq!(
+                header_hint("retry_after", &[("retry-after", date)]),
+                None,
+                "{date}"
+            );
+        }
     }
 
     #[test]
