@@ -18,7 +18,11 @@ use std::collections::BTreeMap;
 pub const MAX_ENVELOPE_BYTES: usize = 1024 * 1024;
 /// Most evidence items kept per envelope.
 pub const MAX_ITEMS: usize = 32;
-/// Longest kept text per field (HTTP body, ACP message, error data), in bytes.
+/// Longest kept text per field (HTTP body, ACP message, error data), in bytes. An HTTP body
+/// keeps its first 16 KiB (a JSON body given as a value: the first 16 KiB of its compact
+/// serialization): a provider's error object comes first, and a larger body is a page or a
+/// stream. A cut sets [`Envelope::truncated`], which the verdict carries as `truncated` in
+/// every `recourse classify` line, so an error hidden past the bound is never a silent miss.
 pub const MAX_TEXT_BYTES: usize = 16 * 1024;
 /// Longest kept stderr line, in bytes.
 pub const MAX_LINE_BYTES: usize = 2 * 1024;
