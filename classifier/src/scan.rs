@@ -12,10 +12,10 @@
 //!   text (so `got status: internal` is looked for by `: in`, not by `atus`, which every log
 //!   has; see `gram_cost`); an occurrence starting
 //!   at `s` puts the window's 4-byte grams at `s + j` and `s + j + 1`, one of which is even.
-//!   The filter therefore reads the 4 bytes at every *even* position (four per 8-byte word),
+//!   The filter therefore reads the 4 bytes at every *even* position (eight per 16 bytes),
 //!   folds them (`| 0x20` on each byte: ASCII case folding, plus a few harmless extra
 //!   collisions), hashes them to 15 bits and reads one byte of a 32 KiB table that marks the
-//!   hashes of every literal's two grams. Four positions are tested with one branch.
+//!   hashes of every literal's two grams. Eight positions are tested with one branch.
 //! - A set bit is verified exactly: the (few) literals whose gram has that hash are compared,
 //!   ASCII case-insensitively, at the start the gram implies. A literal already found is not
 //!   compared again: only first offsets matter.
@@ -121,7 +121,13 @@ impl std::fmt::Debug for Grams {
 
 #[inline(always)]
 fn gram_hash(gram: u32) -> u32 {
-    (gram | FOLD).wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)
+    folded_hash(gram | FOLD)
+}
+
+/// [`gram_hash`] of a gram already folded.
+#[inline(always)]
+fn folded_hash(gram: u32) -> u32 {
+    gram.wrapping_mul(0x9E37_79B1) >> (32 - HASH_BITS)
 }
 
 /// A rough rank of how common a (folded) byte is in logs and prose: higher is more common.
@@ -150,14 +156,19 @@ fn gram_cost(gram: &[u8]) -> u32 {
 }
 
 /// The hash of a 5-byte window, folded like grams.
-#[inline(always)]
 fn window_hash(w: &[u8]) -> u32 {
     let v = w
         .iter()
         .take(MIN_GRAM_LITERAL)
         .enumerate()
         .fold(0u64, |v, (k, &c)| v | u64::from(c | 0x20) << (8 * k));
-    (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HASH_BITS)) as u32
+    packed_window_hash(v)
+}
+
+/// [`window_hash`] of folded bytes read as a little-endian word (bytes past the fifth ignored).
+#[inline(always)]
+fn packed_window_hash(v: u64) -> u32 {
+    ((v & 0xff_ffff_ffff).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HASH_BITS)) as u32
 }
 
 impl Grams {
@@ -234,45 +245,54 @@ impl Grams {
     }
 
     fn scan(&self, hay: &[u8], found: &mut Found) {
-        let n = hay.len();
-        // Main loop: 8 bytes per step, grams at the 4 even positions p, p+2, p+4, p+6 (the last
-        // one reads 2 bytes of the next word, hence the 12-byte window).
+        const FOLD64: u64 = 0x2020_2020_2020_2020;
+        // Main loop: 16 bytes per step, folded once as two words; grams at the 8 even
+        // positions p, p+2, ..., p+14 (the last reads 2 bytes past the step, hence the
+        // 20-byte window). Eight table reads, one branch.
         let mut p = 0;
-        while p + 12 <= n {
-            let Some((w, next)) = hay
-                .get(p..p + 8)
-                .zip(hay.get(p + 8..p + 12))
-                .and_then(|(w, x)| Some((<[u8; 8]>::try_from(w).ok()?, <[u8; 4]>::try_from(x).ok()?)))
-            else {
-                break;
+        while let Some(c) = hay.get(p..p + 20) {
+            let word = |at: usize| {
+                c.get(at..at + 8)
+                    .and_then(|w| <[u8; 8]>::try_from(w).ok())
+                    .map_or(0, u64::from_le_bytes)
+                    | FOLD64
             };
-            let w = u64::from_le_bytes(w);
-            let next = u64::from(u32::from_le_bytes(next));
-            let h0 = gram_hash(w as u32);
-            let h2 = gram_hash((w >> 16) as u32);
-            let h4 = gram_hash((w >> 32) as u32);
-            let h6 = gram_hash(((w >> 48) | (next << 16)) as u32);
-            if self.hit(h0) | self.hit(h2) | self.hit(h4) | self.hit(h6) != 0 {
-                self.verify_word(hay, p, [h0, h2, h4, h6], found);
+            let (a, b) = (word(0), word(8));
+            let x = c
+                .get(16..20)
+                .and_then(|w| <[u8; 4]>::try_from(w).ok())
+                .map_or(0, |w| u64::from(u32::from_le_bytes(w)))
+                | FOLD64;
+            let h = [
+                folded_hash(a as u32),
+                folded_hash((a >> 16) as u32),
+                folded_hash((a >> 32) as u32),
+                folded_hash(((a >> 48) | (b << 16)) as u32),
+                folded_hash(b as u32),
+                folded_hash((b >> 16) as u32),
+                folded_hash((b >> 32) as u32),
+                folded_hash(((b >> 48) | (x << 16)) as u32),
+            ];
+            let any = h.iter().fold(0, |acc, &h| acc | self.hit(h));
+            if any != 0 {
+                self.verify_step(hay, p, h, found);
             }
-            p += 8;
+            p += 16;
         }
         // The tail, one even position at a time.
-        while p + 4 <= n {
-            if let Some(g) = hay.get(p..p + 4).and_then(|g| <[u8; 4]>::try_from(g).ok()) {
-                let h = gram_hash(u32::from_le_bytes(g));
-                if self.hit(h) != 0 {
-                    self.verify(hay, p, h, found);
-                }
+        while let Some(g) = hay.get(p..p + 4).and_then(|g| <[u8; 4]>::try_from(g).ok()) {
+            let h = gram_hash(u32::from_le_bytes(g));
+            if self.hit(h) != 0 {
+                self.verify(hay, p, h, found);
             }
             p += 2;
         }
     }
 
-    /// Verifies the four positions of one step (rare: kept out of the loop).
+    /// Verifies the eight positions of one step (rare: kept out of the loop).
     #[cold]
     #[inline(never)]
-    fn verify_word(&self, hay: &[u8], p: usize, hashes: [u32; 4], found: &mut Found) {
+    fn verify_step(&self, hay: &[u8], p: usize, hashes: [u32; 8], found: &mut Found) {
         for (k, h) in hashes.into_iter().enumerate() {
             if self.hit(h) != 0 {
                 self.verify(hay, p + 2 * k, h, found);
@@ -285,8 +305,11 @@ impl Grams {
     fn verify(&self, hay: &[u8], p: usize, hash: u32, found: &mut Found) {
         // The gram at `p` is a window's first or second gram: the window starts at `p` or at
         // `p - 1`. If neither 5 bytes are a window, no literal can start here. (Near the ends,
-        // where a window does not fit, the literals are simply compared.)
-        let window_at = |at: usize| hay.get(at..at + MIN_GRAM_LITERAL).map(window_hash);
+        // where an 8-byte read does not fit, the literals are simply compared.)
+        let window_at = |at: usize| {
+            let w = hay.get(at..at + 8).and_then(|w| <[u8; 8]>::try_from(w).ok())?;
+            Some(packed_window_hash(u64::from_le_bytes(w) | 0x2020_2020_2020_2020))
+        };
         if let (Some(a), Some(b)) = (window_at(p), p.checked_sub(1).and_then(window_at)) {
             if self.windows[a as usize & ((1 << HASH_BITS) - 1)]
                 | self.windows[b as usize & ((1 << HASH_BITS) - 1)]
