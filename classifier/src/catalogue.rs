@@ -2,7 +2,7 @@
 //!
 //! Rules live in TOML under `fixtures/catalogue/`, one file per provider or agent, and are
 //! embedded with `include_str!` so the `recourse` binary reads no files at run time. They are
-//! parsed and compiled (regexes, one Aho-Corasick automaton over every literal) once, into a
+//! parsed and compiled (regexes, one literal scanner over every literal) once, into a
 //! [`Catalogue`]; [`Catalogue::builtin`] caches that in a `OnceLock`.
 //!
 //! **Version.** The catalogue version is `cat-` plus the first 12 hex digits of the SHA-256 of

@@ -19,7 +19,7 @@
 //!    `rate_limited` result whose validated reset is more than [`SHORT_RATE_LIMIT_SECS`] away
 //!    is not a short rate limit and becomes `quota_limited` (hard).
 //!
-//! Every step is linear in the input: one Aho-Corasick pass per signal, `regex` (no
+//! Every step is linear in the input: one literal scan per signal (`crate::scan`), `regex` (no
 //! backtracking) only after a rule's cheaper conditions pass, JSON parsed at most once per
 //! signal and only when a rule asks for it.
 

@@ -10,8 +10,8 @@
 //! - [`envelope`]: the untrusted input, parsed leniently and bounded; truncation is recorded.
 //! - [`catalogue`]: rules as data, compiled once (regexes, one literal automaton), with a
 //!   content-hash version.
-//! - `scan`: the one per-byte pass, every literal's first offset in a text (an Aho-Corasick
-//!   DFA in a compact table, long texts scanned as interleaved segments).
+//! - `scan`: the one per-byte pass, every literal's first offset in a text (a gram filter:
+//!   one table read per even position, exact comparison only where it fires).
 //! - `engine`: signals, matching and resolution (tiers, conflicts, low confidence, staleness),
 //!   effects derived from ACP updates; produces the [`Verdict`].
 //! - `timing`: validated retry/reset hints (headers, Google `RetryInfo`, CLI text).
@@ -19,9 +19,9 @@
 //! - `gate`: the replay and effect-safety verdict.
 //! - [`cli`]: `recourse classify` (streams). [`check`]: `recourse catalogue check`.
 //!
-//! Invariant: worst-case time is linear in the input size. Literal search is Aho-Corasick,
-//! regexes are the `regex` crate's (finite automata, no backtracking), and every input is
-//! bounded before it is searched.
+//! Invariant: worst-case time is linear in the input size. The literal scan does bounded work
+//! per position (its fallback is an Aho-Corasick DFA), regexes are the `regex` crate's
+//! (finite automata, no backtracking), and every input is bounded before it is searched.
 
 pub mod catalogue;
 pub mod check;

@@ -9,16 +9,19 @@
 //!
 //! - Every literal is at least [`MIN_GRAM_LITERAL`] (5) bytes long. For each literal one
 //!   5-byte window `[j, j + 5)` is chosen whose two 4-byte grams are least likely in ordinary
-//!   text (so `got status: internal` is looked for by `: in`, not by `atus`, which every log
-//!   has; see `gram_cost`); an occurrence starting
-//!   at `s` puts the window's 4-byte grams at `s + j` and `s + j + 1`, one of which is even.
+//!   text (so `status code 407` is looked for by `e 407`, not by `atus`, which every log
+//!   has; see `gram_cost`); an occurrence starting at `s` puts the window's 4-byte grams at
+//!   `s + j` and `s + j + 1`, one of which is even.
 //!   The filter therefore reads the 4 bytes at every *even* position (eight per 16 bytes),
 //!   folds them (`| 0x20` on each byte: ASCII case folding, plus a few harmless extra
-//!   collisions), hashes them to 15 bits and reads one byte of a 32 KiB table that marks the
+//!   collisions), hashes them to 16 bits and reads one byte of a 64 KiB table that marks the
 //!   hashes of every literal's two grams. Eight positions are tested with one branch.
-//! - A set bit is verified exactly: the (few) literals whose gram has that hash are compared,
-//!   ASCII case-insensitively, at the start the gram implies. A literal already found is not
-//!   compared again: only first offsets matter.
+//! - A marked position is verified exactly. First a second table, of the literals' 5-byte
+//!   windows, says whether the window that would contain this gram (starting here or one byte
+//!   earlier) is one at all; most word-boundary grams of ordinary text stop there. Then the
+//!   (few) literals whose gram has that hash are compared, ASCII case-insensitively, at the
+//!   start the gram implies. A literal already found is not compared again: only first
+//!   offsets matter.
 //!
 //! Positions are visited in increasing order, and at one position a literal's gram at `j + 1`
 //! (the earlier start) is checked before its gram at `j`, so the first occurrence recorded
@@ -35,9 +38,9 @@ use std::collections::HashMap;
 
 /// The shortest literal the gram filter can find (a 4-byte gram at offset 0 or 1).
 pub(crate) const MIN_GRAM_LITERAL: usize = 5;
-/// Bits of a gram's hash; the filter table has `2^HASH_BITS` one-byte entries (32 KiB: a
+/// Bits of a gram's hash; the filter table has `2^HASH_BITS` one-byte entries (64 KiB: a
 /// byte load and an OR per position, cheaper than a bit test).
-const HASH_BITS: u32 = 15;
+const HASH_BITS: u32 = 16;
 /// Bits of the bucket index (the hash's high bits) in the verification table.
 const BUCKET_BITS: u32 = 12;
 /// `| FOLD` on four bytes maps ASCII upper-case letters to lower-case ones.
