@@ -9,7 +9,8 @@
 //! - `linearity`: one agent message run of 16, 64 and 256 KiB (kept whole: chunks of 1 KiB)
 //!   with the error at its end, once of log noise (`message_*`) and once of every fixture's
 //!   text repeated (`errors_*`: the hostile case, where every rule is a candidate and literals
-//!   match every few bytes). Time per byte must stay flat as the input grows.
+//!   match every few bytes). Time per byte must stay flat as the input grows. `plain_*` is a
+//!   run of ordinary words outside the catalogue's vocabulary: the scan's floor.
 //!
 //! Stages, each timed on its own: `parse` (untrusted JSON bytes to a bounded [`Envelope`]:
 //! serde_json plus the bounds), `serde_value` (serde_json's parse into a `Value` alone, the
@@ -257,7 +258,10 @@ fn summary(cat: &Catalogue, corpus: &Corpus, finder: &Finder<'_>, large: &[Case]
         if case.name.ends_with("_16k") {
             first_ns_per_byte = None;
         }
-        if case.name.starts_with("message_") || case.name.starts_with("errors_") {
+        if ["plain_", "message_", "errors_"]
+            .iter()
+            .any(|p| case.name.starts_with(p))
+        {
             let ns = ns_per_byte(s.classify, raw);
             let base = *first_ns_per_byte.get_or_insert(ns);
             println!(

@@ -256,8 +256,30 @@ pub(crate) fn large_cases() -> Vec<Case> {
     ]
 }
 
+/// A message run of ordinary words that share little with the catalogue's vocabulary (unlike
+/// [`noise`], which is made of words such as `request`, `tokens` and `error` on purpose): the
+/// scan's floor, where the filter almost never asks for a comparison.
+pub(crate) fn plain_envelope(bytes: usize) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "garden", "window", "yellow", "bicycle", "harbor", "velvet", "puzzle", "orchard", "lantern",
+        "meadow", "copper", "violin", "glacier", "pebble", "thunder", "maple", "saddle", "jigsaw",
+    ];
+    let mut x: u64 = 0x9E37_79B9;
+    let mut text = String::new();
+    while text.len() < bytes {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.push_str(WORDS[(x % WORDS.len() as u64) as usize]);
+        text.push(if x % 11 == 0 { '\n' } else { ' ' });
+    }
+    message_run(&text)
+}
+
 pub(crate) fn linear_cases(corpus: &Corpus) -> Vec<Case> {
     vec![
+        Case::new("plain_16k", plain_envelope(16 * 1024)),
+        Case::new("plain_256k", plain_envelope(256 * 1024)),
         Case::new("message_16k", message_envelope(16 * 1024)),
         Case::new("message_64k", message_envelope(64 * 1024)),
         Case::new("message_256k", message_envelope(256 * 1024)),
