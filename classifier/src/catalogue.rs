@@ -400,7 +400,7 @@ impl Rule {
             .map(|m| m.start());
         // A rule that matched on JSON alone points at the JSON in the text.
         let json = (!self.json.is_empty() || !self.json_contains.is_empty())
-            .then(|| ctx.signal.text.find(['{', '[']))
+            .then(|| memchr::memchr2(b'{', b'[', ctx.signal.text.as_bytes()))
             .flatten();
         lits.chain(re).chain(json).min()
     }

@@ -572,7 +572,7 @@ fn combine_effects(
             SignalMatch::Conflict { .. } => false,
             SignalMatch::Won { .. } => {
                 let start = start.unwrap_or(0).min(s.text.len());
-                let line_start = s.text[..start].rfind('\n').map_or(0, |i| i + 1);
+                let line_start = memchr::memrchr(b'\n', &s.text.as_bytes()[..start]).map_or(0, |i| i + 1);
                 !s.text[..line_start].trim().is_empty()
             }
         };
