@@ -271,7 +271,7 @@ pub(crate) fn plain_envelope(bytes: usize) -> Vec<u8> {
         x ^= x >> 7;
         x ^= x << 17;
         text.push_str(WORDS[(x % WORDS.len() as u64) as usize]);
-        text.push(if x % 11 == 0 { '\n' } else { ' ' });
+        text.push(if x.is_multiple_of(11) { '\n' } else { ' ' });
     }
     message_run(&text)
 }
