@@ -7,7 +7,8 @@
 //! 3. restart reconciliation of 100,000 routes (90% waiting, 10% with an ambiguous dispatch);
 //! 4. memory per waiting route (process RSS delta) and database bytes per route.
 //!
-//! Set `RECOURSE_BENCH_QUICK=1` for a smaller, faster run.
+//! Set `RECOURSE_BENCH_QUICK=1` for a smaller, faster run, `RECOURSE_BENCH_ONLY=transitions`
+//! (or `restart`, `timers`) for one part.
 
 #![allow(clippy::print_stdout, unreachable_pub)]
 
@@ -106,42 +107,67 @@ async fn history_rows(engine: &Engine) -> i64 {
         .unwrap()
 }
 
+/// Stop then RetryNow on each route (3 history rows: Stop, RetryNow, DispatchStarted),
+/// with `workers` routes moving at the same time. Returns (history rows, seconds).
+async fn run_transitions(e: &Arc<Engine>, routes: Vec<(String, u64)>, workers: usize) -> (i64, f64) {
+    let before = history_rows(e).await;
+    let per = routes.len().div_ceil(workers.max(1));
+    let t = Instant::now();
+    let mut tasks = Vec::new();
+    for chunk in routes.chunks(per.max(1)) {
+        let e = e.clone();
+        let chunk = chunk.to_vec();
+        tasks.push(tokio::spawn(async move {
+            for (r, g) in chunk {
+                let stopped = e
+                    .submit(
+                        &r,
+                        Input::Event(RouteEvent::Manual {
+                            action: ManualAction::Stop,
+                            expected_generation: g,
+                        }),
+                    )
+                    .await
+                    .unwrap();
+                e.submit(
+                    &r,
+                    Input::Event(RouteEvent::Manual {
+                        action: ManualAction::RetryNow,
+                        expected_generation: stopped.snapshot.generation,
+                    }),
+                )
+                .await
+                .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let secs = t.elapsed().as_secs_f64();
+    (history_rows(e).await - before, secs)
+}
+
 async fn transitions_per_second() {
     let dir = tempfile::tempdir().unwrap();
     let e = engine(&dir, "tps.db").await;
     let p = profile(&e, 5).await;
-    let n = if quick() { 300 } else { 2000 };
+    let n = if quick() { 600 } else { 4000 };
     let mut routes = Vec::with_capacity(n);
     for i in 0..n {
-        routes.push(start(&e, &p, i).await);
+        let r = start(&e, &p, i).await;
+        let g = e.route_summary(&r).await.unwrap().snapshot.generation;
+        routes.push((r, g));
     }
-    let before = history_rows(&e).await;
-    let t = Instant::now();
-    for r in &routes {
-        let g = e.route_summary(r).await.unwrap().snapshot.generation;
-        e.submit(
-            r,
-            Input::Event(RouteEvent::Manual {
-                action: ManualAction::Stop,
-                expected_generation: g,
-            }),
-        )
-        .await
-        .unwrap();
-        e.submit(
-            r,
-            Input::Event(RouteEvent::Manual {
-                action: ManualAction::RetryNow,
-                expected_generation: g + 1,
-            }),
-        )
-        .await
-        .unwrap();
-    }
-    let secs = t.elapsed().as_secs_f64();
-    let rows = history_rows(&e).await - before;
-    // Each RetryNow also runs the dispatch gate (one more transaction) and DispatchStarted.
+    let sequential: Vec<_> = routes.split_off(n * 3 / 4);
+    // Many routes moving at once (a busy server): their steps share group commits.
+    let stats0 = e.write_stats();
+    let (rows, secs) = run_transitions(&e, routes, 64).await;
+    let stats1 = e.write_stats();
     let rate = rows as f64 / secs;
+    // One route at a time (a single caller waiting for each answer): nothing to group.
+    let (seq_rows, seq_secs) = run_transitions(&e, sequential, 1).await;
+    let seq_rate = seq_rows as f64 / seq_secs;
 
     // The yardstick: one-row commits with the same pragmas on the same kind of file.
     let pool = server::db::open(dir.path().join("bare.db").to_str().unwrap())
@@ -164,10 +190,19 @@ async fn transitions_per_second() {
         sqlx::query("COMMIT").execute(&mut *conn).await.unwrap();
     }
     let bare = m as f64 / t.elapsed().as_secs_f64();
+    let groups = stats1.group_commits - stats0.group_commits;
+    let grouped = stats1.grouped_jobs - stats0.grouped_jobs;
     println!(
-        "durable transitions: {rows} in {secs:.2} s = {rate:.0}/s (history rows; each also writes route, dispatch, timer rows) \
-         | bare one-row commits: {bare:.0}/s | ratio {:.2}",
+        "durable transitions, 64 routes at a time: {rows} in {secs:.2} s = {rate:.0}/s (history rows; each also writes \
+         route, dispatch, timer rows; {groups} group commits of {:.1} jobs on average) | bare one-row commits: \
+         {bare:.0}/s | ratio {:.2}",
+        grouped as f64 / groups.max(1) as f64,
         rate / bare
+    );
+    println!(
+        "durable transitions, one route at a time: {seq_rows} in {seq_secs:.2} s = {seq_rate:.0}/s | ratio {:.2} \
+         (each step waits for its own commit)",
+        seq_rate / bare
     );
 }
 
@@ -207,15 +242,41 @@ async fn timer_lateness() {
         let _ = stop_rx.wait_for(|s| *s).await;
     }));
     let rss0 = rss_kib();
-    let mut deadlines: HashMap<String, DateTime<Utc>> = HashMap::with_capacity(n);
     let t = Instant::now();
-    for i in 0..n {
-        let r = start(&e, &p, i).await;
-        let g = e.route_summary(&r).await.unwrap().snapshot.generation;
-        let s = e.submit(&r, overloaded(g)).await.unwrap().snapshot;
-        deadlines.insert(r, s.deadline.unwrap());
+    // Sixteen callers at once, so the deadlines (start + interval) bunch up: thousands fall
+    // due within each second once the first one does.
+    let mut setups = Vec::new();
+    for w in 0..16 {
+        let e = e.clone();
+        let p = p.clone();
+        setups.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            for i in (w..n).step_by(16) {
+                let r = start(&e, &p, i).await;
+                let g = e.route_summary(&r).await.unwrap().snapshot.generation;
+                let s = e.submit(&r, overloaded(g)).await.unwrap().snapshot;
+                out.push((r, s.deadline.unwrap()));
+            }
+            out
+        }));
+    }
+    let mut deadlines: HashMap<String, DateTime<Utc>> = HashMap::with_capacity(n);
+    for s in setups {
+        deadlines.extend(s.await.unwrap());
     }
     let setup = t.elapsed().as_secs_f64();
+    let mut due: Vec<DateTime<Utc>> = deadlines.values().copied().collect();
+    due.sort();
+    let busiest = due
+        .iter()
+        .enumerate()
+        .map(|(i, d)| due[i..].partition_point(|x| *x < *d + chrono::TimeDelta::seconds(1)))
+        .max()
+        .unwrap_or(0);
+    println!(
+        "deadlines: {n} spread over {:.1} s; busiest second has {busiest} due",
+        (due[due.len() - 1] - due[0]).num_milliseconds() as f64 / 1000.0
+    );
     let waiting: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers")
         .fetch_one(e.pool())
         .await
@@ -319,9 +380,18 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // `RECOURSE_BENCH_ONLY=transitions|restart|timers` runs one part (for profiling).
+    let only = std::env::var("RECOURSE_BENCH_ONLY").unwrap_or_default();
+    let run = |part: &str| only.is_empty() || only == part;
     rt.block_on(async {
-        transitions_per_second().await;
-        restart_reconciliation().await;
-        timer_lateness().await;
+        if run("transitions") {
+            transitions_per_second().await;
+        }
+        if run("restart") {
+            restart_reconciliation().await;
+        }
+        if run("timers") {
+            timer_lateness().await;
+        }
     });
 }

@@ -126,6 +126,33 @@ pub(crate) async fn load_route(
     row.as_ref().map(route_row).transpose()
 }
 
+/// A route and its profile in one read: the transition owner needs both for every step, and
+/// one statement instead of two matters when a group commit runs hundreds of steps.
+pub(crate) async fn load_route_and_profile(
+    conn: &mut SqliteConnection,
+    id: &str,
+) -> Result<Option<(RouteRow, Option<ProfileRow>)>, StoreError> {
+    let row = sqlx::query(
+        "SELECT r.id, r.profile_id, r.caller_kind, r.caller_reference, r.invocation_id, r.title, \
+         r.state_json, r.durable_error, r.created_at, r.updated_at, p.id AS p_id, p.name AS p_name, \
+         p.description AS p_description, p.revision AS p_revision, p.candidates_json AS p_candidates_json, \
+         p.policy_json AS p_policy_json, p.normalized_from_legacy AS p_normalized_from_legacy, \
+         p.created_at AS p_created_at, p.updated_at AS p_updated_at \
+         FROM routes r LEFT JOIN profiles p ON p.id = r.profile_id WHERE r.id = ?",
+    )
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(row) = row else { return Ok(None) };
+    let route = route_row(&row)?;
+    let profile = if row.try_get::<Option<&str>, _>("p_id")?.is_some() {
+        Some(profile_row(&row, &JOINED_PROFILE)?)
+    } else {
+        None
+    };
+    Ok(Some((route, profile)))
+}
+
 pub(crate) async fn insert_route(conn: &mut SqliteConnection, route: &RouteRow) -> Result<(), sqlx::Error> {
     let s = &route.state;
     sqlx::query(
@@ -468,21 +495,58 @@ pub(crate) struct ProfileRow {
     pub(crate) profile: Profile,
 }
 
-fn profile_row(row: &SqliteRow) -> Result<ProfileRow, StoreError> {
-    let policy: PolicyDocument = json("policy document", row.try_get::<&str, _>("policy_json")?)?;
+/// Column names of a profile in a result row (plain, or prefixed when joined to a route).
+struct ProfileColumns {
+    id: &'static str,
+    name: &'static str,
+    description: &'static str,
+    revision: &'static str,
+    candidates_json: &'static str,
+    policy_json: &'static str,
+    normalized_from_legacy: &'static str,
+    created_at: &'static str,
+    updated_at: &'static str,
+}
+
+const PLAIN_PROFILE: ProfileColumns = ProfileColumns {
+    id: "id",
+    name: "name",
+    description: "description",
+    revision: "revision",
+    candidates_json: "candidates_json",
+    policy_json: "policy_json",
+    normalized_from_legacy: "normalized_from_legacy",
+    created_at: "created_at",
+    updated_at: "updated_at",
+};
+
+const JOINED_PROFILE: ProfileColumns = ProfileColumns {
+    id: "p_id",
+    name: "p_name",
+    description: "p_description",
+    revision: "p_revision",
+    candidates_json: "p_candidates_json",
+    policy_json: "p_policy_json",
+    normalized_from_legacy: "p_normalized_from_legacy",
+    created_at: "p_created_at",
+    updated_at: "p_updated_at",
+};
+
+fn profile_row(row: &SqliteRow, c: &ProfileColumns) -> Result<ProfileRow, StoreError> {
+    let policy: PolicyDocument = json("policy document", row.try_get::<&str, _>(c.policy_json)?)?;
     let targets: Vec<CandidateTarget> =
-        json("candidate targets", row.try_get::<&str, _>("candidates_json")?)?;
+        json("candidate targets", row.try_get::<&str, _>(c.candidates_json)?)?;
     Ok(ProfileRow {
         profile: Profile {
-            id: row.try_get("id")?,
-            name: row.try_get("name")?,
-            description: row.try_get("description")?,
-            revision: u64::try_from(row.try_get::<i64, _>("revision")?).unwrap_or(0),
+            id: row.try_get(c.id)?,
+            name: row.try_get(c.name)?,
+            description: row.try_get(c.description)?,
+            revision: u64::try_from(row.try_get::<i64, _>(c.revision)?).unwrap_or(0),
             targets,
             policy,
-            normalized_from_legacy: row.try_get::<i64, _>("normalized_from_legacy")? != 0,
-            created_at: parse_ts(row.try_get::<&str, _>("created_at")?)?,
-            updated_at: parse_ts(row.try_get::<&str, _>("updated_at")?)?,
+            normalized_from_legacy: row.try_get::<i64, _>(c.normalized_from_legacy)? != 0,
+            created_at: parse_ts(row.try_get::<&str, _>(c.created_at)?)?,
+            updated_at: parse_ts(row.try_get::<&str, _>(c.updated_at)?)?,
         },
     })
 }
@@ -498,7 +562,7 @@ pub(crate) async fn load_profile(
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
-    row.as_ref().map(profile_row).transpose()
+    row.as_ref().map(|r| profile_row(r, &PLAIN_PROFILE)).transpose()
 }
 
 pub(crate) async fn list_profiles(conn: &mut SqliteConnection) -> Result<Vec<ProfileSummary>, StoreError> {

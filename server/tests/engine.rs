@@ -1,11 +1,13 @@
-//! Resource circuits (50 routes: one probe, no herd) and restart reconciliation, against a
-//! real SQLite file with the manual clock.
+//! Resource circuits (50 routes: one probe, no herd), restart reconciliation, and the
+//! group-commit writer (steps committed together, failures isolated, a burst of timers),
+//! against a real SQLite file with the manual clock.
 
 mod common;
 
 use axum::http::StatusCode;
 use common::*;
 use serde_json::json;
+use server::engine::EngineError;
 
 async fn started_dispatches(h: &Harness, attempt: u32) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM dispatches WHERE attempt = ? AND status <> 'scheduled'")
@@ -200,5 +202,242 @@ async fn the_demo_workspace_waits_retries_switches_and_stops_within_a_minute() {
         "retrying",
     ] {
         assert!(seen.contains(s), "never saw {s}: {seen:?} / {states:?}");
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Group commit
+// ------------------------------------------------------------------------------------------------
+
+fn ext_profile() -> serde_json::Value {
+    json!({"name": "ext", "policy": {"version": 1, "candidates": [
+        candidate("main", class_policy(3, 5, 0, "stop"), disabled())]}})
+}
+
+fn manual(action: policy::route::ManualAction, generation: u64) -> server::engine::Input {
+    server::engine::Input::Event(policy::route::RouteEvent::Manual {
+        action,
+        expected_generation: generation,
+    })
+}
+
+fn stop(generation: u64) -> server::engine::Input {
+    manual(policy::route::ManualAction::Stop, generation)
+}
+
+async fn history_count(h: &Harness, route_id: &str) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM route_history WHERE route_id = ?")
+        .bind(route_id)
+        .fetch_one(h.engine.pool())
+        .await
+        .unwrap()
+}
+
+async fn overloaded_for(h: &Harness, route_id: &str, invocation: &str) -> server::engine::Input {
+    let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
+    env.invocation_id = Some(invocation.into());
+    env.generation = h.snapshot(route_id).await["generation"].as_u64();
+    server::engine::Input::Evidence(Box::new(env))
+}
+
+#[tokio::test]
+async fn steps_submitted_together_commit_as_one_group_and_a_later_step_on_the_same_generation_is_rejected_alone(
+) {
+    let h = Harness::new().await;
+    let p = h.profile(ext_profile()).await;
+    let mut routes = Vec::new();
+    for i in 0..20 {
+        let r = h.start(&p, &format!("inv-{i}")).await;
+        let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
+        routes.push((r, g));
+    }
+    let before: Vec<i64> =
+        futures_util::future::join_all(routes.iter().map(|(r, _)| history_count(&h, r))).await;
+    let stats0 = h.engine.write_stats();
+    // Every route's stop, plus a retry of route 0 expecting the generation the stop replaces.
+    let mut submissions: Vec<_> = routes.iter().map(|(r, g)| (r.clone(), stop(*g))).collect();
+    submissions.push((
+        routes[0].0.clone(),
+        manual(policy::route::ManualAction::RetryNow, routes[0].1),
+    ));
+    let results = futures_util::future::join_all(submissions.into_iter().map(|(r, input)| {
+        let engine = h.engine.clone();
+        async move { engine.submit(&r, input).await }
+    }))
+    .await;
+    let stats1 = h.engine.write_stats();
+    assert_eq!(
+        stats1.group_commits - stats0.group_commits,
+        1,
+        "{stats0:?} {stats1:?}"
+    );
+    assert_eq!(stats1.grouped_jobs - stats0.grouped_jobs, 21);
+    for (i, result) in results.iter().take(20).enumerate() {
+        let applied = result.as_ref().unwrap();
+        assert!(applied.changed);
+        assert_eq!(applied.snapshot.generation, routes[i].1 + 1);
+    }
+    match &results[20] {
+        Err(EngineError::Rejected { snapshot, .. }) => {
+            assert_eq!(
+                snapshot.generation,
+                routes[0].1 + 1,
+                "the snapshot the first stop wrote"
+            )
+        }
+        other => panic!("a step on a replaced generation must be rejected: {other:?}"),
+    }
+    for ((r, _), n) in routes.iter().zip(before) {
+        assert_eq!(
+            history_count(&h, r).await,
+            n + 1,
+            "one history row per committed step"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failing_step_in_a_group_rolls_the_group_back_and_the_others_commit_one_by_one() {
+    let h = Harness::new().await;
+    let p = h.profile(ext_profile()).await;
+    let mut routes = Vec::new();
+    for i in 0..10 {
+        let r = h.start(&p, &format!("inv-{i}")).await;
+        let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
+        routes.push((r, g));
+    }
+    let stats0 = h.engine.write_stats();
+    let mut submissions: Vec<_> = routes.clone();
+    submissions.insert(5, ("rt-missing".to_owned(), 1));
+    let results =
+        futures_util::future::join_all(submissions.iter().map(|(r, g)| h.engine.submit(r, stop(*g)))).await;
+    let stats1 = h.engine.write_stats();
+    assert_eq!(
+        stats1.group_commits, stats0.group_commits,
+        "the group did not commit"
+    );
+    assert_eq!(
+        stats1.single_jobs - stats0.single_jobs,
+        11,
+        "every job ran again alone"
+    );
+    for (i, result) in results.iter().enumerate() {
+        if i == 5 {
+            assert!(matches!(result, Err(EngineError::RouteNotFound(_))), "{result:?}");
+        } else {
+            assert!(result.as_ref().is_ok_and(|a| a.changed), "{result:?}");
+        }
+    }
+    for (r, g) in &routes {
+        let s = h.snapshot(r).await;
+        assert_eq!(
+            s["generation"].as_u64(),
+            Some(g + 1),
+            "committed exactly once: {s}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn when_a_group_cannot_be_written_no_step_commits_no_timer_is_armed_and_every_route_shows_the_error() {
+    let h = Harness::new().await;
+    let p = h.profile(ext_profile()).await;
+    let mut routes = Vec::new();
+    for i in 0..5 {
+        routes.push((h.start(&p, &format!("inv-{i}")).await, format!("inv-{i}")));
+    }
+    let history: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM route_history")
+        .fetch_one(h.engine.pool())
+        .await
+        .unwrap();
+    // The same file, read-only: a real SQLite read-only database.
+    let opts = server::db::connect_options(h.db_path().to_str().unwrap())
+        .unwrap()
+        .read_only(true);
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .connect_with(opts)
+        .await
+        .unwrap();
+    let ro = server::engine::Engine::new(pool, std::sync::Arc::new(h.clock.clone()));
+    let mut inputs = Vec::new();
+    for (r, inv) in &routes {
+        inputs.push((r.clone(), overloaded_for(&h, r, inv).await));
+    }
+    let results = futures_util::future::join_all(inputs.into_iter().map(|(r, input)| {
+        let ro = ro.clone();
+        async move { ro.submit(&r, input).await }
+    }))
+    .await;
+    for result in &results {
+        assert!(matches!(result, Err(EngineError::Storage(_))), "{result:?}");
+    }
+    assert_eq!(ro.write_stats().group_commits, 0);
+    for (r, _) in &routes {
+        let summary = ro.route_summary(r).await.unwrap();
+        assert_eq!(
+            summary.snapshot.state.as_str(),
+            "active",
+            "the route did not move"
+        );
+        assert!(
+            summary
+                .durable_error
+                .as_deref()
+                .is_some_and(|e| e.contains("could not be written")),
+            "{summary:?}"
+        );
+    }
+    let timers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers")
+        .fetch_one(h.engine.pool())
+        .await
+        .unwrap();
+    assert_eq!(timers, 0, "no timer armed");
+    let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM route_history")
+        .fetch_one(h.engine.pool())
+        .await
+        .unwrap();
+    assert_eq!(after, history, "no history row");
+    assert_eq!(h.advance(3600).await, 0, "nothing to fire");
+}
+
+#[tokio::test]
+async fn a_burst_of_due_timers_fires_in_group_commits_each_route_once() {
+    let h = Harness::new().await;
+    let p = h.profile(ext_profile()).await;
+    let mut routes = Vec::new();
+    for i in 0..40 {
+        let inv = format!("inv-{i}");
+        let r = h.start(&p, &inv).await;
+        let input = overloaded_for(&h, &r, &inv).await;
+        let s = h.engine.submit(&r, input).await.unwrap().snapshot;
+        assert_eq!(s.state.as_str(), "retry_wait");
+        routes.push(r);
+    }
+    let stats0 = h.engine.write_stats();
+    assert_eq!(h.advance(5).await, 40);
+    let stats1 = h.engine.write_stats();
+    assert!(
+        stats1.grouped_jobs - stats0.grouped_jobs >= 80,
+        "40 deadlines and 40 dispatch starts, grouped: {stats0:?} {stats1:?}"
+    );
+    assert!(
+        stats1.group_commits - stats0.group_commits <= 4,
+        "{stats0:?} {stats1:?}"
+    );
+    for r in &routes {
+        let detail = h.route(r).await;
+        let events = history_events(&detail);
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| e.starts_with("deadline_reached->"))
+                .count(),
+            1,
+            "{events:?}"
+        );
+        assert_eq!(
+            detail["route"]["snapshot"]["attempt"]["dispatch"], "started",
+            "{detail}"
+        );
     }
 }
