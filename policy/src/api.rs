@@ -155,7 +155,6 @@ pub struct Profile {
     /// Increments on every update; history rows record the revision they used.
     pub revision: u64,
     pub targets: Vec<CandidateTarget>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub policy: PolicyDocument,
     /// Whether the last write arrived in a legacy shape and was normalized.
     pub normalized_from_legacy: bool,
@@ -252,7 +251,6 @@ pub struct RouteFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caller_reference: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub state: Option<StateName>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_id: Option<String>,
@@ -270,7 +268,6 @@ pub struct RouteSummary {
     pub profile_name: String,
     pub caller: Caller,
     pub title: Option<String>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub snapshot: RouteSnapshot,
     /// The storage error of the latest transition that could not be written, if the route is
     /// stuck on one (the route did nothing after it).
@@ -286,11 +283,8 @@ pub struct HistoryEntry {
     /// 1-based position in the route's history.
     pub seq: u64,
     pub at: DateTime<Utc>,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub event: EventKind,
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>))]
     pub from: Option<StateName>,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub to: StateName,
     /// The generation after the change.
     pub generation: u64,
@@ -299,10 +293,8 @@ pub struct HistoryEntry {
     /// The profile revision the decision read.
     pub profile_revision: u64,
     /// The decision with its policy snapshot, as it was.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub decision: Option<Decision>,
     /// The classification of the failure, as it was (bounded, redacted).
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub classification: Option<Classification>,
 }
 
@@ -340,7 +332,6 @@ pub enum DispatchOutcome {
 pub struct DispatchRecord {
     pub attempt: u32,
     pub candidate_id: String,
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub kind: AttemptKind,
     pub dispatcher: DispatcherKind,
     /// The route generation when scheduled.
@@ -369,7 +360,6 @@ pub struct RouteDetail {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ManualActionRequest {
-    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub action: ManualAction,
     pub expected_generation: u64,
 }
@@ -400,11 +390,8 @@ pub struct EvidenceOutcome {
     /// Whether the evidence changed the route (false when stale or not for the current
     /// invocation; the snapshot says where the route is).
     pub accepted: bool,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub classification: Classification,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub gate: Gate,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub snapshot: RouteSnapshot,
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// Classification state: one of the two classes, or unclassified (never a policy key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ClassState {
     Transient,
@@ -28,6 +29,7 @@ impl From<ErrorClass> for ClassState {
 
 /// Why evidence stayed unclassified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum UnclassifiedReason {
     /// No catalogue rule matched.
@@ -43,6 +45,7 @@ pub enum UnclassifiedReason {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {
     Low,
@@ -52,6 +55,7 @@ pub enum Confidence {
 
 /// What the failure applies to, when known. Circuits key on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     Provider,
@@ -63,6 +67,7 @@ pub enum Scope {
 
 /// The lifecycle phase the evidence was observed in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Phase {
     Launch,
@@ -96,9 +101,11 @@ pub struct Effects {
 
 /// The classifier's result. Field names and spellings are contract 2 of the design brief.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Classification {
     /// The semantic code; `None` is spelled `"unclassified"` on the wire.
     #[serde(with = "code_or_unclassified")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = code_schema))]
     pub code: Option<SemanticCode>,
     pub class: ClassState,
     /// Present exactly when `class` is unclassified.
@@ -130,6 +137,7 @@ impl Classification {
 
 /// Why automatic recovery is not allowed on this evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum GateReason {
     Stale,
@@ -143,6 +151,7 @@ pub enum GateReason {
 
 /// The replay and effect-safety verdict for one piece of evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Gate {
     pub automatic_recovery: bool,
     /// `None` exactly when `automatic_recovery` is true.
@@ -165,6 +174,21 @@ impl Gate {
 
 /// Spells a missing code as `"unclassified"` (contract 2); shared by every wire type that
 /// carries a code.
+/// The OpenAPI schema of a `code` field: every semantic code, or `"unclassified"`.
+#[cfg(feature = "openapi")]
+pub(crate) fn code_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    let codes = SemanticCode::ALL
+        .into_iter()
+        .map(SemanticCode::as_str)
+        .chain(["unclassified"]);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::Type(Type::String))
+        .enum_values(Some(codes))
+        .description(Some("A stable semantic code, or `unclassified`."))
+        .build()
+}
+
 pub(crate) mod code_or_unclassified {
     use crate::class::SemanticCode;
     use serde::{de::Error as _, Deserialize, Deserializer, Serializer};

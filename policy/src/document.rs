@@ -45,6 +45,7 @@ use std::fmt;
 
 /// The policy document as it travels (API, storage). No guarantees: validate it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PolicyDocument {
     pub version: u64,
@@ -53,6 +54,7 @@ pub struct PolicyDocument {
 
 /// The two class policies of one candidate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CandidatePolicy {
     pub id: String,
@@ -73,6 +75,7 @@ impl CandidatePolicy {
 
 /// What one candidate does about one class of failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClassPolicy {
     pub retry: RetryPolicy,
@@ -100,6 +103,7 @@ impl Default for ClassPolicy {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RetryPolicy {
     pub enabled: bool,
@@ -110,6 +114,7 @@ pub struct RetryPolicy {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WaitForResetPolicy {
     pub enabled: bool,
@@ -119,6 +124,7 @@ pub struct WaitForResetPolicy {
 
 /// What happens when retry and reset waiting are used up, or do not apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum OnExhausted {
     /// Exclude this candidate for the rest of the route cycle and evaluate the next one.

@@ -82,6 +82,7 @@ pub struct Failure<'a> {
 
 /// What the route does next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
     /// Wait durably until the trusted reset, then try the same candidate once.
@@ -110,6 +111,7 @@ impl DecisionKind {
 
 /// Why, machine-readable. Stable spellings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionReason {
     /// The classifier or the gate says the evidence belongs to an older generation.
@@ -157,6 +159,7 @@ impl fmt::Display for DecisionReason {
 
 /// Why reset waiting did not apply, when the evaluation got that far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WaitSkipReason {
     /// Reset waiting is disabled in this class policy.
@@ -174,6 +177,7 @@ pub enum WaitSkipReason {
 /// One decision of the evaluator, with the policy snapshot it used. Persisted with the route
 /// and in attempt history; later profile or catalogue edits never rewrite it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Decision {
     /// The pending outcome.
     pub kind: DecisionKind,
@@ -193,6 +197,7 @@ pub struct Decision {
     pub gate_reason: Option<GateReason>,
     pub unclassified_reason: Option<UnclassifiedReason>,
     #[serde(with = "crate::classification::code_or_unclassified")]
+    #[cfg_attr(feature = "openapi", schema(schema_with = crate::classification::code_schema))]
     pub code: Option<SemanticCode>,
     pub class: ClassState,
     pub catalogue_version: String,

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 /// The authoritative view of one route.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RouteSnapshot {
     pub generation: u64,
     pub state: StateName,
@@ -95,6 +96,7 @@ impl RouteState {
 
 /// One accepted change of a route, as the event stream sends it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RouteEventPayload {
     pub event: EventKind,
     /// `None` for the route's creation.

@@ -284,8 +284,11 @@ async fn submit_result(
     .await
 }
 
-#[derive(Deserialize)]
-struct Expected {
+/// The body of the fenced lifecycle endpoints (`work`, `complete`, `abandon`).
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ExpectedGeneration {
+    /// The route generation the caller last saw; a stale one gets 409 and the snapshot.
     expected_generation: u64,
 }
 
@@ -296,7 +299,7 @@ async fn submit_fenced(
     body: &Bytes,
     make: fn(u64) -> RouteEvent,
 ) -> ApiResult<Response> {
-    let e: Expected = json_body(body)?;
+    let e: ExpectedGeneration = json_body(body)?;
     submit_event(s, id, make(e.expected_generation)).await
 }
 
@@ -395,9 +398,13 @@ fn clock_now(clock: &crate::clock::ManualClock) -> DateTime<Utc> {
 /// real handlers above keep their plain signatures.
 #[allow(dead_code)]
 pub(crate) mod openapi_paths {
-    use policy::api::{
-        ApiError, CircuitView, EvidenceOutcome, ManualActionRequest, Profile, ProfileInput, ProfileSummary,
-        RouteDetail, RouteSummary, StartRouteRequest, SuccessReport,
+    use super::ExpectedGeneration;
+    use policy::{
+        api::{
+            ApiError, CircuitView, EvidenceOutcome, ManualActionRequest, Profile, ProfileInput,
+            ProfileSummary, RouteDetail, RouteSummary, StartRouteRequest, SuccessReport,
+        },
+        wire::RouteSnapshot,
     };
 
     #[utoipa::path(get, path = "/api/v1/profiles", responses((status = 200, body = [ProfileSummary])))]
@@ -445,15 +452,34 @@ pub(crate) mod openapi_paths {
     pub(crate) fn submit_evidence() {}
 
     #[utoipa::path(post, path = "/api/v1/routes/{id}/result", params(("id" = String, Path)),
-        request_body = SuccessReport, responses((status = 200, description = "The route snapshot"),
-        (status = 409, description = "The current route snapshot")))]
+        request_body = SuccessReport, responses((status = 200, body = RouteSnapshot, description = "The route snapshot"),
+        (status = 409, body = RouteSnapshot, description = "Stale generation: the current route snapshot")))]
     pub(crate) fn submit_result() {}
 
     #[utoipa::path(post, path = "/api/v1/routes/{id}/actions", params(("id" = String, Path)),
         request_body = ManualActionRequest, responses(
-        (status = 200, description = "The authoritative route snapshot after the action"),
-        (status = 409, description = "expected_generation is stale or the action is not allowed: the current snapshot")))]
+        (status = 200, body = RouteSnapshot, description = "The authoritative route snapshot after the action"),
+        (status = 409, body = RouteSnapshot,
+         description = "expected_generation is stale or the action is not allowed: the current snapshot")))]
     pub(crate) fn manual_action() {}
+
+    #[utoipa::path(post, path = "/api/v1/routes/{id}/work", params(("id" = String, Path)),
+        request_body = ExpectedGeneration, responses(
+        (status = 200, body = RouteSnapshot, description = "More work for the current candidate (e.g. the next prompt); allowed while the route is active and idle"),
+        (status = 409, body = RouteSnapshot, description = "Stale generation or not allowed now: the current snapshot")))]
+    pub(crate) fn submit_work() {}
+
+    #[utoipa::path(post, path = "/api/v1/routes/{id}/complete", params(("id" = String, Path)),
+        request_body = ExpectedGeneration, responses(
+        (status = 200, body = RouteSnapshot, description = "The caller's work is finished (route active and idle): the route completes"),
+        (status = 409, body = RouteSnapshot, description = "Stale generation or not allowed now: the current snapshot")))]
+    pub(crate) fn complete_route() {}
+
+    #[utoipa::path(post, path = "/api/v1/routes/{id}/abandon", params(("id" = String, Path)),
+        request_body = ExpectedGeneration, responses(
+        (status = 200, body = RouteSnapshot, description = "Ends the route unfinished from any non-terminal state; a pending timer is cancelled"),
+        (status = 409, body = RouteSnapshot, description = "Stale generation or not allowed now: the current snapshot")))]
+    pub(crate) fn abandon_route() {}
 
     #[utoipa::path(get, path = "/api/v1/circuits", responses((status = 200, body = [CircuitView])))]
     pub(crate) fn list_circuits() {}

@@ -12,6 +12,7 @@ use policy::{
         SimulatedOutcome, SimulatedStep, StartRouteRequest, SuccessReport,
     },
     limits,
+    wire::{Classification, Decision, Gate, RouteEventPayload, RouteSnapshot},
 };
 use utoipa::{
     openapi::{
@@ -40,6 +41,9 @@ use utoipa::{
         crate::api::openapi_paths::submit_evidence,
         crate::api::openapi_paths::submit_result,
         crate::api::openapi_paths::manual_action,
+        crate::api::openapi_paths::submit_work,
+        crate::api::openapi_paths::complete_route,
+        crate::api::openapi_paths::abandon_route,
         crate::api::openapi_paths::list_circuits,
         crate::api::openapi_paths::events,
     ),
@@ -67,7 +71,13 @@ use utoipa::{
         SimulatedOutcome,
         SimulatedStep,
         StartRouteRequest,
-        SuccessReport
+        SuccessReport,
+        RouteSnapshot,
+        RouteEventPayload,
+        Decision,
+        Classification,
+        Gate,
+        crate::api::ExpectedGeneration
     ))
 )]
 struct ApiDoc;

@@ -477,3 +477,171 @@ async fn the_backend_port_answers_conflict_with_the_current_snapshot() {
         matches!(out, policy::api::ActionOutcome::Applied(ref c) if c.state.as_str() == "action_required")
     );
 }
+
+/// A route whose first attempt succeeded: active, idle, waiting for the caller.
+async fn idle_route(h: &Harness) -> String {
+    let p = h
+        .profile(
+            json!({"name": "idle", "targets": [sim("main", "anthropic", json!([succeed(), succeed()]))],
+          "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}}),
+        )
+        .await;
+    let r = h.start(&p, "inv-idle").await;
+    let s = h.snapshot(&r).await;
+    assert_eq!(s["state"], "active", "{s}");
+    assert!(s["attempt"].is_null(), "the first attempt settled: {s}");
+    r
+}
+
+async fn lifecycle(h: &Harness, r: &str, endpoint: &str, generation: &Value) -> (StatusCode, Value) {
+    h.post(
+        &format!("/api/v1/routes/{r}/{endpoint}"),
+        json!({"expected_generation": generation}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn work_on_an_idle_route_launches_the_next_attempt_on_the_same_candidate() {
+    let h = Harness::new().await;
+    let r = idle_route(&h).await;
+    assert_eq!(h.launches(&r).await, 1);
+    let g = h.snapshot(&r).await["generation"].clone();
+    let (status, s) = lifecycle(&h, &r, "work", &g).await;
+    assert_eq!(status, StatusCode::OK, "{s}");
+    assert!(s["generation"].as_u64() > g.as_u64(), "{s}");
+    assert_eq!(s["candidate_id"], "main");
+    assert_eq!(h.launches(&r).await, 2, "the new work was dispatched once");
+    let events = history_events(&h.route(&r).await);
+    assert!(
+        events.contains(&"work_submitted->active".to_owned()),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn complete_closes_an_idle_route_and_a_repeated_complete_changes_nothing() {
+    let h = Harness::new().await;
+    let r = idle_route(&h).await;
+    let g = h.snapshot(&r).await["generation"].clone();
+    let (status, done) = lifecycle(&h, &r, "complete", &g).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["state"], "completed");
+    assert_eq!(
+        done["allowed_actions"],
+        json!([]),
+        "a finished route offers no actions"
+    );
+    let history = h.route(&r).await["history"].as_array().unwrap().len();
+    // A terminal route absorbs a repeated (e.g. retried-by-the-client) complete.
+    let (status, again) = lifecycle(&h, &r, "complete", &done["generation"]).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again, done, "the same snapshot; nothing changed");
+    assert_eq!(
+        h.route(&r).await["history"].as_array().unwrap().len(),
+        history,
+        "no history row"
+    );
+    assert_eq!(h.launches(&r).await, 1);
+}
+
+#[tokio::test]
+async fn abandon_ends_a_waiting_route_and_its_timer_never_fires() {
+    let h = Harness::new().await;
+    let (_, r) = waiting_route(&h).await;
+    let before = h.launches(&r).await;
+    let g = h.snapshot(&r).await["generation"].clone();
+    let (status, s) = lifecycle(&h, &r, "abandon", &g).await;
+    assert_eq!(status, StatusCode::OK, "{s}");
+    assert_eq!(s["state"], "abandoned");
+    assert!(s["deadline"].is_null(), "{s}");
+    h.advance(3600).await;
+    assert_eq!(h.launches(&r).await, before, "the cancelled retry never ran");
+    assert_eq!(h.snapshot(&r).await["state"], "abandoned");
+}
+
+#[tokio::test]
+async fn the_lifecycle_endpoints_fence_on_the_generation_and_reject_bad_bodies() {
+    let h = Harness::new().await;
+    let r = idle_route(&h).await;
+    let current = h.snapshot(&r).await;
+    let stale = json!(current["generation"].as_u64().unwrap() - 1);
+    for endpoint in ["work", "complete", "abandon"] {
+        let (status, body) = lifecycle(&h, &r, endpoint, &stale).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{endpoint}: {body}");
+        assert_eq!(body, current, "{endpoint}: the 409 body is the current snapshot");
+
+        let (status, body) = h.post(&format!("/api/v1/routes/{r}/{endpoint}"), json!({})).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{endpoint}: {body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("expected_generation"),
+            "{endpoint}: the error names the missing field: {body}"
+        );
+        let (status, body) = h
+            .post(
+                &format!("/api/v1/routes/{r}/{endpoint}"),
+                json!({"expected_generation": current["generation"], "generation": 1}),
+            )
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::BAD_REQUEST,
+            "{endpoint}: unknown fields are refused: {body}"
+        );
+
+        let (status, body) = lifecycle(&h, "no-such-route", endpoint, &current["generation"]).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{endpoint}: {body}");
+    }
+    assert_eq!(h.snapshot(&r).await, current, "no refused call changed the route");
+}
+
+#[tokio::test]
+async fn the_openapi_document_types_every_route_response_and_the_lifecycle_endpoints() {
+    let h = Harness::new().await;
+    let doc = h.get("/api/openapi.json").await;
+    let schemas = &doc["components"]["schemas"];
+    for endpoint in ["work", "complete", "abandon", "actions", "result"] {
+        let post = &doc["paths"][format!("/api/v1/routes/{{id}}/{endpoint}")]["post"];
+        for status in ["200", "409"] {
+            assert_eq!(
+                post["responses"][status]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/RouteSnapshot",
+                "{endpoint} {status}: {post}"
+            );
+        }
+    }
+    let snapshot = &schemas["RouteSnapshot"]["properties"];
+    for field in [
+        "generation",
+        "state",
+        "deadline",
+        "decision",
+        "allowed_actions",
+        "pending_outcome",
+    ] {
+        assert!(snapshot[field].is_object(), "RouteSnapshot.{field}: {snapshot}");
+    }
+    let states = schemas["StateName"]["enum"]
+        .as_array()
+        .expect("StateName is a string enum");
+    assert!(states.contains(&json!("retry_wait")) && states.contains(&json!("action_required")));
+    let codes = &schemas["Classification"]["properties"]["code"]["enum"];
+    assert!(
+        codes
+            .as_array()
+            .is_some_and(|c| c.contains(&json!("rate_limited")) && c.contains(&json!("unclassified"))),
+        "the code field lists the semantic codes: {codes}"
+    );
+    assert_eq!(
+        schemas["Decision"]["properties"]["policy"]["oneOf"][1]["$ref"], "#/components/schemas/ClassPolicy",
+        "a decision's policy snapshot is the limited ClassPolicy: {}",
+        schemas["Decision"]
+    );
+    assert_eq!(
+        schemas["Profile"]["properties"]["policy"]["$ref"],
+        "#/components/schemas/PolicyDocument"
+    );
+}

@@ -211,6 +211,7 @@ impl RouteStatus {
 
 /// State names: the persisted and wire spelling (index it; never rename one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StateName {
     Active,
@@ -265,6 +266,7 @@ impl fmt::Display for StateName {
 
 /// One attempt on the route's current candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Attempt {
     /// 1-based, unique within the route.
     pub number: u32,
@@ -274,6 +276,7 @@ pub struct Attempt {
 
 /// Why an attempt exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum AttemptKind {
     /// The route's first attempt, or new work submitted on a healthy route.
@@ -290,6 +293,7 @@ pub enum AttemptKind {
 
 /// Whether the attempt may have reached the agent or provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DispatchState {
     /// Scheduled; provably not started.
@@ -300,6 +304,7 @@ pub enum DispatchState {
 
 /// Why a person is needed. Stable spellings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ActionReason {
     /// The class policy ended in `on_exhausted = stop`.
@@ -432,6 +437,7 @@ impl RouteState {
 
 /// A person's action on a route (REST: `{"action": "retry_now", "expected_generation": 7}`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ManualAction {
     RetryNow,
@@ -512,6 +518,7 @@ pub enum RouteEvent {
 
 /// Event names, for history rows, logs and event payloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     Started,
