@@ -114,3 +114,50 @@ test('the routes list filters by caller and state through the address', async ()
     await context.close();
   }
 });
+
+test('the routes list shows open routes by default, all on request, and the address keeps the choice', async () => {
+  const reference = unique('scope');
+  const open = await routeInRetryWait(reference);
+  const finished = await routeInRetryWait(reference);
+  const abandoned = await api(`/api/v1/routes/${finished.id}/abandon`, {
+    method: 'POST',
+    body: { expected_generation: finished.snapshot.generation },
+  });
+  assert.equal(abandoned.status, 200, JSON.stringify(abandoned.body));
+  const { context, page, errors } = await openPage(browser, 'desktop');
+  const listed = async () =>
+    (await page.getByTestId('route-list').locator('li[data-route-id]').evaluateAll((els) => els.map((e) => e.dataset.routeId))).sort();
+  try {
+    // No state in the address: open routes only, and the filter says so.
+    await page.goto(`${BASE_URL}/?reference=${reference}`);
+    await waitHydrated(page);
+    await page.getByTestId('route-list').locator(`[data-route-id="${open.id}"]`).waitFor();
+    assert.deepEqual(await listed(), [open.id]);
+    assert.equal(await page.getByLabel('State').inputValue(), 'open');
+
+    // "All" through the form: the abandoned route appears and the address says state=all.
+    await page.getByLabel('State').selectOption('all');
+    await page.getByRole('button', { name: 'Apply filter' }).click();
+    await page.getByTestId('route-list').locator(`[data-route-id="${finished.id}"]`).waitFor();
+    assert.deepEqual(await listed(), [open.id, finished.id].sort());
+    assert.match(page.url(), /[?&]state=all(&|$)/);
+
+    // A reload keeps the choice (the server renders it from the address).
+    await page.reload();
+    await page.getByTestId('route-list').locator(`[data-route-id="${finished.id}"]`).waitFor();
+    assert.deepEqual(await listed(), [open.id, finished.id].sort());
+    assert.equal(await page.getByLabel('State').inputValue(), 'all');
+    await waitHydrated(page);
+
+    // Back to open routes, explicitly.
+    await page.getByLabel('State').selectOption('open');
+    await page.getByRole('button', { name: 'Apply filter' }).click();
+    await page.waitForURL(/[?&]state=open(&|$)/);
+    await page.getByTestId('route-list').locator(`[data-route-id="${finished.id}"]`).waitFor({ state: 'detached' });
+    assert.deepEqual(await listed(), [open.id]);
+    await screenshot(page, 'routes-open-default-desktop');
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});

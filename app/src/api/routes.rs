@@ -3,14 +3,101 @@
 use crate::error::AppError;
 use leptos::{prelude::*, server_fn::codec::Json};
 use policy::{
-    api::{RouteDetail, RouteFilter, RouteSummary},
-    wire::{ManualAction, RouteSnapshot},
+    api::{CallerKind, RouteDetail, RouteSummary},
+    wire::{ManualAction, RouteSnapshot, StateName},
 };
+use serde::{Deserialize, Serialize};
 
-/// Routes matching `filter`, most recently changed first.
+/// How many routes the list shows at most (the server's own default page).
+pub const LIST_LIMIT: u32 = 100;
+
+/// Which route states a list shows. The default is the open ones: a finished (completed) or
+/// abandoned route needs nobody, so the overview hides it unless asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateScope {
+    /// Every state but the terminal ones.
+    #[default]
+    Open,
+    /// Every state, finished routes included.
+    All,
+    /// Exactly one state.
+    Only(StateName),
+}
+
+impl StateScope {
+    /// The address's `state` parameter: absent, empty or `open` is the default; `all`, or a
+    /// state's name. Anything else falls back to the default rather than failing the page.
+    pub fn from_query(value: Option<&str>) -> StateScope {
+        match value.map(str::trim) {
+            Some("all") => StateScope::All,
+            Some(name) => StateName::parse(name).map_or(StateScope::Open, StateScope::Only),
+            None => StateScope::Open,
+        }
+    }
+
+    /// The value of the address's `state` parameter (and of the filter's `<option>`).
+    pub const fn query_value(self) -> &'static str {
+        match self {
+            StateScope::Open => "open",
+            StateScope::All => "all",
+            StateScope::Only(state) => state.as_str(),
+        }
+    }
+}
+
+/// What the routes overview asks for: caller filters and the states to show.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RouteQuery {
+    pub caller_kind: Option<CallerKind>,
+    pub caller_reference: Option<String>,
+    pub states: StateScope,
+}
+
+impl RouteQuery {
+    /// The port's filter for one state (`None`: any).
+    #[cfg(feature = "ssr")]
+    fn filter(&self, state: Option<StateName>) -> policy::api::RouteFilter {
+        policy::api::RouteFilter {
+            caller_kind: self.caller_kind,
+            caller_reference: self.caller_reference.clone(),
+            state,
+            profile_id: None,
+            limit: Some(LIST_LIMIT),
+        }
+    }
+}
+
+/// Routes matching `query`, most recently changed first, at most [`LIST_LIMIT`].
+///
+/// The port filters by one state at a time, so the open routes are read state by state and
+/// merged: each state's most recent [`LIST_LIMIT`] contain the most recent [`LIST_LIMIT`] of
+/// their union. A route that moved between two reads appears once, as its later self.
 #[server(prefix = "/api/ui", input = Json)]
-pub async fn list_routes(filter: RouteFilter) -> Result<Vec<RouteSummary>, AppError> {
-    Ok(crate::backend::backend()?.list_routes(filter).await?)
+pub async fn list_routes(query: RouteQuery) -> Result<Vec<RouteSummary>, AppError> {
+    let backend = crate::backend::backend()?;
+    match query.states {
+        StateScope::All => Ok(backend.list_routes(query.filter(None)).await?),
+        StateScope::Only(state) => Ok(backend.list_routes(query.filter(Some(state))).await?),
+        StateScope::Open => {
+            let mut routes = Vec::new();
+            for state in StateName::ALL.into_iter().filter(|s| !s.is_terminal()) {
+                routes.extend(backend.list_routes(query.filter(Some(state))).await?);
+            }
+            Ok(merge_most_recent(routes))
+        }
+    }
+}
+
+/// Most recently changed first (ties by id, as the store orders them), one entry per route
+/// (its latest), at most [`LIST_LIMIT`].
+#[cfg(feature = "ssr")]
+fn merge_most_recent(mut routes: Vec<RouteSummary>) -> Vec<RouteSummary> {
+    routes.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+    let mut seen = std::collections::HashSet::new();
+    routes.retain(|r| seen.insert(r.id.clone()));
+    routes.truncate(LIST_LIMIT as usize);
+    routes
 }
 
 /// One route with its history (each decision with its policy snapshot) and dispatches.
@@ -69,6 +156,81 @@ mod tests {
                 "perform_action r1 cancel_wait 2"
             ]
         );
+    }
+
+    fn ids(list: Vec<RouteSummary>) -> Vec<String> {
+        list.into_iter().map(|r| r.id).collect()
+    }
+
+    #[test]
+    fn the_default_list_shows_every_open_route_most_recent_first_and_no_finished_one() {
+        let fake = FakeBackend::with_routes(&[
+            ("done", StateName::Completed, 50),
+            ("waiting", StateName::RetryWait, 40),
+            ("healthy", StateName::Active, 30),
+            ("gone", StateName::Abandoned, 60),
+            ("stopped", StateName::ActionRequired, 45),
+        ]);
+        let open = with_backend(&fake, list_routes(RouteQuery::default())).unwrap();
+        assert_eq!(ids(open), ["stopped", "waiting", "healthy"]);
+        // One read per open state, each with the list's limit.
+        assert_eq!(
+            fake.calls(),
+            [
+                "active",
+                "waiting_for_reset",
+                "retry_wait",
+                "retrying",
+                "switching",
+                "action_required"
+            ]
+            .map(|s| format!("list_routes {s} limit {LIST_LIMIT}"))
+        );
+    }
+
+    #[test]
+    fn the_state_filter_can_still_show_all_routes_or_exactly_one_state() {
+        let fake = FakeBackend::with_routes(&[
+            ("done", StateName::Completed, 50),
+            ("waiting", StateName::RetryWait, 40),
+        ]);
+        let all = RouteQuery {
+            states: StateScope::All,
+            ..RouteQuery::default()
+        };
+        assert_eq!(
+            ids(with_backend(&fake, list_routes(all)).unwrap()),
+            ["done", "waiting"]
+        );
+        let finished = RouteQuery {
+            states: StateScope::Only(StateName::Completed),
+            ..RouteQuery::default()
+        };
+        assert_eq!(ids(with_backend(&fake, list_routes(finished)).unwrap()), ["done"]);
+    }
+
+    #[test]
+    fn a_route_read_in_two_states_while_listing_appears_once_as_its_later_self() {
+        let fake = FakeBackend::with_routes(&[
+            ("r1", StateName::RetryWait, 10),
+            ("r1", StateName::Retrying, 20),
+            ("r2", StateName::Active, 15),
+        ]);
+        let merged = with_backend(&fake, list_routes(RouteQuery::default())).unwrap();
+        let seen: Vec<_> = merged.iter().map(|r| (r.id.as_str(), r.snapshot.state)).collect();
+        assert_eq!(seen, [("r1", StateName::Retrying), ("r2", StateName::Active)]);
+    }
+
+    #[test]
+    fn the_address_keeps_the_state_scope_and_unknown_values_fall_back_to_open() {
+        let mut scopes = vec![StateScope::Open, StateScope::All];
+        scopes.extend(StateName::ALL.map(StateScope::Only));
+        for scope in scopes {
+            assert_eq!(StateScope::from_query(Some(scope.query_value())), scope);
+        }
+        assert_eq!(StateScope::from_query(None), StateScope::Open);
+        assert_eq!(StateScope::from_query(Some("")), StateScope::Open);
+        assert_eq!(StateScope::from_query(Some("finished-ish")), StateScope::Open);
     }
 
     #[test]

@@ -1,9 +1,13 @@
 //! The routes overview: routed work and how each route is recovering, filtered by caller and
 //! state through the address (`/?caller=office&state=retry_wait`), so a filtered view can be
-//! bookmarked and works before the page is live. Kept current by the event stream.
+//! bookmarked, survives a reload and works before the page is live. Kept current by the event
+//! stream.
+//!
+//! Without a `state` parameter the list shows open routes only (`state=open`): completed and
+//! abandoned routes need nobody. `state=all` shows every route.
 
 use crate::{
-    api::routes::list_routes,
+    api::routes::{list_routes, RouteQuery, StateScope},
     components::{
         controls::FOCUS,
         disclosure::Disclosure,
@@ -19,10 +23,7 @@ use leptos_router::{
     components::{Form, A},
     hooks::use_query_map,
 };
-use policy::{
-    api::{CallerKind, RouteFilter},
-    wire::StateName,
-};
+use policy::{api::CallerKind, wire::StateName};
 
 fn caller_label(kind: CallerKind) -> &'static str {
     match kind {
@@ -37,18 +38,23 @@ fn caller_label(kind: CallerKind) -> &'static str {
 pub fn HomePage() -> impl IntoView {
     let query = use_query_map();
     let filter = Memo::new(move |_| {
-        query.with(|q| RouteFilter {
+        query.with(|q| RouteQuery {
             caller_kind: q.get("caller").and_then(|c| CallerKind::parse(&c)),
             caller_reference: q.get("reference").filter(|r| !r.trim().is_empty()),
-            state: q.get("state").and_then(|s| StateName::parse(&s)),
-            profile_id: None,
-            limit: None,
+            states: StateScope::from_query(q.get("state").as_deref()),
         })
     });
     let tick = RwSignal::new(0u64);
     let routes = Resource::new(move || (filter.get(), tick.get()), |(f, _)| list_routes(f));
     let live = use_route_events(move |_| tick.update(|t| *t += 1));
-    let filtered = move || filter.with(|f| f != &RouteFilter::default());
+    let filtered = move || filter.with(|f| f != &RouteQuery::default());
+    let scope_option = move |scope: StateScope, label: &'static str| {
+        view! {
+            <option value=scope.query_value() selected=move || filter.with(|f| f.states == scope)>
+                {label}
+            </option>
+        }
+    };
     let select_class =
         format!("mt-1 h-11 w-full rounded-md border border-slate-400 bg-white px-2 text-base {FOCUS}");
 
@@ -91,16 +97,11 @@ pub fn HomePage() -> impl IntoView {
                 <div>
                     <label for="filter-state" class="block text-sm font-medium">"State"</label>
                     <select id="filter-state" name="state" class=select_class.clone()>
-                        <option value="" selected=move || filter.with(|f| f.state.is_none())>"Any state"</option>
+                        {scope_option(StateScope::Open, "Open (not finished)")}
+                        {scope_option(StateScope::All, "All, finished included")}
                         {StateName::ALL
                             .into_iter()
-                            .map(|s| {
-                                view! {
-                                    <option value=s.as_str() selected=move || filter.with(|f| f.state == Some(s))>
-                                        {state_label(s)}
-                                    </option>
-                                }
-                            })
+                            .map(|s| scope_option(StateScope::Only(s), state_label(s)))
                             .collect_view()}
                     </select>
                 </div>
@@ -139,10 +140,11 @@ pub fn HomePage() -> impl IntoView {
                                 .into_any()
                         } else {
                             view! {
-                                <Empty id="empty-routes" title="No active routes">
+                                <Empty id="empty-routes" title="No open routes">
                                     <p>
                                         "When a caller starts work on a dynamic profile, its route appears here with its state, \
-                                         the failure class, the retry ordinal and the next deadline."
+                                         the failure class, the retry ordinal and the next deadline. Finished routes are \
+                                         listed under the state filter's \"All\"."
                                     </p>
                                 </Empty>
                             }
