@@ -14,10 +14,11 @@
 
 use leptos::prelude::*;
 use policy::{
+    api::{CandidateTarget, DispatcherKind, SimulatedOutcome, SimulatedStep},
     class::ErrorClass,
     document::{
         validate_candidate_id, validate_number_text, CandidatePolicy, ClassPolicy, FieldError, NumberField,
-        OnExhausted, PolicyDocument, RetryPolicy, ValidatedClassPolicy, WaitForResetPolicy,
+        OnExhausted, PolicyDocument, RetryPolicy, ValidatedClassPolicy, ValidationError, WaitForResetPolicy,
     },
     limits::{
         POLICY_DOCUMENT_VERSION, SUGGESTED_INITIAL_INTERVAL_SECONDS, SUGGESTED_MAX_RETRIES,
@@ -289,6 +290,134 @@ pub fn document(candidates: &[CandidateDraft]) -> Option<PolicyDocument> {
     })
 }
 
+/// The optional identifiers of a candidate's target, with their wire field names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TargetField {
+    ProviderId,
+    ModelId,
+}
+
+impl TargetField {
+    pub const ALL: [TargetField; 2] = [TargetField::ProviderId, TargetField::ModelId];
+
+    /// The field's name in `targets[i].<name>`.
+    pub const fn key(self) -> &'static str {
+        match self {
+            TargetField::ProviderId => "provider_id",
+            TargetField::ModelId => "model_id",
+        }
+    }
+}
+
+/// An optional identifier as typed: blank is "none"; anything else gets the server's check
+/// (the one it runs on `provider_id` and `model_id`, which is the candidate id's).
+pub fn optional_identifier(text: &str) -> Result<Option<String>, FieldError> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Ok(None);
+    }
+    validate_candidate_id(trimmed).map(|()| Some(trimmed.to_owned()))
+}
+
+/// Every problem with the targets' identifiers, at the server's paths (`targets[1].model_id`).
+/// The server function runs it again, as the server does; the form runs it field by field.
+pub fn target_errors(targets: &[CandidateTarget]) -> Vec<ValidationError> {
+    let mut errors = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        for (field, value) in TargetField::ALL.into_iter().zip([&t.provider_id, &t.model_id]) {
+            if let Some(Err(e)) = value.as_deref().map(validate_candidate_id) {
+                errors.push(e.at(&format!("targets[{i}].{}", field.key())));
+            }
+        }
+    }
+    errors
+}
+
+/// What the person reads for a dispatcher, in the select and in a collapsed row.
+pub const fn dispatcher_label(kind: DispatcherKind) -> &'static str {
+    match kind {
+        DispatcherKind::Simulated => "Simulated: the built-in scripted provider (demo and tests)",
+        DispatcherKind::Acp => "ACP agent: Recourse starts an Agent Client Protocol agent process",
+        DispatcherKind::Http => "HTTP: a one-shot call to an LLM HTTP API",
+        DispatcherKind::External => "External: another system runs the agent and reports back",
+    }
+}
+
+/// A simulated script in words ("fail at once, then succeed after 5 s"); empty for none.
+pub fn describe_script(script: &[SimulatedStep]) -> String {
+    script
+        .iter()
+        .map(|step| {
+            let what = match step.outcome {
+                SimulatedOutcome::Fail => "fail",
+                SimulatedOutcome::Succeed => "succeed",
+                SimulatedOutcome::Hang => "never answer",
+            };
+            match step.after_seconds {
+                0 => format!("{what} at once"),
+                s => format!("{what} after {s} s"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", then ")
+}
+
+/// The editable state of how a candidate is reached. The simulated script has no editor (it
+/// holds evidence envelopes, set through the API); it is shown and kept as it is.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetDraft {
+    pub dispatcher: RwSignal<DispatcherKind>,
+    pub provider_id: RwSignal<String>,
+    pub model_id: RwSignal<String>,
+    pub label: RwSignal<String>,
+    pub script: StoredValue<Vec<SimulatedStep>>,
+}
+
+impl TargetDraft {
+    pub fn new(target: &CandidateTarget) -> TargetDraft {
+        TargetDraft {
+            dispatcher: RwSignal::new(target.dispatcher),
+            provider_id: RwSignal::new(target.provider_id.clone().unwrap_or_default()),
+            model_id: RwSignal::new(target.model_id.clone().unwrap_or_default()),
+            label: RwSignal::new(target.label.clone().unwrap_or_default()),
+            script: StoredValue::new(target.script.clone()),
+        }
+    }
+
+    /// A new candidate's target: `external` (the server's default), shown and changeable.
+    pub fn external(id: &str) -> TargetDraft {
+        TargetDraft::new(&CandidateTarget {
+            id: id.to_owned(),
+            dispatcher: DispatcherKind::External,
+            provider_id: None,
+            model_id: None,
+            label: None,
+            script: Vec::new(),
+        })
+    }
+
+    /// The inline check of one identifier (tracked).
+    pub fn check(&self, field: TargetField) -> Result<Option<String>, FieldError> {
+        match field {
+            TargetField::ProviderId => self.provider_id.with(|t| optional_identifier(t)),
+            TargetField::ModelId => self.model_id.with(|t| optional_identifier(t)),
+        }
+    }
+
+    /// The wire target for candidate `id`, when every field is valid (tracked).
+    pub fn target(&self, id: &str) -> Option<CandidateTarget> {
+        let label = self.label.with(|l| l.trim().to_owned());
+        Some(CandidateTarget {
+            id: id.to_owned(),
+            dispatcher: self.dispatcher.get(),
+            provider_id: self.check(TargetField::ProviderId).ok()?,
+            model_id: self.check(TargetField::ModelId).ok()?,
+            label: (!label.is_empty()).then_some(label),
+            script: self.script.get_value(),
+        })
+    }
+}
+
 /// Moves the element at `from` to `to` (both clamped), keeping the others in order.
 pub fn move_item<T>(items: &mut Vec<T>, from: usize, to: usize) {
     if from >= items.len() {
@@ -400,5 +529,89 @@ mod tests {
         assert_eq!(v, vec!['d', 'c', 'a', 'b']);
         move_item(&mut v, 9, 0);
         assert_eq!(v, vec!['d', 'c', 'a', 'b']);
+    }
+
+    #[test]
+    fn blank_identifiers_mean_none_and_others_get_the_servers_check() {
+        assert_eq!(optional_identifier("  "), Ok(None));
+        assert_eq!(optional_identifier(" anthropic "), Ok(Some("anthropic".into())));
+        let long = "m".repeat(policy::limits::MAX_CANDIDATE_ID_CHARS + 1);
+        assert_eq!(
+            optional_identifier(&long),
+            validate_candidate_id(&long).map(|()| None)
+        );
+        assert_eq!(
+            optional_identifier("a\u{7}b").unwrap_err().code,
+            ValidationCode::InvalidCharacters
+        );
+    }
+
+    fn plain(id: &str) -> CandidateTarget {
+        CandidateTarget {
+            id: id.into(),
+            dispatcher: DispatcherKind::External,
+            provider_id: None,
+            model_id: None,
+            label: None,
+            script: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn target_errors_name_the_field_the_server_would() {
+        let mut bad = plain("b");
+        bad.model_id = Some("x\ny".into());
+        let errors = target_errors(&[plain("a"), bad]);
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path, "targets[1].model_id");
+        assert_eq!(errors[0].code, ValidationCode::InvalidCharacters);
+    }
+
+    #[test]
+    fn a_stored_target_round_trips_through_the_draft_and_keeps_its_script() {
+        let owner = Owner::new();
+        owner.with(|| {
+            let stored = CandidateTarget {
+                id: "sim".into(),
+                dispatcher: DispatcherKind::Simulated,
+                provider_id: Some("anthropic".into()),
+                model_id: None,
+                label: Some("Demo".into()),
+                script: vec![SimulatedStep {
+                    outcome: SimulatedOutcome::Fail,
+                    after_seconds: 0,
+                    envelope: Some(serde_json::json!({"items": []})),
+                }],
+            };
+            let draft = TargetDraft::new(&stored);
+            assert_eq!(draft.target("sim"), Some(stored.clone()));
+            draft.dispatcher.set(DispatcherKind::Http);
+            draft.model_id.set(" claude-sonnet-4-5 ".into());
+            draft.label.set("   ".into());
+            let edited = draft.target("sim").expect("valid");
+            assert_eq!(edited.dispatcher, DispatcherKind::Http);
+            assert_eq!(edited.model_id.as_deref(), Some("claude-sonnet-4-5"));
+            assert_eq!(edited.label, None);
+            assert_eq!(edited.script, stored.script);
+            draft.provider_id.set("a\u{0}".into());
+            assert_eq!(draft.target("sim"), None);
+        });
+    }
+
+    #[test]
+    fn a_script_reads_as_steps_in_words() {
+        let step = |outcome, after_seconds| SimulatedStep {
+            outcome,
+            after_seconds,
+            envelope: None,
+        };
+        assert_eq!(
+            describe_script(&[
+                step(SimulatedOutcome::Fail, 0),
+                step(SimulatedOutcome::Succeed, 5)
+            ]),
+            "fail at once, then succeed after 5 s"
+        );
+        assert_eq!(describe_script(&[]), "");
     }
 }

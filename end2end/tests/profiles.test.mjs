@@ -11,6 +11,7 @@ import {
   screenshot,
   documentOverflow,
   unique,
+  api,
   BASE_URL,
 } from '../lib/browser.mjs';
 
@@ -195,6 +196,86 @@ test('candidates are added, reordered by buttons and by keyboard, and a server e
     await screenshot(page, 'profile-candidates-desktop');
     // The rejected save is an HTTP error response, which Chromium logs; nothing else may appear.
     assert.deepEqual(errors.filter((e) => !/Failed to load resource/.test(e)), []);
+  } finally {
+    await context.close();
+  }
+});
+
+test("a candidate's dispatcher, provider, model and label are chosen in view, checked inline and saved", async () => {
+  const { context, page, errors } = await openPage(browser, 'desktop');
+  try {
+    // The first candidate's dispatcher is chosen when the profile is created.
+    const name = unique('Targets');
+    const first = unique('sim');
+    await page.goto(`${BASE_URL}/profiles`);
+    await waitHydrated(page);
+    await page.getByLabel('Name', { exact: true }).fill(name);
+    await page.getByLabel('First candidate id').fill(first);
+    const chosen = page.getByLabel('Its dispatcher');
+    assert.equal(await chosen.inputValue(), 'external', 'the default is visible before creating');
+    await chosen.selectOption('simulated');
+    await page.getByText(/^Simulated: the built-in scripted provider/).waitFor();
+    await page.getByRole('button', { name: 'Create profile' }).click();
+    await page.getByRole('heading', { name, level: 1 }).waitFor();
+    await waitHydrated(page);
+    const id = new URL(page.url()).pathname.split('/').pop();
+    const rows = page.locator('li[data-candidate-key]');
+    assert.equal(await text(rows.nth(0).getByTestId('target-summary')), 'Dispatcher: simulated');
+
+    // A new candidate opens with its target on screen: `external`, and changeable.
+    await page.getByLabel('Add a candidate (its id)').fill('beta');
+    await page.getByRole('button', { name: 'Add candidate' }).click();
+    const beta = rows.nth(1);
+    const target = beta.getByRole('group', { name: 'How this candidate is reached' });
+    await target.waitFor({ state: 'visible' });
+    const dispatcher = target.getByLabel('Dispatcher', { exact: true });
+    assert.equal(await dispatcher.inputValue(), 'external');
+    await target.getByText(/^External: another system runs the agent/).waitFor({ state: 'visible' });
+    await dispatcher.selectOption('http');
+    await target.getByText(/^HTTP: a one-shot call/).waitFor({ state: 'visible' });
+    await target.getByLabel('Provider id (optional)').fill('anthropic');
+
+    // The server's identifier check, inline: too long, then control characters, then fixed.
+    const model = target.getByLabel('Model id (optional)');
+    await model.fill('m'.repeat(129));
+    await target.getByText('Candidate id must be at most 128 characters.').waitFor({ state: 'visible' });
+    assert.equal(await model.getAttribute('aria-invalid'), 'true');
+    // Saving with the bad value opens nothing new and sends nothing: it says what to fix.
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByText('Some values need fixing first; they are marked in red.').waitFor();
+    await model.fill('claude-sonnet-4-5');
+    assert.equal(await model.getAttribute('aria-invalid'), 'false');
+    await target.getByLabel('Label (optional)').fill('Backup over HTTP');
+    assert.equal(
+      await text(beta.getByTestId('target-summary')),
+      'Dispatcher: http · provider anthropic · model claude-sonnet-4-5',
+    );
+    await screenshot(page, 'profile-targets-desktop');
+
+    await page.getByRole('button', { name: 'Save profile' }).click();
+    await page.getByTestId('saved-document').getByText(/Saved revision 2\./).waitFor();
+    const stored = await api(`/api/v1/profiles/${id}`);
+    assert.deepEqual(stored.body.targets, [
+      { id: first, dispatcher: 'simulated' },
+      {
+        id: 'beta',
+        dispatcher: 'http',
+        provider_id: 'anthropic',
+        model_id: 'claude-sonnet-4-5',
+        label: 'Backup over HTTP',
+      },
+    ]);
+
+    // Reload: the stored target is what the form shows.
+    await page.reload();
+    await waitHydrated(page);
+    await page.getByRole('button', { name: 'Edit policies for beta' }).click();
+    const reloaded = rows.nth(1).getByRole('group', { name: 'How this candidate is reached' });
+    assert.equal(await reloaded.getByLabel('Dispatcher', { exact: true }).inputValue(), 'http');
+    assert.equal(await reloaded.getByLabel('Provider id (optional)').inputValue(), 'anthropic');
+    assert.equal(await reloaded.getByLabel('Model id (optional)').inputValue(), 'claude-sonnet-4-5');
+    assert.equal(await reloaded.getByLabel('Label (optional)').inputValue(), 'Backup over HTTP');
+    assert.deepEqual(errors, []);
   } finally {
     await context.close();
   }

@@ -4,12 +4,12 @@ use crate::backend::{Backend, BackendError, BackendFuture};
 use leptos::prelude::{provide_context, Owner};
 use policy::{
     api::{
-        ActionOutcome, ManualActionRequest, Profile, ProfileInput, ProfileSummary, RouteDetail, RouteFilter,
-        RouteSummary, StartRouteRequest,
+        ActionOutcome, Caller, CallerKind, ManualActionRequest, Profile, ProfileInput, ProfileSummary,
+        RouteDetail, RouteFilter, RouteSummary, StartRouteRequest,
     },
     document::{ValidationCode, ValidationError, ValidationErrors},
     route::{start, CandidateOption},
-    wire::RouteSnapshot,
+    wire::{RouteSnapshot, StateName},
 };
 use std::{
     future::Future,
@@ -20,9 +20,34 @@ use std::{
 #[derive(Default, Clone)]
 pub(crate) struct FakeBackend {
     calls: Arc<Mutex<Vec<String>>>,
+    /// What `list_routes` answers from, filtered by state like the store.
+    routes: Arc<Mutex<Vec<RouteSummary>>>,
+    /// Profile ids whose deletion is refused as a conflict (they have open routes).
+    busy_profiles: Arc<Mutex<Vec<String>>>,
 }
 
 impl FakeBackend {
+    /// A fake whose stored routes are `(id, state, updated second)`.
+    pub(crate) fn with_routes(routes: &[(&str, StateName, i64)]) -> FakeBackend {
+        let fake = FakeBackend::default();
+        if let Ok(mut stored) = fake.routes.lock() {
+            stored.extend(
+                routes
+                    .iter()
+                    .map(|&(id, state, second)| route_summary(id, state, second)),
+            );
+        }
+        fake
+    }
+
+    /// Refuses to delete `profile_id`, as the server does for a profile with open routes.
+    pub(crate) fn refusing_to_delete(self, profile_id: &str) -> FakeBackend {
+        if let Ok(mut busy) = self.busy_profiles.lock() {
+            busy.push(profile_id.to_owned());
+        }
+        self
+    }
+
     pub(crate) fn calls(&self) -> Vec<String> {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
@@ -44,6 +69,28 @@ impl FakeBackend {
         s.generation = generation;
         s.state = policy::wire::StateName::RetryWait;
         s
+    }
+}
+
+/// A route `id` in `state`, last changed `second` seconds after the epoch.
+fn route_summary(id: &str, state: StateName, second: i64) -> RouteSummary {
+    let mut snapshot = FakeBackend::snapshot(1);
+    snapshot.state = state;
+    let at = chrono::DateTime::from_timestamp(second, 0).unwrap_or_default();
+    RouteSummary {
+        id: id.to_owned(),
+        profile_id: "p1".into(),
+        profile_name: "Main".into(),
+        caller: Caller {
+            kind: CallerKind::Office,
+            reference: format!("ref-{id}"),
+            invocation_id: format!("inv-{id}"),
+        },
+        title: None,
+        snapshot,
+        durable_error: None,
+        created_at: at,
+        updated_at: at,
     }
 }
 
@@ -84,15 +131,32 @@ impl Backend for FakeBackend {
 
     fn delete_profile(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>> {
         self.record(format!("delete_profile {id}"));
-        ready(Ok(()))
+        let busy = self.busy_profiles.lock().is_ok_and(|b| b.contains(&id));
+        ready(if busy {
+            Err(BackendError::Conflict(
+                "the profile has 2 routes; it is kept so their history stays readable".into(),
+            ))
+        } else {
+            Ok(())
+        })
     }
 
-    fn list_routes(
-        &self,
-        _filter: RouteFilter,
-    ) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>> {
-        self.record("list_routes".into());
-        ready(Ok(vec![]))
+    fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>> {
+        self.record(format!(
+            "list_routes {} limit {}",
+            filter.state.map_or("any", |s| s.as_str()),
+            filter.limit.unwrap_or(0)
+        ));
+        let mut found: Vec<RouteSummary> = self
+            .routes
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|r| filter.state.is_none_or(|s| r.snapshot.state == s))
+            .collect();
+        found.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+        ready(Ok(found))
     }
 
     fn get_route(&self, id: String) -> BackendFuture<'_, Result<RouteDetail, BackendError>> {

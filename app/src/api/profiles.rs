@@ -36,14 +36,22 @@ pub async fn delete_profile(id: String) -> Result<(), AppError> {
     Ok(crate::backend::backend()?.delete_profile(id).await?)
 }
 
-/// The document check the browser already ran, again, because this is a public endpoint.
-/// Legacy shapes are the backend's to normalize, so only version-1 documents are checked here.
+/// The checks the browser already ran, again, because this is a public endpoint: the document
+/// (legacy shapes are the backend's to normalize, so only version-1 documents are checked
+/// here) and the targets' identifiers. Every problem is reported at once, each at its path.
 #[cfg(feature = "ssr")]
 fn check_input(input: &ProfileInput) -> Result<(), AppError> {
+    let mut errors = crate::draft::target_errors(&input.targets);
     if input.policy.get("version").is_some() {
-        policy::document::validate_document(&input.policy)?;
+        if let Err(e) = policy::document::validate_document(&input.policy) {
+            errors.extend(e.errors);
+        }
     }
-    Ok(())
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(AppError::Invalid { errors })
+    }
 }
 
 #[cfg(all(test, feature = "ssr"))]
@@ -89,6 +97,36 @@ mod tests {
             with_backend(&fake, save_profile("dup".into(), input(json!({"legacy": true})))).unwrap_err();
         assert_eq!(err.at("candidates[1].id").count(), 1);
         assert_eq!(fake.calls(), vec!["get_profile nope", "update_profile dup"]);
+    }
+
+    #[test]
+    fn a_bad_target_identifier_comes_back_on_its_field_without_reaching_the_backend() {
+        let fake = FakeBackend::default();
+        let mut bad = input(json!({"legacy": true}));
+        bad.targets = vec![policy::api::CandidateTarget {
+            id: "a".into(),
+            dispatcher: policy::api::DispatcherKind::Http,
+            provider_id: Some("anthropic".into()),
+            model_id: Some("x".repeat(policy::limits::MAX_CANDIDATE_ID_CHARS + 1)),
+            label: None,
+            script: vec![],
+        }];
+        let err = with_backend(&fake, create_profile(bad)).unwrap_err();
+        let codes: Vec<_> = err.at("targets[0].model_id").map(|e| e.code).collect();
+        assert_eq!(codes, vec![ValidationCode::TooLong]);
+        assert_eq!(err.at("targets[0].provider_id").count(), 0);
+        assert_eq!(fake.calls(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn deleting_a_profile_answers_ok_or_the_servers_reason_for_keeping_it() {
+        let fake = FakeBackend::default().refusing_to_delete("busy");
+        assert_eq!(with_backend(&fake, delete_profile("free".into())), Ok(()));
+        match with_backend(&fake, delete_profile("busy".into())) {
+            Err(AppError::Conflict { message }) => assert!(message.contains("routes"), "{message}"),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        assert_eq!(fake.calls(), vec!["delete_profile free", "delete_profile busy"]);
     }
 
     #[test]

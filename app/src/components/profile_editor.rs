@@ -6,6 +6,10 @@
 //! side by side; on a phone the same markup collapses to one column of disclosures, with the
 //! page as the only scroll owner. Saving sends the whole profile and replaces the form with the
 //! normalized profile the server returns, so what is on screen is what is stored.
+//!
+//! Each candidate's policy area starts with how the candidate is reached (its target: the
+//! dispatcher, provider and model ids, a label), so a new candidate's `external` dispatcher is
+//! on screen and changeable rather than a silent server default.
 
 use crate::{
     api::profiles::SaveProfile,
@@ -13,12 +17,12 @@ use crate::{
         class_policy::{ClassPolicyEditor, ServerMessages},
         controls::{FieldMessage, FOCUS},
     },
-    draft::{self, move_item, CandidateDraft},
+    draft::{self, describe_script, dispatcher_label, move_item, CandidateDraft, TargetDraft, TargetField},
     error::AppError,
 };
 use leptos::prelude::*;
 use policy::{
-    api::{CandidateTarget, DispatcherKind, Profile, ProfileInput},
+    api::{DispatcherKind, Profile, ProfileInput},
     class::ErrorClass,
     document::{policy_path, validate_candidate_id, CandidatePolicy, ValidationError},
     limits::{MAX_CANDIDATES, MIN_CANDIDATES},
@@ -29,7 +33,14 @@ use policy::{
 #[derive(Debug, Clone, Copy)]
 struct Row {
     draft: CandidateDraft,
-    target: StoredValue<CandidateTarget>,
+    target: TargetDraft,
+}
+
+impl Row {
+    /// Whether every field of the row (policy and target) is valid (tracked).
+    fn is_valid(&self) -> bool {
+        self.draft.candidate().is_some() && self.target.target("").is_some()
+    }
 }
 
 /// The rows of a stored profile, keyed from `first_key`.
@@ -44,29 +55,17 @@ fn rows_of(profile: &Profile, first_key: u64) -> Vec<Row> {
                 .targets
                 .iter()
                 .find(|t| t.id == c.id)
-                .cloned()
-                .unwrap_or_else(|| new_target(&c.id));
+                .map_or_else(|| TargetDraft::external(&c.id), TargetDraft::new);
             Row {
                 draft: CandidateDraft::new(first_key + i as u64, c),
-                target: StoredValue::new(target),
+                target,
             }
         })
         .collect()
 }
 
-fn new_target(id: &str) -> CandidateTarget {
-    CandidateTarget {
-        id: id.to_owned(),
-        dispatcher: DispatcherKind::External,
-        provider_id: None,
-        model_id: None,
-        label: None,
-        script: Vec::new(),
-    }
-}
-
 /// Moves keyboard focus to the element with `id` once the DOM has caught up.
-fn focus_later(id: String) {
+pub(crate) fn focus_later(id: String) {
     #[cfg(feature = "hydrate")]
     request_animation_frame(move || {
         use wasm_bindgen::JsCast;
@@ -151,27 +150,23 @@ pub fn ProfileEditor(profile: Profile) -> impl IntoView {
         let drafts: Vec<CandidateDraft> = current.iter().map(|r| r.draft).collect();
         let doc = draft::document(&drafts);
         let name_ok = !name.get_untracked().trim().is_empty();
-        let Some(doc) = doc.filter(|_| name_ok) else {
+        let targets: Option<Vec<_>> = current
+            .iter()
+            .map(|r| r.target.target(&r.draft.id.get_untracked()))
+            .collect();
+        let Some((doc, targets)) = doc.zip(targets).filter(|_| name_ok) else {
             saved.set(None);
             notice.set(Some(
                 "Some values need fixing first; they are marked in red.".to_owned(),
             ));
             // Open every row with a problem so the marked fields are visible.
             for r in &current {
-                if r.draft.candidate().is_none() {
+                if !r.is_valid() {
                     r.draft.open.set(true);
                 }
             }
             return;
         };
-        let targets = current
-            .iter()
-            .map(|r| {
-                let mut t = r.target.get_value();
-                t.id = r.draft.id.get_untracked();
-                t
-            })
-            .collect();
         let policy = match serde_json::to_value(&doc) {
             Ok(v) => v,
             Err(_) => return,
@@ -224,7 +219,7 @@ pub fn ProfileEditor(profile: Profile) -> impl IntoView {
         rows.update(|r| {
             r.push(Row {
                 draft,
-                target: StoredValue::new(new_target(id.trim())),
+                target: TargetDraft::external(id.trim()),
             })
         });
         new_id.set(String::new());
@@ -535,8 +530,8 @@ fn CandidateRow(
                     />
                     <FieldMessage id=format!("cand-{key}-id-error") message=id_error />
                     <FieldMessage id=format!("cand-{key}-error") message=row_error />
-                    <p class="mt-1 text-xs text-slate-600">
-                        {move || format!("Dispatcher: {}", row.target.with_value(|t| t.dispatcher.as_str()))}
+                    <p class="mt-1 break-words text-xs text-slate-600" data-testid="target-summary">
+                        {move || target_summary(&row.target)}
                     </p>
                 </div>
                 <div class="flex flex-wrap gap-2 lg:pt-6">
@@ -595,10 +590,170 @@ fn CandidateRow(
                 class="grid gap-4 border-t border-slate-200 p-3 lg:grid-cols-2"
                 hidden=move || !d.open.get()
             >
+                <TargetEditor target=row.target prefix=prefix.clone() index=index messages=messages />
                 <ClassPolicyEditor draft=d.transient prefix=prefix.clone() path=path_transient messages=messages />
                 <ClassPolicyEditor draft=d.hard prefix=prefix.clone() path=path_hard messages=messages />
             </div>
         </li>
+    }
+    .into_any()
+}
+
+/// A collapsed row's line about its target: "Dispatcher: http · provider anthropic · model m".
+fn target_summary(target: &TargetDraft) -> String {
+    let mut parts = vec![format!("Dispatcher: {}", target.dispatcher.get().as_str())];
+    for (what, field) in [
+        ("provider", TargetField::ProviderId),
+        ("model", TargetField::ModelId),
+    ] {
+        if let Ok(Some(id)) = target.check(field) {
+            parts.push(format!("{what} {id}"));
+        }
+    }
+    parts.join(" · ")
+}
+
+/// How a candidate is reached: its dispatcher, the provider and model ids (checked as the
+/// server checks them, messages on the field), a label, and a simulated candidate's script.
+#[component]
+fn TargetEditor(
+    target: TargetDraft,
+    prefix: String,
+    index: Memo<usize>,
+    messages: ServerMessages,
+) -> impl IntoView {
+    let dispatcher_id = format!("{prefix}-dispatcher");
+    let hint_id = format!("{prefix}-dispatcher-hint");
+    let path = move |field: TargetField| format!("targets[{}].{}", index.get(), field.key());
+    let error = move |field: TargetField| {
+        Signal::derive(move || match target.check(field) {
+            Err(e) => Some(e.message),
+            Ok(_) => messages.get.run(path(field)),
+        })
+    };
+    let target_error = Signal::derive(move || {
+        let i = index.get();
+        messages
+            .get
+            .run(format!("targets[{i}]"))
+            .or_else(|| messages.get.run(format!("targets[{i}].id")))
+    });
+    let script = move || {
+        let steps = target.script.with_value(|s| describe_script(s));
+        let text = if steps.is_empty() {
+            "No script: a simulated candidate without one succeeds at once. Scripts are set through the API."
+                .to_owned()
+        } else {
+            format!("Script (set through the API, kept as it is): {steps}.")
+        };
+        (target.dispatcher.get() == DispatcherKind::Simulated)
+            .then(|| view! { <p class="text-xs text-slate-700 sm:col-span-2" data-testid="target-script">{text}</p> })
+    };
+    view! {
+        <fieldset class="min-w-0 rounded-md border border-slate-300 p-3 lg:col-span-2" data-testid="candidate-target">
+            <legend class="px-1 text-sm font-semibold text-slate-900">"How this candidate is reached"</legend>
+            <div class="grid gap-3 sm:grid-cols-2">
+                <div class="min-w-0 sm:col-span-2">
+                    <label for=dispatcher_id.clone() class="block text-sm font-medium text-slate-900">
+                        "Dispatcher"
+                    </label>
+                    <select
+                        id=dispatcher_id
+                        aria-describedby=hint_id.clone()
+                        class=format!(
+                            "mt-1 h-11 w-full max-w-full rounded-md border border-slate-400 bg-white px-2 text-base \
+                             text-slate-900 {FOCUS}",
+                        )
+                        on:change=move |ev| {
+                            if let Some(kind) = DispatcherKind::parse(&event_target_value(&ev)) {
+                                target.dispatcher.set(kind);
+                            }
+                        }
+                    >
+                        {DispatcherKind::ALL
+                            .into_iter()
+                            .map(|kind| {
+                                view! {
+                                    <option value=kind.as_str() selected=move || target.dispatcher.get() == kind>
+                                        {kind.as_str()}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                    <p id=hint_id class="mt-1 text-xs text-slate-600">
+                        {move || dispatcher_label(target.dispatcher.get())}
+                    </p>
+                    <FieldMessage id=format!("{prefix}-target-error") message=target_error />
+                </div>
+                <OptionalText
+                    id=format!("{prefix}-provider")
+                    label="Provider id (optional)"
+                    hint="A safe identifier such as anthropic; failures open circuits per provider."
+                    text=target.provider_id
+                    error=error(TargetField::ProviderId)
+                    on_edit=Callback::new(move |()| messages.clear.run(path(TargetField::ProviderId)))
+                />
+                <OptionalText
+                    id=format!("{prefix}-model")
+                    label="Model id (optional)"
+                    hint="A safe identifier such as claude-sonnet-4-5."
+                    text=target.model_id
+                    error=error(TargetField::ModelId)
+                    on_edit=Callback::new(move |()| messages.clear.run(path(TargetField::ModelId)))
+                />
+                <div class="sm:col-span-2">
+                    <OptionalText
+                        id=format!("{prefix}-label")
+                        label="Label (optional)"
+                        hint="A readable name for this candidate."
+                        text=target.label
+                        error=Signal::derive(|| None)
+                        on_edit=Callback::new(|()| {})
+                    />
+                </div>
+                {script}
+            </div>
+        </fieldset>
+    }
+    .into_any()
+}
+
+/// A labelled, optional one-line text field with a hint and an inline message.
+#[component]
+fn OptionalText(
+    id: String,
+    label: &'static str,
+    hint: &'static str,
+    text: RwSignal<String>,
+    error: Signal<Option<String>>,
+    on_edit: Callback<()>,
+) -> impl IntoView {
+    let hint_id = format!("{id}-hint");
+    let error_id = format!("{id}-error");
+    view! {
+        <div class="min-w-0">
+            <label for=id.clone() class="block text-sm font-medium text-slate-900">{label}</label>
+            <p id=hint_id.clone() class="text-xs text-slate-600">{hint}</p>
+            <input
+                id=id
+                type="text"
+                autocomplete="off"
+                class=move || {
+                    let border = if error.with(Option::is_some) { "border-red-700" } else { "border-slate-400" };
+                    format!("mt-1 h-11 w-full rounded-md border {border} bg-white px-3 text-base text-slate-900 {FOCUS}")
+                }
+                aria-describedby=format!("{hint_id} {error_id}")
+                aria-invalid=move || error.with(Option::is_some).to_string()
+                value=move || text.get()
+                prop:value=move || text.get()
+                on:input=move |ev| {
+                    text.set(event_target_value(&ev));
+                    on_edit.run(());
+                }
+            />
+            <FieldMessage id=error_id message=error />
+        </div>
     }
     .into_any()
 }

@@ -1,18 +1,27 @@
-//! Dynamic profiles: the list, and a form to create one (a name and its first candidate).
+//! Dynamic profiles: the list (each profile can be deleted after a confirmation), and a form to
+//! create one (a name and its first candidate, with the dispatcher that reaches it).
+//!
+//! Deleting asks first, in place: the row's Delete button turns into a question with "Delete"
+//! and "Keep" buttons, focus moves to "Keep" (the harmless answer), and Escape or "Keep" puts
+//! focus back on Delete. The server may refuse (it keeps a profile that routes used, so their
+//! history stays readable); its reason is shown on the row. After a deletion the list is read
+//! again and the outcome is announced.
 
 use crate::{
-    api::profiles::{list_profiles, CreateProfile},
+    api::profiles::{list_profiles, CreateProfile, DeleteProfile},
     components::{
         controls::{FieldMessage, FOCUS},
+        profile_editor::focus_later,
         status::{Empty, ErrorPanel, Loading},
     },
+    draft::dispatcher_label,
     error::AppError,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::A, hooks::use_navigate};
 use policy::{
-    api::ProfileInput,
+    api::{CandidateTarget, DispatcherKind, ProfileInput, ProfileSummary},
     document::{validate_candidate_id, CandidatePolicy, PolicyDocument},
     limits::POLICY_DOCUMENT_VERSION,
 };
@@ -20,6 +29,13 @@ use policy::{
 #[component]
 pub fn ProfilesPage() -> impl IntoView {
     let profiles = Resource::new(|| (), |_| list_profiles());
+    // What the last deletion did, announced above the list.
+    let deleted: RwSignal<Option<String>> = RwSignal::new(None);
+    let on_deleted = Callback::new(move |name: String| {
+        deleted.set(Some(format!("Deleted profile {name}.")));
+        profiles.refetch();
+        focus_later("profiles-status".to_owned());
+    });
     view! {
         <Title text="Profiles" />
         <h1 class="text-2xl font-semibold">"Profiles"</h1>
@@ -28,7 +44,16 @@ pub fn ProfilesPage() -> impl IntoView {
              transient errors (the provider is overloaded, a short rate limit) and one for hard errors (your \
              plan's usage limit is used up, the key was rejected)."
         </p>
-        <Suspense fallback=|| view! { <Loading what="profiles" /> }>
+        <p
+            id="profiles-status"
+            tabindex="-1"
+            role="status"
+            class="mt-3 text-sm font-medium text-emerald-900 empty:hidden"
+            data-testid="profiles-status"
+        >
+            {move || deleted.get()}
+        </p>
+        <Transition fallback=|| view! { <Loading what="profiles" /> }>
             {move || Suspend::new(async move {
                 match profiles.await {
                     Ok(list) if list.is_empty() => {
@@ -44,32 +69,7 @@ pub fn ProfilesPage() -> impl IntoView {
                             <ul class="mt-6 space-y-3" data-testid="profile-list">
                                 {list
                                     .into_iter()
-                                    .map(|p| {
-                                        let href = format!("/profiles/{}", p.id);
-                                        let routes = match p.open_routes {
-                                            0 => "no open routes".to_owned(),
-                                            1 => "1 open route".to_owned(),
-                                            n => format!("{n} open routes"),
-                                        };
-                                        view! {
-                                            <li class="rounded-lg border border-slate-300 bg-white p-4">
-                                                <A
-                                                    href=href
-                                                    attr:class=format!(
-                                                        "inline-flex min-h-11 items-center text-lg font-semibold text-indigo-800 underline {FOCUS}",
-                                                    )
-                                                >
-                                                    {p.name.clone()}
-                                                </A>
-                                                <p class="text-sm text-slate-700">
-                                                    {format!("Candidates: {}", p.candidate_ids.join(", "))}
-                                                </p>
-                                                <p class="text-sm text-slate-700">
-                                                    {format!("Revision {} · {routes}", p.revision)}
-                                                </p>
-                                            </li>
-                                        }
-                                    })
+                                    .map(|p| view! { <ProfileItem profile=p on_deleted=on_deleted /> })
                                     .collect_view()}
                             </ul>
                         }
@@ -80,8 +80,131 @@ pub fn ProfilesPage() -> impl IntoView {
                     }
                 }
             })}
-        </Suspense>
+        </Transition>
         <NewProfile />
+    }
+    .into_any()
+}
+
+/// One profile in the list: its link, its candidates and routes, and Delete with its
+/// confirmation.
+#[component]
+fn ProfileItem(profile: ProfileSummary, on_deleted: Callback<String>) -> impl IntoView {
+    let p = profile;
+    let href = format!("/profiles/{}", p.id);
+    let routes = match p.open_routes {
+        0 => "no open routes".to_owned(),
+        1 => "1 open route".to_owned(),
+        n => format!("{n} open routes"),
+    };
+    let delete = ServerAction::<DeleteProfile>::new();
+    let confirming = RwSignal::new(false);
+    let failure: RwSignal<Option<String>> = RwSignal::new(None);
+    let id = StoredValue::new(p.id.clone());
+    let name = StoredValue::new(p.name.clone());
+    let base = format!("delete-{}", p.id);
+    let delete_id = StoredValue::new(base.clone());
+    let keep_id = StoredValue::new(format!("{base}-keep"));
+    let question_id = format!("{base}-question");
+    let labelled_by = question_id.clone();
+    let sr_name = format!(" profile {}", p.name);
+    let question = format!("Delete profile {}? This cannot be undone.", p.name);
+    let error_id = format!("{base}-error");
+    Effect::new(move |_| match delete.value().get() {
+        Some(Ok(())) => {
+            confirming.set(false);
+            on_deleted.run(name.get_value());
+        }
+        Some(Err(e)) => {
+            confirming.set(false);
+            failure.set(Some(match e {
+                AppError::Conflict { message } => format!("Not deleted: {message}."),
+                AppError::NotFound => "Not deleted: it was already gone. The list is read again.".to_owned(),
+                other => format!("Not deleted: {other}"),
+            }));
+            focus_later(delete_id.get_value());
+        }
+        None => {}
+    });
+    let ask = move |_| {
+        failure.set(None);
+        confirming.set(true);
+        focus_later(keep_id.get_value());
+    };
+    let keep = move || {
+        confirming.set(false);
+        focus_later(delete_id.get_value());
+    };
+    let button = "min-h-11 rounded-md border px-4 text-sm font-semibold disabled:border-slate-300 disabled:text-slate-500";
+    view! {
+        <li class="min-w-0 rounded-lg border border-slate-300 bg-white p-4" data-profile-id=p.id.clone()>
+            <div class="flex flex-wrap items-start justify-between gap-2">
+                <div class="min-w-0">
+                    <A
+                        href=href
+                        attr:class=format!(
+                            "inline-flex min-h-11 items-center break-all text-lg font-semibold text-indigo-800 underline {FOCUS}",
+                        )
+                    >
+                        {p.name.clone()}
+                    </A>
+                    <p class="break-words text-sm text-slate-700">
+                        {format!("Candidates: {}", p.candidate_ids.join(", "))}
+                    </p>
+                    <p class="text-sm text-slate-700">{format!("Revision {} · {routes}", p.revision)}</p>
+                </div>
+                <button
+                    type="button"
+                    id=base.clone()
+                    class=format!("{button} border-red-800 bg-white text-red-800 hover:bg-red-50 {FOCUS}")
+                    aria-describedby=error_id.clone()
+                    hidden=move || confirming.get()
+                    on:click=ask
+                >
+                    "Delete"
+                    <span class="sr-only">{sr_name}</span>
+                </button>
+            </div>
+            <div
+                role="group"
+                aria-labelledby=labelled_by
+                class="mt-3 rounded-md border border-red-300 bg-red-50 p-3"
+                hidden=move || !confirming.get()
+                on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                    if ev.key() == "Escape" {
+                        ev.prevent_default();
+                        keep();
+                    }
+                }
+            >
+                <p id=question_id class="text-sm font-medium text-red-900">
+                    {question}
+                </p>
+                <div class="mt-2 flex flex-wrap gap-2">
+                    <button
+                        type="button"
+                        class=format!("{button} border-red-800 bg-red-800 text-white hover:bg-red-900 disabled:bg-slate-500 {FOCUS}")
+                        disabled=move || delete.pending().get()
+                        on:click=move |_| {
+                            delete.dispatch(DeleteProfile { id: id.get_value() });
+                        }
+                    >
+                        {move || if delete.pending().get() { "Deleting…" } else { "Yes, delete it" }}
+                    </button>
+                    <button
+                        type="button"
+                        id=keep_id.get_value()
+                        class=format!("{button} border-slate-500 bg-white text-slate-900 hover:bg-slate-100 {FOCUS}")
+                        on:click=move |_| keep()
+                    >
+                        "Keep it"
+                    </button>
+                </div>
+            </div>
+            <p id=error_id role="alert" class="mt-2 text-sm font-medium text-red-800 empty:hidden">
+                {move || failure.get()}
+            </p>
+        </li>
     }
     .into_any()
 }
@@ -92,6 +215,7 @@ fn NewProfile() -> impl IntoView {
     let create = ServerAction::<CreateProfile>::new();
     let name = RwSignal::new(String::new());
     let first = RwSignal::new(String::new());
+    let dispatcher = RwSignal::new(DispatcherKind::External);
     let touched = RwSignal::new(false);
     let name_error = Signal::derive(move || {
         (touched.get() && name.with(|n| n.trim().is_empty())).then(|| "Name cannot be empty.".to_owned())
@@ -128,8 +252,15 @@ fn NewProfile() -> impl IntoView {
             input: ProfileInput {
                 name: name.get_untracked().trim().to_owned(),
                 description: None,
-                // No targets: the server gives the candidate an `external` target.
-                targets: Vec::new(),
+                // The target the person chose (and saw), not a silent server default.
+                targets: vec![CandidateTarget {
+                    id: id.clone(),
+                    dispatcher: dispatcher.get_untracked(),
+                    provider_id: None,
+                    model_id: None,
+                    label: None,
+                    script: Vec::new(),
+                }],
                 policy,
                 expected_revision: None,
             },
@@ -171,6 +302,36 @@ fn NewProfile() -> impl IntoView {
                         on:input=move |ev| first.set(event_target_value(&ev))
                     />
                     <FieldMessage id="new-profile-first-error" message=first_error />
+                </div>
+                <div class="sm:col-span-2">
+                    <label for="new-profile-dispatcher" class="block text-sm font-medium">"Its dispatcher"</label>
+                    <select
+                        id="new-profile-dispatcher"
+                        aria-describedby="new-profile-dispatcher-hint"
+                        class=format!("mt-1 h-11 w-full rounded-md border border-slate-400 bg-white px-2 text-base sm:max-w-xs {FOCUS}")
+                        on:change=move |ev| {
+                            if let Some(kind) = DispatcherKind::parse(&event_target_value(&ev)) {
+                                dispatcher.set(kind);
+                            }
+                        }
+                    >
+                        {DispatcherKind::ALL
+                            .into_iter()
+                            .map(|kind| {
+                                view! {
+                                    <option value=kind.as_str() selected=move || dispatcher.get() == kind>
+                                        {kind.as_str()}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                    <p id="new-profile-dispatcher-hint" class="mt-1 text-xs text-slate-600">
+                        {move || format!(
+                            "{}. Provider, model and label are set on the profile's page.",
+                            dispatcher_label(dispatcher.get()),
+                        )}
+                    </p>
                 </div>
                 <div class="sm:col-span-2">
                     <button
