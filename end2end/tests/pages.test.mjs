@@ -1,5 +1,6 @@
-// Every page, at every viewport: axe-core finds no serious or critical violation, the phone
-// sizes do not overflow, and a screenshot is saved as an artifact.
+// Every page, at every viewport: axe-core finds no serious or critical violation, every
+// control is at least 44 px tall, the phone sizes do not overflow, and a screenshot is saved
+// as an artifact.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +11,7 @@ import {
   screenshot,
   documentOverflow,
   seriousA11yViolations,
+  shortControls,
   api,
   unique,
   BASE_URL,
@@ -59,6 +61,7 @@ before(async () => {
     { name: 'route', path: `/routes/${routeId}`, ready: { role: 'heading', name: 'History' } },
     { name: 'not-found', path: '/no/such/page', ready: { role: 'heading', name: 'Page not found' } },
     { name: 'missing-profile', path: '/profiles/no-such-profile', ready: { role: 'heading', name: 'Not found' } },
+    { name: 'routes-all', path: '/?state=all', ready: { role: 'heading', name: 'Routes' } },
   ];
 });
 after(async () => {
@@ -66,7 +69,7 @@ after(async () => {
 });
 
 for (const viewport of Object.keys(VIEWPORTS)) {
-  test(`every page passes axe-core and is captured (${viewport})`, async () => {
+  test(`every page passes axe-core, has 44 px controls and is captured (${viewport})`, async () => {
     const { context, page, errors } = await openPage(browser, viewport);
     try {
       for (const p of pages) {
@@ -75,6 +78,7 @@ for (const viewport of Object.keys(VIEWPORTS)) {
         await waitHydrated(page);
         if (p.open) await page.getByRole('button', { name: p.open }).click();
         assert.deepEqual(await seriousA11yViolations(page), [], `${p.name} at ${viewport}`);
+        assert.deepEqual(await shortControls(page), [], `${p.name} controls at ${viewport}`);
         if (viewport !== 'desktop') {
           assert.ok((await documentOverflow(page)) <= 0, `${p.name} overflows at ${viewport}`);
         }

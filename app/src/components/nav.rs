@@ -9,7 +9,8 @@ const LINKS: [(&str, &str); 2] = [("/", "Routes"), ("/profiles", "Profiles")];
 #[component]
 pub fn NavBar() -> impl IntoView {
     let (open, set_open) = signal(false);
-    let link_class = "block rounded-md px-3 py-3 text-base font-medium text-slate-700 hover:bg-slate-100 \
+    // `min-h-11`: every link stays 44 px tall on a desktop too, where the text gets smaller.
+    let link_class = "flex min-h-11 items-center rounded-md px-3 py-3 text-base font-medium text-slate-700 hover:bg-slate-100 \
                       focus-visible:outline focus-visible:outline-2 focus-visible:outline-indigo-600 \
                       aria-[current=page]:bg-indigo-50 aria-[current=page]:text-indigo-800 sm:py-2 sm:text-sm";
     view! {

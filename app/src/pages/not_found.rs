@@ -15,7 +15,13 @@ pub fn NotFound() -> impl IntoView {
         <Title text="Not found" />
         <h1 class="text-2xl font-semibold">"Page not found"</h1>
         <p class="mt-2 text-slate-600">
-            "There is nothing at this address. " <a class="text-indigo-700 underline" href="/">"Go to routes"</a>
+            "There is nothing at this address. " <a
+                class="inline-flex min-h-11 items-center text-indigo-700 underline focus-visible:outline \
+                       focus-visible:outline-2 focus-visible:outline-indigo-600"
+                href="/"
+            >
+                "Go to routes"
+            </a>
         </p>
     }
 }
