@@ -159,6 +159,9 @@ enum TxOutcome {
         kind: EventKind,
         verdict: Option<Box<Verdict>>,
         release_holds: bool,
+        /// The dispatcher of the route's candidate after the step, as the profile read in the
+        /// same transaction says (so `Launch` need not read it again).
+        dispatcher: Option<DispatcherKind>,
     },
     Unchanged {
         state: RouteState,
@@ -193,6 +196,11 @@ enum Begun {
 /// A new route's row, its profile's name and its first transition.
 type Started = (RouteRow, String, Transition);
 
+/// The dispatch a committed step asked to begin (its generation), already begun in the same
+/// transaction: a step that makes an attempt pending (a start, a retry, a deadline) and the
+/// gate plus `DispatchStarted` that follow it are one job, not two.
+type Chain = Option<(u64, Begun)>;
+
 /// Most jobs one group commit takes. Large enough to absorb a burst of due timers, small
 /// enough that one transaction never holds the write lock for long.
 const MAX_BATCH: usize = 256;
@@ -203,7 +211,7 @@ enum Job {
     Apply {
         route_id: String,
         input: Input,
-        reply: oneshot::Sender<Result<TxOutcome, EngineError>>,
+        reply: oneshot::Sender<Result<(TxOutcome, Chain), EngineError>>,
     },
     Begin {
         route_id: String,
@@ -213,16 +221,16 @@ enum Job {
     },
     Start {
         request: StartRouteRequest,
-        reply: oneshot::Sender<Result<Started, EngineError>>,
+        reply: oneshot::Sender<Result<(Started, Chain), EngineError>>,
     },
 }
 
 /// A job's result, before it is sent back.
 #[allow(clippy::large_enum_variant)]
 enum Done {
-    Apply(Result<TxOutcome, EngineError>),
+    Apply(Result<(TxOutcome, Chain), EngineError>),
     Begin(Result<Begun, EngineError>),
-    Start(Result<Started, EngineError>),
+    Start(Result<(Started, Chain), EngineError>),
 }
 
 impl Done {
@@ -275,6 +283,9 @@ pub struct WriteStats {
     pub single_jobs: u64,
 }
 
+/// A simulated attempt's report task and when the report is due.
+type RunningReport = (AbortHandle, DateTime<Utc>);
+
 /// The engine. Cheap to share (`Arc`).
 pub struct Engine {
     pool: SqlitePool,
@@ -285,7 +296,8 @@ pub struct Engine {
     /// than SQLite's busy loop). The compare-and-set still fences other processes.
     write: Mutex<()>,
     events: broadcast::Sender<RouteStreamEvent>,
-    running: StdMutex<HashMap<(String, u32), AbortHandle>>,
+    /// Simulated attempts still to report, with when their report is due.
+    running: StdMutex<HashMap<(String, u32), RunningReport>>,
     /// Durable-write failures by route, also when they could not be written themselves.
     durable_errors: StdMutex<HashMap<String, String>>,
     /// The writer task's queue, started on first use (inside the runtime), and started
@@ -369,7 +381,7 @@ impl Engine {
     }
 
     async fn submit_here(&self, route_id: &str, input: Input) -> Result<Applied, EngineError> {
-        let outcome = match self.apply_once(route_id, input).await {
+        let (outcome, chain) = match self.apply_once(route_id, input).await {
             Ok(o) => o,
             Err(e) => {
                 if let EngineError::Storage(err) = &e {
@@ -385,10 +397,16 @@ impl Engine {
                 kind,
                 verdict,
                 release_holds,
+                ..
             } => {
                 self.after_commit(route_id, &prev, &transition, kind, release_holds);
                 let latest = self
-                    .run_effects(route_id, transition.effects.clone(), transition.next.clone())
+                    .run_effects(
+                        route_id,
+                        transition.effects.clone(),
+                        transition.next.clone(),
+                        chain,
+                    )
                     .await;
                 Ok(Applied {
                     snapshot: latest.snapshot(),
@@ -401,7 +419,7 @@ impl Engine {
                 effects,
                 verdict,
             } => {
-                let latest = self.run_effects(route_id, effects, state).await;
+                let latest = self.run_effects(route_id, effects, state, None).await;
                 Ok(Applied {
                     snapshot: latest.snapshot(),
                     changed: false,
@@ -472,6 +490,9 @@ impl Engine {
         if release_holds {
             self.wake();
         }
+        if self.events.receiver_count() == 0 {
+            return;
+        }
         let payload = RouteEventPayload::new(kind, Some(prev), transition, self.now());
         let _ = self.events.send(RouteStreamEvent {
             route_id: route_id.to_owned(),
@@ -480,7 +501,7 @@ impl Engine {
     }
 
     /// One step through the writer task (committed in a group with whatever else is queued).
-    async fn apply_once(&self, route_id: &str, input: Input) -> Result<TxOutcome, EngineError> {
+    async fn apply_once(&self, route_id: &str, input: Input) -> Result<(TxOutcome, Chain), EngineError> {
         let (reply, answer) = oneshot::channel();
         self.enqueue(Job::Apply {
             route_id: route_id.to_owned(),
@@ -589,9 +610,19 @@ impl Engine {
     /// A job's body, inside an open transaction. Writes nothing unless it returns `Ok`.
     async fn run_job(&self, conn: &mut SqliteConnection, job: &Job, now: DateTime<Utc>) -> Done {
         match job {
-            Job::Apply { route_id, input, .. } => {
-                Done::Apply(self.transact(conn, route_id, input.clone(), now).await)
-            }
+            Job::Apply { route_id, input, .. } => Done::Apply(
+                async {
+                    let outcome = self.transact(conn, route_id, input.clone(), now).await?;
+                    let chain = match &outcome {
+                        TxOutcome::Committed { transition, .. } => {
+                            self.chain_begin(conn, route_id, &transition.effects, now).await?
+                        }
+                        _ => None,
+                    };
+                    Ok((outcome, chain))
+                }
+                .await,
+            ),
             Job::Begin {
                 route_id,
                 generation,
@@ -601,8 +632,50 @@ impl Engine {
                 self.begin_tx(conn, route_id, *generation, candidate_id, now)
                     .await,
             ),
-            Job::Start { request, .. } => Done::Start(self.start_tx(conn, request, now).await),
+            Job::Start { request, .. } => Done::Start(
+                async {
+                    let started = self.start_tx(conn, request, now).await?;
+                    let chain = self
+                        .chain_begin(conn, &started.0.id, &started.2.effects, now)
+                        .await?;
+                    Ok((started, chain))
+                }
+                .await,
+            ),
         }
+    }
+
+    /// Begins, in the open transaction, the dispatch `effects` ask for, if nothing with its
+    /// own writes or reads comes before it (timer wake-ups, notices and aborting an old
+    /// attempt are in memory only). The commit then covers the step, the gate and the
+    /// `DispatchStarted`; `Launch` still runs only after it.
+    async fn chain_begin(
+        &self,
+        conn: &mut SqliteConnection,
+        route_id: &str,
+        effects: &[RouteEffect],
+        now: DateTime<Utc>,
+    ) -> Result<Chain, EngineError> {
+        for effect in effects {
+            match effect {
+                RouteEffect::ArmTimer { .. }
+                | RouteEffect::CancelTimer
+                | RouteEffect::NotifyPerson { .. }
+                | RouteEffect::AbortDispatch { .. } => {}
+                RouteEffect::BeginDispatch {
+                    generation,
+                    candidate_id,
+                    ..
+                } => {
+                    let begun = self
+                        .begin_tx(conn, route_id, *generation, candidate_id, now)
+                        .await?;
+                    return Ok(Some((*generation, begun)));
+                }
+                _ => return Ok(None),
+            }
+        }
+        Ok(None)
     }
 
     /// The dispatch gate and, if it lets the attempt go, `DispatchStarted`, in one
@@ -705,23 +778,9 @@ impl Engine {
                 verdict,
             });
         }
-        store::insert_history(
-            conn,
-            store::HistoryInsert {
-                route_id,
-                at: now,
-                event: kind,
-                from: Some(prev.state_name()),
-                next: &transition.next,
-                profile_revision: profile.revision,
-                decision_json: transition.decision.as_ref().map(store::to_json),
-                classification_json: verdict.as_ref().map(|v| store::to_json(&v.classification)),
-            },
-        )
-        .await?;
-        maintain_dispatches(conn, route_id, &prev, &transition.next, kind, &profile, now).await?;
-        maintain_timer(conn, route_id, &prev, &transition.next).await?;
-        let release_holds = maintain_circuits(
+        // Circuits first (rare: a success closes, a scoped failure opens), then the rest of the
+        // step's writes in one round trip.
+        let circuits = maintain_circuits(
             conn,
             route_id,
             &prev,
@@ -732,12 +791,43 @@ impl Engine {
             now,
         )
         .await?;
+        let mut writes = store::Writes::default();
+        writes.history(store::HistoryInsert {
+            route_id,
+            at: now,
+            event: kind,
+            from: Some(prev.state_name()),
+            next: &transition.next,
+            profile_revision: profile.revision,
+            decision_json: transition.decision.as_ref().map(store::to_json),
+            classification_json: verdict.as_ref().map(|v| store::to_json(&v.classification)),
+        });
+        maintain_dispatches(
+            &mut writes,
+            route_id,
+            &prev,
+            &transition.next,
+            kind,
+            &profile,
+            now,
+        );
+        maintain_timer(&mut writes, route_id, &prev, &transition.next);
+        if !circuits.keeps_probing {
+            writes.release_probe_leases(route_id, now);
+        }
+        let released = writes.run(conn).await? > 0;
+        let release_holds = circuits.release || released;
+        if release_holds {
+            self::release_holds(&mut *conn, now).await?;
+        }
+        let dispatcher = target_of(&profile, &transition.next.candidate().id).map(|t| t.dispatcher);
         Ok(TxOutcome::Committed {
             prev,
             transition,
             kind,
             verdict,
             release_holds,
+            dispatcher,
         })
     }
 
@@ -748,10 +838,13 @@ impl Engine {
         route_id: &str,
         effects: Vec<RouteEffect>,
         mut latest: RouteState,
+        mut chain: Chain,
     ) -> RouteState {
         let mut queue: VecDeque<RouteEffect> = effects.into();
+        // The candidate and dispatcher the last step of this chain committed with.
+        let mut known: Option<(String, DispatcherKind)> = None;
         while let Some(effect) = queue.pop_front() {
-            let follow: Option<Result<TxOutcome, EngineError>> = match effect {
+            let follow: Option<Result<(TxOutcome, Chain), EngineError>> = match effect {
                 RouteEffect::ArmTimer { .. } => {
                     self.wake();
                     None
@@ -761,8 +854,11 @@ impl Engine {
                     generation,
                     candidate_id,
                     ..
-                } => match self.begin(route_id, generation, &candidate_id).await {
-                    Ok(Begun::Stepped(outcome)) => Some(Ok(outcome)),
+                } => match match chain.take_if(|(g, _)| *g == generation) {
+                    Some((_, begun)) => Ok(begun),
+                    None => self.begin(route_id, generation, &candidate_id).await,
+                } {
+                    Ok(Begun::Stepped(outcome)) => Some(Ok((outcome, None))),
                     Ok(Begun::Held) => {
                         self.wake();
                         None
@@ -776,6 +872,20 @@ impl Engine {
                         None
                     }
                 },
+                // Only the simulated dispatcher runs in process; the others wait for a report
+                // (the acp and http adapters are not built yet), so there is nothing to read.
+                RouteEffect::Launch {
+                    candidate_id,
+                    attempt,
+                    ..
+                } if known
+                    .as_ref()
+                    .is_some_and(|(c, d)| *c == candidate_id && *d != DispatcherKind::Simulated) =>
+                {
+                    let dispatcher = known.as_ref().map(|(_, d)| *d);
+                    tracing::info!(route_id, attempt, ?dispatcher, "dispatched; waiting for a report");
+                    None
+                }
                 RouteEffect::Launch {
                     candidate_id,
                     attempt,
@@ -822,19 +932,25 @@ impl Engine {
             };
             let Some(outcome) = follow else { continue };
             match outcome {
-                Ok(TxOutcome::Committed {
-                    prev,
-                    transition,
-                    kind,
-                    release_holds,
-                    ..
-                }) => {
+                Ok((
+                    TxOutcome::Committed {
+                        prev,
+                        transition,
+                        kind,
+                        release_holds,
+                        dispatcher,
+                        ..
+                    },
+                    next_chain,
+                )) => {
                     self.after_commit(route_id, &prev, &transition, kind, release_holds);
+                    chain = next_chain;
+                    known = dispatcher.map(|d| (transition.next.candidate().id.clone(), d));
                     latest = transition.next.clone();
                     queue.extend(transition.effects);
                 }
-                Ok(TxOutcome::Unchanged { effects, .. }) => queue.extend(effects),
-                Ok(TxOutcome::Rejected { state, error, .. }) => {
+                Ok((TxOutcome::Unchanged { effects, .. }, _)) => queue.extend(effects),
+                Ok((TxOutcome::Rejected { state, error, .. }, _)) => {
                     tracing::debug!(route_id, ?error, "follow-up event lost a race");
                     latest = state;
                 }
@@ -864,7 +980,7 @@ impl Engine {
 
     async fn start_here(&self, request: StartRouteRequest) -> Result<RouteSummary, EngineError> {
         let now = self.now();
-        let (route, profile_name, transition) = {
+        let ((route, profile_name, transition), chain) = {
             let (reply, answer) = oneshot::channel();
             self.enqueue(Job::Start { request, reply })?;
             answer.await.map_err(|_| EngineError::Task)??
@@ -875,7 +991,12 @@ impl Engine {
             payload,
         });
         let latest = self
-            .run_effects(&route.id, transition.effects.clone(), transition.next.clone())
+            .run_effects(
+                &route.id,
+                transition.effects.clone(),
+                transition.next.clone(),
+                chain,
+            )
             .await;
         let mut summary = store::summary_of(&route, profile_name);
         summary.snapshot = latest.snapshot();
@@ -918,37 +1039,31 @@ impl Engine {
             updated_at: now,
         };
         store::insert_route(conn, &route).await?;
-        store::insert_history(
-            conn,
-            store::HistoryInsert {
-                route_id: &id,
-                at: now,
-                event: EventKind::Started,
-                from: None,
-                next: &transition.next,
-                profile_revision: profile.revision,
-                decision_json: None,
-                classification_json: None,
-            },
-        )
-        .await?;
+        let mut writes = store::Writes::default();
+        writes.history(store::HistoryInsert {
+            route_id: &id,
+            at: now,
+            event: EventKind::Started,
+            from: None,
+            next: &transition.next,
+            profile_revision: profile.revision,
+            decision_json: None,
+            classification_json: None,
+        });
         if let Some(a) = transition.next.attempt() {
             let dispatcher = target_of(&profile, &transition.next.candidate().id)
                 .map_or(DispatcherKind::External, |t| t.dispatcher);
-            store::insert_dispatch(
-                conn,
-                store::DispatchInsert {
-                    route_id: &id,
-                    attempt: a.number,
-                    candidate_id: &transition.next.candidate().id,
-                    kind: a.kind,
-                    dispatcher,
-                    generation: transition.next.generation(),
-                    at: now,
-                },
-            )
-            .await?;
+            writes.insert_dispatch(store::DispatchInsert {
+                route_id: &id,
+                attempt: a.number,
+                candidate_id: &transition.next.candidate().id,
+                kind: a.kind,
+                dispatcher,
+                generation: transition.next.generation(),
+                at: now,
+            });
         }
+        writes.run(conn).await?;
         Ok((route, profile.name, transition))
     }
 
@@ -1048,7 +1163,7 @@ impl Engine {
                 kind: a.kind,
                 generation,
             };
-            self.run_effects(route_id, vec![effect], route.state).await;
+            self.run_effects(route_id, vec![effect], route.state, None).await;
         } else {
             sqlx::query("DELETE FROM timers WHERE route_id = ? AND kind = 'circuit_hold' AND generation = ?")
                 .bind(route_id)
@@ -1091,13 +1206,34 @@ impl Engine {
     }
 
     fn abort(&self, route_id: &str, attempt: u32) {
-        if let Some(h) = self
+        if let Some((h, _)) = self
             .running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&(route_id.to_owned(), attempt))
         {
             h.abort();
+        }
+    }
+
+    /// Waits until every simulated report that is due by the engine's clock has been applied
+    /// (its task has finished), yielding meanwhile. A report travels through several tasks
+    /// (its own, the writer's), so after moving a manual clock a test calls this instead of
+    /// guessing how many yields that takes.
+    pub async fn settle_simulated(&self) {
+        // Bounded, so a report stuck on a broken store cannot hang a caller forever.
+        for _ in 0..1_000_000 {
+            let now = self.now();
+            let due = self
+                .running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .values()
+                .any(|(_, at)| *at <= now);
+            if !due {
+                return;
+            }
+            tokio::task::yield_now().await;
         }
     }
 
@@ -1210,7 +1346,7 @@ impl Engine {
         self.running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key, handle.abort_handle());
+            .insert(key, (handle.abort_handle(), due));
         Ok(None)
     }
 
@@ -1280,11 +1416,12 @@ impl Engine {
                     } => {
                         report.ambiguous += u64::from(prev.has_started_dispatch());
                         self.after_commit(&id, &prev, &transition, kind, release_holds);
-                        self.run_effects(&id, transition.effects, transition.next).await;
+                        self.run_effects(&id, transition.effects, transition.next, None)
+                            .await;
                     }
                     TxOutcome::Unchanged { state, effects, .. } => {
                         report.redispatched += u64::from(!effects.is_empty());
-                        self.run_effects(&id, effects, state).await;
+                        self.run_effects(&id, effects, state, None).await;
                     }
                     TxOutcome::Rejected { .. } => {}
                 }
@@ -1587,48 +1724,26 @@ pub(crate) fn due_ms(deadline: DateTime<Utc>) -> i64 {
 /// Keeps the route's timer row in step with `next`. A route has a row only while it waits (a
 /// deadline) or while its pending attempt may be held by a circuit (`circuit_hold`), so a
 /// step from any other state has nothing to delete and skips the statement.
-async fn maintain_timer(
-    conn: &mut SqliteConnection,
-    route_id: &str,
-    prev: &RouteState,
-    next: &RouteState,
-) -> Result<(), sqlx::Error> {
+fn maintain_timer(writes: &mut store::Writes, route_id: &str, prev: &RouteState, next: &RouteState) {
     match next.deadline() {
-        Some(d) => {
-            sqlx::query(
-                "INSERT INTO timers (route_id, kind, generation, due_ms) VALUES (?, 'deadline', ?, ?) \
-                 ON CONFLICT(route_id) DO UPDATE SET kind = excluded.kind, generation = excluded.generation, \
-                 due_ms = excluded.due_ms",
-            )
-            .bind(route_id)
-            .bind(store::gen_i64(next.generation()))
-            .bind(due_ms(d))
-            .execute(&mut *conn)
-            .await?;
-        }
+        Some(d) => writes.upsert_timer(route_id, "deadline", next.generation(), due_ms(d)),
         None if prev.deadline().is_none()
             && !prev
                 .attempt()
                 .is_some_and(|a| a.dispatch == DispatchState::Pending) => {}
-        None => {
-            sqlx::query("DELETE FROM timers WHERE route_id = ?")
-                .bind(route_id)
-                .execute(&mut *conn)
-                .await?;
-        }
+        None => writes.delete_timer(route_id),
     }
-    Ok(())
 }
 
-async fn maintain_dispatches(
-    conn: &mut SqliteConnection,
+fn maintain_dispatches(
+    writes: &mut store::Writes,
     route_id: &str,
     prev: &RouteState,
     next: &RouteState,
     kind: EventKind,
     profile: &Profile,
     now: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
+) {
     let p = prev.attempt();
     let n = next.attempt();
     if let Some(p) = p {
@@ -1640,7 +1755,7 @@ async fn maintain_dispatches(
                 (DispatchState::Pending, _) => DispatchOutcome::Superseded,
                 (DispatchState::Started, _) => DispatchOutcome::Aborted,
             };
-            store::settle_dispatch(conn, route_id, p.number, outcome, now).await?;
+            writes.settle_dispatch(route_id, p.number, outcome, now);
         }
     }
     if let Some(n) = n {
@@ -1648,31 +1763,36 @@ async fn maintain_dispatches(
         if is_new {
             let dispatcher =
                 target_of(profile, &next.candidate().id).map_or(DispatcherKind::External, |t| t.dispatcher);
-            store::insert_dispatch(
-                conn,
-                store::DispatchInsert {
-                    route_id,
-                    attempt: n.number,
-                    candidate_id: &next.candidate().id,
-                    kind: n.kind,
-                    dispatcher,
-                    generation: next.generation(),
-                    at: now,
-                },
-            )
-            .await?;
+            writes.insert_dispatch(store::DispatchInsert {
+                route_id,
+                attempt: n.number,
+                candidate_id: &next.candidate().id,
+                kind: n.kind,
+                dispatcher,
+                generation: next.generation(),
+                at: now,
+            });
         }
         let started_now = n.dispatch == DispatchState::Started
             && (is_new || p.is_some_and(|p| p.dispatch == DispatchState::Pending));
         if started_now {
-            store::mark_dispatch_started(conn, route_id, n.number, next.generation(), now).await?;
+            writes.mark_dispatch_started(route_id, n.number, next.generation(), now);
         }
     }
-    Ok(())
 }
 
-/// Opens, closes or releases circuits as this transition says. Returns whether held
-/// dispatches must look again.
+/// What [`maintain_circuits`] did and leaves to the step's batched writes.
+struct CircuitChanges {
+    /// The route keeps any probe lease it holds; otherwise the batched writes give its
+    /// leases back.
+    keeps_probing: bool,
+    /// A circuit opened or closed: held dispatches must look again.
+    release: bool,
+}
+
+/// Opens or closes circuits as this transition says. Giving back the route's probe leases
+/// (and re-checking held dispatches) is left to the caller, which batches it with the step's
+/// other writes.
 ///
 /// The route whose scoped failure opens a circuit holds its probe lease for as long as it
 /// stays on that candidate with recovery pending (its own policy's retry or reset wait is
@@ -1688,7 +1808,7 @@ async fn maintain_circuits(
     verdict: Option<&Verdict>,
     profile: &Profile,
     now: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
+) -> Result<CircuitChanges, sqlx::Error> {
     use policy::route::StateName as N;
     let target = target_of(profile, &prev.candidate().id);
     let keeps_probing = next.candidate().id == prev.candidate().id
@@ -1719,21 +1839,10 @@ async fn maintain_circuits(
             }
         }
     }
-    if !keeps_probing {
-        let done = sqlx::query(
-            "UPDATE circuits SET state = 'open', probe_route_id = NULL, updated_at = ? \
-             WHERE probe_route_id = ? AND state = 'probing'",
-        )
-        .bind(ts(now))
-        .bind(route_id)
-        .execute(&mut *conn)
-        .await?;
-        release |= done.rows_affected() > 0;
-    }
-    if release {
-        release_holds(&mut *conn, now).await?;
-    }
-    Ok(release)
+    Ok(CircuitChanges {
+        keeps_probing,
+        release,
+    })
 }
 
 async fn open_circuit(

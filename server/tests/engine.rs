@@ -174,8 +174,8 @@ async fn the_demo_workspace_waits_retries_switches_and_stops_within_a_minute() {
     let mut rx = h.engine.subscribe();
     for _ in 0..60 {
         h.advance(1).await;
-        // Simulated reports with a delay run on their own tasks: let them land.
-        tokio::task::yield_now().await;
+        // Simulated reports with a delay run on their own tasks: let the due ones land.
+        h.engine.settle_simulated().await;
         while let Ok(ev) = rx.try_recv() {
             seen.insert(ev.payload.to.as_str().to_owned());
         }
@@ -401,7 +401,7 @@ async fn when_a_group_cannot_be_written_no_step_commits_no_timer_is_armed_and_ev
 }
 
 #[tokio::test]
-async fn a_burst_of_due_timers_fires_in_group_commits_each_route_once() {
+async fn a_burst_of_due_timers_fires_in_one_group_commit_each_route_once_with_its_dispatch_start() {
     let h = Harness::new().await;
     let p = h.profile(ext_profile()).await;
     let mut routes = Vec::new();
@@ -416,14 +416,18 @@ async fn a_burst_of_due_timers_fires_in_group_commits_each_route_once() {
     let stats0 = h.engine.write_stats();
     assert_eq!(h.advance(5).await, 40);
     let stats1 = h.engine.write_stats();
-    assert!(
-        stats1.grouped_jobs - stats0.grouped_jobs >= 80,
-        "40 deadlines and 40 dispatch starts, grouped: {stats0:?} {stats1:?}"
-    );
-    assert!(
-        stats1.group_commits - stats0.group_commits <= 4,
+    // One job per route (its deadline, the gate and the dispatch start), all in one commit.
+    assert_eq!(
+        stats1.grouped_jobs - stats0.grouped_jobs,
+        40,
         "{stats0:?} {stats1:?}"
     );
+    assert_eq!(
+        stats1.group_commits - stats0.group_commits,
+        1,
+        "{stats0:?} {stats1:?}"
+    );
+    assert_eq!(stats1.single_jobs, stats0.single_jobs, "{stats0:?} {stats1:?}");
     for r in &routes {
         let detail = h.route(r).await;
         let events = history_events(&detail);
@@ -438,6 +442,11 @@ async fn a_burst_of_due_timers_fires_in_group_commits_each_route_once() {
         assert_eq!(
             detail["route"]["snapshot"]["attempt"]["dispatch"], "started",
             "{detail}"
+        );
+        let last: Vec<_> = events.iter().rev().take(2).rev().collect();
+        assert!(
+            last[0].starts_with("deadline_reached->") && last[1].starts_with("dispatch_started->"),
+            "{events:?}"
         );
     }
 }
