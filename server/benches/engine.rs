@@ -148,39 +148,10 @@ async fn run_transitions(e: &Arc<Engine>, routes: Vec<(String, u64)>, workers: u
     (history_rows(e).await - before, secs)
 }
 
-async fn transitions_per_second() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = engine(&dir, "tps.db").await;
-    let p = profile(&e, 5).await;
-    let n = if quick() { 600 } else { 4000 };
-    let mut routes = Vec::with_capacity(n);
-    for i in 0..n {
-        let r = start(&e, &p, i).await;
-        let g = e.route_summary(&r).await.unwrap().snapshot.generation;
-        routes.push((r, g));
-    }
-    let sequential: Vec<_> = routes.split_off(n * 3 / 4);
-    // Many routes moving at once (a busy server): their steps share group commits.
-    let stats0 = e.write_stats();
-    let (rows, secs) = run_transitions(&e, routes, 64).await;
-    let stats1 = e.write_stats();
-    let rate = rows as f64 / secs;
-    // One route at a time (a single caller waiting for each answer): nothing to group.
-    let (seq_rows, seq_secs) = run_transitions(&e, sequential, 1).await;
-    let seq_rate = seq_rows as f64 / seq_secs;
-
-    // The yardstick: one-row commits with the same pragmas on the same kind of file.
-    let pool = server::db::open(dir.path().join("bare.db").to_str().unwrap())
-        .await
-        .unwrap();
-    sqlx::query("CREATE TABLE bare (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-        .execute(&pool)
-        .await
-        .unwrap();
-    let mut conn = pool.acquire().await.unwrap();
-    let m = rows.max(1000);
+/// One-row commits with the same pragmas on the same kind of file: the yardstick.
+async fn bare_commits(conn: &mut sqlx::SqliteConnection, m: i64, from: i64) -> f64 {
     let t = Instant::now();
-    for i in 0..m {
+    for i in from..from + m {
         sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await.unwrap();
         sqlx::query("INSERT INTO bare (v) VALUES (?)")
             .bind(format!("row {i}"))
@@ -189,20 +160,71 @@ async fn transitions_per_second() {
             .unwrap();
         sqlx::query("COMMIT").execute(&mut *conn).await.unwrap();
     }
-    let bare = m as f64 / t.elapsed().as_secs_f64();
+    t.elapsed().as_secs_f64()
+}
+
+async fn transitions_per_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = engine(&dir, "tps.db").await;
+    let p = profile(&e, 5).await;
+    let rounds = 5;
+    let per_round = if quick() { 150 } else { 800 };
+    let n = rounds * per_round + per_round;
+    let mut routes = Vec::with_capacity(n);
+    for i in 0..n {
+        let r = start(&e, &p, i).await;
+        let g = e.route_summary(&r).await.unwrap().snapshot.generation;
+        routes.push((r, g));
+    }
+    let pool = server::db::open(dir.path().join("bare.db").to_str().unwrap())
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE bare (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut conn = pool.acquire().await.unwrap();
+    let warm = 3000;
+    let alone = warm as f64 / bare_commits(&mut conn, warm, 0).await;
+    // Rounds that alternate the two, so a busy machine slows both alike.
+    let stats0 = e.write_stats();
+    let (mut rows, mut secs, mut bare_rows, mut bare_secs) = (0i64, 0.0, warm, 0.0);
+    let mut ratios = Vec::new();
+    for _ in 0..rounds {
+        let batch: Vec<_> = routes.drain(..per_round).collect();
+        // Many routes moving at once (a busy server): their steps share group commits.
+        let (r, s) = run_transitions(&e, batch, 64).await;
+        let b = bare_commits(&mut conn, r, bare_rows).await;
+        ratios.push((r as f64 / s) / (r as f64 / b));
+        rows += r;
+        secs += s;
+        bare_rows += r;
+        bare_secs += b;
+    }
+    let bare_rows = bare_rows - warm;
+    let stats1 = e.write_stats();
+    let rate = rows as f64 / secs;
+    let bare = bare_rows as f64 / bare_secs;
+    // One route at a time (a single caller waiting for each answer): nothing to group.
+    let (seq_rows, seq_secs) = run_transitions(&e, routes, 1).await;
+    let seq_rate = seq_rows as f64 / seq_secs;
+    let seq_bare = seq_rows as f64 / bare_commits(&mut conn, seq_rows, bare_rows + warm).await;
+    ratios.sort_by(f64::total_cmp);
     let groups = stats1.group_commits - stats0.group_commits;
     let grouped = stats1.grouped_jobs - stats0.grouped_jobs;
     println!(
         "durable transitions, 64 routes at a time: {rows} in {secs:.2} s = {rate:.0}/s (history rows; each also writes \
          route, dispatch, timer rows; {groups} group commits of {:.1} jobs on average) | bare one-row commits: \
-         {bare:.0}/s | ratio {:.2}",
+         {bare:.0}/s | ratio {:.2} (per round: {})",
         grouped as f64 / groups.max(1) as f64,
-        rate / bare
+        rate / bare,
+        ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(" ")
     );
+    println!("bare one-row commits before any engine work: {alone:.0}/s");
     println!(
-        "durable transitions, one route at a time: {seq_rows} in {seq_secs:.2} s = {seq_rate:.0}/s | ratio {:.2} \
-         (each step waits for its own commit)",
-        seq_rate / bare
+        "durable transitions, one route at a time: {seq_rows} in {seq_secs:.2} s = {seq_rate:.0}/s | bare right after: \
+         {seq_bare:.0}/s | ratio {:.2} (each step waits for its own commit)",
+        seq_rate / seq_bare
     );
 }
 

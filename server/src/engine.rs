@@ -193,8 +193,8 @@ enum Begun {
     Stepped(TxOutcome),
 }
 
-/// A new route's row, its profile's name and its first transition.
-type Started = (RouteRow, String, Transition);
+/// A new route's row, its profile and its first transition.
+type Started = (RouteRow, Profile, Transition);
 
 /// The dispatch a committed step asked to begin (its generation), already begun in the same
 /// transaction: a step that makes an attempt pending (a start, a retry, a deadline) and the
@@ -612,10 +612,22 @@ impl Engine {
         match job {
             Job::Apply { route_id, input, .. } => Done::Apply(
                 async {
-                    let outcome = self.transact(conn, route_id, input.clone(), now).await?;
+                    let (route, profile) = store::load_route_and_profile(conn, route_id)
+                        .await?
+                        .ok_or_else(|| EngineError::RouteNotFound(route_id.clone()))?;
+                    let profile = profile
+                        .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
+                        .profile;
+                    let mut row = route.clone();
+                    let outcome = self
+                        .transact_loaded(conn, route, &profile, input.clone(), now)
+                        .await?;
                     let chain = match &outcome {
                         TxOutcome::Committed { transition, .. } => {
-                            self.chain_begin(conn, route_id, &transition.effects, now).await?
+                            // The row as this transaction just wrote it: no need to read it.
+                            row.state = transition.next.clone();
+                            self.chain_begin(conn, row, &profile, &transition.effects, now)
+                                .await?
                         }
                         _ => None,
                     };
@@ -636,7 +648,7 @@ impl Engine {
                 async {
                     let started = self.start_tx(conn, request, now).await?;
                     let chain = self
-                        .chain_begin(conn, &started.0.id, &started.2.effects, now)
+                        .chain_begin(conn, started.0.clone(), &started.1, &started.2.effects, now)
                         .await?;
                     Ok((started, chain))
                 }
@@ -652,7 +664,8 @@ impl Engine {
     async fn chain_begin(
         &self,
         conn: &mut SqliteConnection,
-        route_id: &str,
+        route: RouteRow,
+        profile: &Profile,
         effects: &[RouteEffect],
         now: DateTime<Utc>,
     ) -> Result<Chain, EngineError> {
@@ -668,7 +681,7 @@ impl Engine {
                     ..
                 } => {
                     let begun = self
-                        .begin_tx(conn, route_id, *generation, candidate_id, now)
+                        .begin_loaded(conn, route, Some(profile), *generation, candidate_id, now)
                         .await?;
                     return Ok(Some((*generation, begun)));
                 }
@@ -691,13 +704,28 @@ impl Engine {
         let Some((route, profile)) = store::load_route_and_profile(conn, route_id).await? else {
             return Ok(Begun::Stale);
         };
-        match gate_tx(conn, &route, profile.as_ref(), generation, candidate_id, now).await? {
+        let profile = profile.map(|p| p.profile);
+        self.begin_loaded(conn, route, profile.as_ref(), generation, candidate_id, now)
+            .await
+    }
+
+    /// [`Engine::begin_tx`] with the route and profile already read (or just written) in this
+    /// transaction.
+    async fn begin_loaded(
+        &self,
+        conn: &mut SqliteConnection,
+        route: RouteRow,
+        profile: Option<&Profile>,
+        generation: u64,
+        candidate_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Begun, EngineError> {
+        match gate_tx(conn, &route, profile, generation, candidate_id, now).await? {
             GateVerdict::Held => Ok(Begun::Held),
             GateVerdict::Stale => Ok(Begun::Stale),
             GateVerdict::Go => {
-                let profile = profile
-                    .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
-                    .profile;
+                let profile =
+                    profile.ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?;
                 let event = Input::Event(RouteEvent::DispatchStarted { generation });
                 Ok(Begun::Stepped(
                     self.transact_loaded(conn, route, profile, event, now).await?,
@@ -720,7 +748,7 @@ impl Engine {
         let profile = profile
             .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
             .profile;
-        self.transact_loaded(conn, route, profile, input, now).await
+        self.transact_loaded(conn, route, &profile, input, now).await
     }
 
     /// [`Engine::transact`] with the route and profile already read in this transaction.
@@ -728,7 +756,7 @@ impl Engine {
         &self,
         conn: &mut SqliteConnection,
         route: RouteRow,
-        profile: Profile,
+        profile: &Profile,
         input: Input,
         now: DateTime<Utc>,
     ) -> Result<TxOutcome, EngineError> {
@@ -787,7 +815,7 @@ impl Engine {
             &transition.next,
             kind,
             verdict.as_deref(),
-            &profile,
+            profile,
             now,
         )
         .await?;
@@ -802,15 +830,7 @@ impl Engine {
             decision_json: transition.decision.as_ref().map(store::to_json),
             classification_json: verdict.as_ref().map(|v| store::to_json(&v.classification)),
         });
-        maintain_dispatches(
-            &mut writes,
-            route_id,
-            &prev,
-            &transition.next,
-            kind,
-            &profile,
-            now,
-        );
+        maintain_dispatches(&mut writes, route_id, &prev, &transition.next, kind, profile, now);
         maintain_timer(&mut writes, route_id, &prev, &transition.next);
         if !circuits.keeps_probing {
             writes.release_probe_leases(route_id, now);
@@ -820,7 +840,7 @@ impl Engine {
         if release_holds {
             self::release_holds(&mut *conn, now).await?;
         }
-        let dispatcher = target_of(&profile, &transition.next.candidate().id).map(|t| t.dispatcher);
+        let dispatcher = target_of(profile, &transition.next.candidate().id).map(|t| t.dispatcher);
         Ok(TxOutcome::Committed {
             prev,
             transition,
@@ -980,7 +1000,7 @@ impl Engine {
 
     async fn start_here(&self, request: StartRouteRequest) -> Result<RouteSummary, EngineError> {
         let now = self.now();
-        let ((route, profile_name, transition), chain) = {
+        let ((route, profile, transition), chain) = {
             let (reply, answer) = oneshot::channel();
             self.enqueue(Job::Start { request, reply })?;
             answer.await.map_err(|_| EngineError::Task)??
@@ -998,7 +1018,7 @@ impl Engine {
                 chain,
             )
             .await;
-        let mut summary = store::summary_of(&route, profile_name);
+        let mut summary = store::summary_of(&route, profile.name);
         summary.snapshot = latest.snapshot();
         Ok(summary)
     }
@@ -1008,7 +1028,7 @@ impl Engine {
         conn: &mut SqliteConnection,
         request: &StartRouteRequest,
         now: DateTime<Utc>,
-    ) -> Result<(RouteRow, String, Transition), EngineError> {
+    ) -> Result<Started, EngineError> {
         let profile = store::load_profile(conn, &request.profile_id)
             .await?
             .ok_or_else(|| EngineError::ProfileNotFound(request.profile_id.clone()))?
@@ -1064,7 +1084,7 @@ impl Engine {
             });
         }
         writes.run(conn).await?;
-        Ok((route, profile.name, transition))
+        Ok((route, profile, transition))
     }
 
     /// A route in a list.
@@ -1622,7 +1642,7 @@ async fn options_for(
 async fn gate_tx(
     conn: &mut SqliteConnection,
     route: &RouteRow,
-    profile: Option<&store::ProfileRow>,
+    profile: Option<&Profile>,
     generation: u64,
     candidate_id: &str,
     now: DateTime<Utc>,
@@ -1638,7 +1658,7 @@ async fn gate_tx(
     let Some(profile) = profile else {
         return Ok(GateVerdict::Go);
     };
-    let Some(target) = target_of(&profile.profile, candidate_id) else {
+    let Some(target) = target_of(profile, candidate_id) else {
         return Ok(GateVerdict::Go);
     };
     let keys = circuit_keys(target);
