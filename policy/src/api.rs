@@ -174,6 +174,9 @@ pub struct ProfileSummary {
     pub candidate_ids: Vec<String>,
     /// Routes on this profile that are not completed or abandoned.
     pub open_routes: u64,
+    /// All routes on this profile, finished ones included. A profile with any is kept (not
+    /// deleted) so their history stays readable.
+    pub routes: u64,
     pub updated_at: DateTime<Utc>,
 }
 
@@ -252,6 +255,9 @@ pub struct RouteFilter {
     pub caller_reference: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<StateName>,
+    /// Only routes that are not finished (neither completed nor abandoned).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_only: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_id: Option<String>,
     /// At most this many (server default 100, maximum 1000), most recently changed first.

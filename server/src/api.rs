@@ -431,7 +431,9 @@ pub(crate) mod openapi_paths {
 
     #[utoipa::path(get, path = "/api/v1/routes", params(
         ("caller_kind" = Option<String>, Query), ("caller_reference" = Option<String>, Query),
-        ("state" = Option<String>, Query), ("profile_id" = Option<String>, Query), ("limit" = Option<u32>, Query)),
+        ("state" = Option<String>, Query),
+        ("open_only" = Option<bool>, Query, description = "Only routes that are neither completed nor abandoned"),
+        ("profile_id" = Option<String>, Query), ("limit" = Option<u32>, Query)),
         responses((status = 200, body = [RouteSummary])))]
     pub(crate) fn list_routes() {}
 

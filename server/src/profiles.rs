@@ -238,8 +238,13 @@ pub async fn delete(engine: &Engine, id: &str) -> Result<(), ProfileError> {
         .fetch_one(&mut *tx)
         .await?;
     if routes > 0 {
+        let routes = if routes == 1 {
+            "1 route".to_owned()
+        } else {
+            format!("{routes} routes")
+        };
         return Err(ProfileError::Conflict(format!(
-            "the profile has {routes} routes; it is kept so their history stays readable"
+            "the profile has {routes}; it is kept so their history stays readable"
         )));
     }
     let done = sqlx::query("DELETE FROM profiles WHERE id = ?")

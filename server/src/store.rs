@@ -449,6 +449,14 @@ pub(crate) async fn list_routes(
     if filter.state.is_some() {
         sql.push_str(" AND r.state = ?");
     }
+    if filter.open_only {
+        let finished: Vec<String> = StateName::ALL
+            .into_iter()
+            .filter(|s| s.is_terminal())
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        sql.push_str(&format!(" AND r.state NOT IN ({})", finished.join(", ")));
+    }
     if filter.profile_id.is_some() {
         sql.push_str(" AND r.profile_id = ?");
     }
@@ -637,7 +645,8 @@ pub(crate) async fn list_profiles(conn: &mut SqliteConnection) -> Result<Vec<Pro
     let rows = sqlx::query(
         "SELECT p.id, p.name, p.description, p.revision, p.candidates_json, p.updated_at, \
          (SELECT COUNT(*) FROM routes r WHERE r.profile_id = p.id AND r.state NOT IN ('completed', 'abandoned')) \
-         AS open_routes FROM profiles p ORDER BY p.name, p.id",
+         AS open_routes, (SELECT COUNT(*) FROM routes r WHERE r.profile_id = p.id) AS routes \
+         FROM profiles p ORDER BY p.name, p.id",
     )
     .fetch_all(&mut *conn)
     .await?;
@@ -652,6 +661,7 @@ pub(crate) async fn list_profiles(conn: &mut SqliteConnection) -> Result<Vec<Pro
                 revision: u64::try_from(row.try_get::<i64, _>("revision")?).unwrap_or(0),
                 candidate_ids: targets.into_iter().map(|t| t.id).collect(),
                 open_routes: u64::try_from(row.try_get::<i64, _>("open_routes")?).unwrap_or(0),
+                routes: u64::try_from(row.try_get::<i64, _>("routes")?).unwrap_or(0),
                 updated_at: parse_ts(row.try_get::<&str, _>("updated_at")?)?,
             })
         })

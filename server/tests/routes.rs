@@ -645,3 +645,56 @@ async fn the_openapi_document_types_every_route_response_and_the_lifecycle_endpo
         "#/components/schemas/PolicyDocument"
     );
 }
+
+#[tokio::test]
+async fn open_only_lists_unfinished_routes_and_profiles_count_open_and_all_routes() {
+    let h = Harness::new().await;
+    let (p, waiting) = waiting_route(&h).await;
+    let done = h.start(&p, "inv-2").await;
+    let g = h.snapshot(&done).await["generation"].clone();
+    let (status, s) = lifecycle(&h, &done, "abandon", &g).await;
+    assert_eq!(status, StatusCode::OK, "{s}");
+
+    let ids = |list: Value| -> Vec<String> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        ids(h.get("/api/v1/routes?open_only=true").await),
+        vec![waiting.as_str()]
+    );
+    let mut all = ids(h.get("/api/v1/routes").await);
+    all.sort();
+    let mut expected = vec![waiting.clone(), done.clone()];
+    expected.sort();
+    assert_eq!(all, expected, "without open_only finished routes are listed too");
+    assert_eq!(
+        ids(h.get("/api/v1/routes?open_only=true&state=abandoned").await),
+        Vec::<String>::new(),
+        "every filter narrows"
+    );
+
+    let profiles = h.get("/api/v1/profiles").await;
+    let summary = profiles
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == p)
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (summary["open_routes"].clone(), summary["routes"].clone()),
+        (json!(1), json!(2))
+    );
+    let (status, body) = h
+        .call(Method::DELETE, &format!("/api/v1/profiles/{p}"), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "the profile has 2 routes; it is kept so their history stays readable"
+    );
+}

@@ -144,7 +144,11 @@ impl Backend for FakeBackend {
     fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>> {
         self.record(format!(
             "list_routes {} limit {}",
-            filter.state.map_or("any", |s| s.as_str()),
+            match (filter.state, filter.open_only) {
+                (Some(s), _) => s.as_str(),
+                (None, true) => "open",
+                (None, false) => "any",
+            },
             filter.limit.unwrap_or(0)
         ));
         let mut found: Vec<RouteSummary> = self
@@ -154,6 +158,7 @@ impl Backend for FakeBackend {
             .unwrap_or_default()
             .into_iter()
             .filter(|r| filter.state.is_none_or(|s| r.snapshot.state == s))
+            .filter(|r| !filter.open_only || !r.snapshot.state.is_terminal())
             .collect();
         found.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
         ready(Ok(found))

@@ -55,13 +55,19 @@ pub struct RouteQuery {
 }
 
 impl RouteQuery {
-    /// The port's filter for one state (`None`: any).
+    /// The port's filter.
     #[cfg(feature = "ssr")]
-    fn filter(&self, state: Option<StateName>) -> policy::api::RouteFilter {
+    fn filter(&self) -> policy::api::RouteFilter {
+        let (state, open_only) = match self.states {
+            StateScope::Open => (None, true),
+            StateScope::All => (None, false),
+            StateScope::Only(state) => (Some(state), false),
+        };
         policy::api::RouteFilter {
             caller_kind: self.caller_kind,
             caller_reference: self.caller_reference.clone(),
             state,
+            open_only,
             profile_id: None,
             limit: Some(LIST_LIMIT),
         }
@@ -69,35 +75,9 @@ impl RouteQuery {
 }
 
 /// Routes matching `query`, most recently changed first, at most [`LIST_LIMIT`].
-///
-/// The port filters by one state at a time, so the open routes are read state by state and
-/// merged: each state's most recent [`LIST_LIMIT`] contain the most recent [`LIST_LIMIT`] of
-/// their union. A route that moved between two reads appears once, as its later self.
 #[server(prefix = "/api/ui", input = Json)]
 pub async fn list_routes(query: RouteQuery) -> Result<Vec<RouteSummary>, AppError> {
-    let backend = crate::backend::backend()?;
-    match query.states {
-        StateScope::All => Ok(backend.list_routes(query.filter(None)).await?),
-        StateScope::Only(state) => Ok(backend.list_routes(query.filter(Some(state))).await?),
-        StateScope::Open => {
-            let mut routes = Vec::new();
-            for state in StateName::ALL.into_iter().filter(|s| !s.is_terminal()) {
-                routes.extend(backend.list_routes(query.filter(Some(state))).await?);
-            }
-            Ok(merge_most_recent(routes))
-        }
-    }
-}
-
-/// Most recently changed first (ties by id, as the store orders them), one entry per route
-/// (its latest), at most [`LIST_LIMIT`].
-#[cfg(feature = "ssr")]
-fn merge_most_recent(mut routes: Vec<RouteSummary>) -> Vec<RouteSummary> {
-    routes.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
-    let mut seen = std::collections::HashSet::new();
-    routes.retain(|r| seen.insert(r.id.clone()));
-    routes.truncate(LIST_LIMIT as usize);
-    routes
+    Ok(crate::backend::backend()?.list_routes(query.filter()).await?)
 }
 
 /// One route with its history (each decision with its policy snapshot) and dispatches.
@@ -173,19 +153,8 @@ mod tests {
         ]);
         let open = with_backend(&fake, list_routes(RouteQuery::default())).unwrap();
         assert_eq!(ids(open), ["stopped", "waiting", "healthy"]);
-        // One read per open state, each with the list's limit.
-        assert_eq!(
-            fake.calls(),
-            [
-                "active",
-                "waiting_for_reset",
-                "retry_wait",
-                "retrying",
-                "switching",
-                "action_required"
-            ]
-            .map(|s| format!("list_routes {s} limit {LIST_LIMIT}"))
-        );
+        // One read, for the open routes, with the list's limit.
+        assert_eq!(fake.calls(), [format!("list_routes open limit {LIST_LIMIT}")]);
     }
 
     #[test]
@@ -207,18 +176,6 @@ mod tests {
             ..RouteQuery::default()
         };
         assert_eq!(ids(with_backend(&fake, list_routes(finished)).unwrap()), ["done"]);
-    }
-
-    #[test]
-    fn a_route_read_in_two_states_while_listing_appears_once_as_its_later_self() {
-        let fake = FakeBackend::with_routes(&[
-            ("r1", StateName::RetryWait, 10),
-            ("r1", StateName::Retrying, 20),
-            ("r2", StateName::Active, 15),
-        ]);
-        let merged = with_backend(&fake, list_routes(RouteQuery::default())).unwrap();
-        let seen: Vec<_> = merged.iter().map(|r| (r.id.as_str(), r.snapshot.state)).collect();
-        assert_eq!(seen, [("r1", StateName::Retrying), ("r2", StateName::Active)]);
     }
 
     #[test]

@@ -92,10 +92,16 @@ pub fn ProfilesPage() -> impl IntoView {
 fn ProfileItem(profile: ProfileSummary, on_deleted: Callback<String>) -> impl IntoView {
     let p = profile;
     let href = format!("/profiles/{}", p.id);
-    let routes = match p.open_routes {
+    let open = match p.open_routes {
         0 => "no open routes".to_owned(),
         1 => "1 open route".to_owned(),
         n => format!("{n} open routes"),
+    };
+    // A profile with routes is kept so their history stays readable: say so before Delete.
+    let routes = match p.routes {
+        0 => open,
+        1 => format!("{open} · 1 route in all; kept while it has routes"),
+        n => format!("{open} · {n} routes in all; kept while it has routes"),
     };
     let delete = ServerAction::<DeleteProfile>::new();
     let confirming = RwSignal::new(false);
