@@ -57,7 +57,7 @@ async fn home_page_is_server_rendered_with_navigation_and_an_empty_state() {
         body.contains(r#"<nav aria-label="Main""#),
         "navigation is rendered"
     );
-    assert!(body.contains("No active routes"), "empty state is rendered");
+    assert!(body.contains("No open routes"), "empty state is rendered");
     assert!(
         body.contains("/pkg/recourse.js"),
         "hydration script is referenced"
