@@ -205,6 +205,9 @@ type Chain = Option<(u64, Begun)>;
 /// enough that one transaction never holds the write lock for long.
 const MAX_BATCH: usize = 256;
 
+/// Writer commits between two WAL checkpoints (see [`Engine::committed`]).
+const CHECKPOINT_EVERY: u64 = 32;
+
 /// A unit of work for the writer task: one route's step (or a new route), with the channel
 /// its submitter waits on.
 enum Job {
@@ -306,6 +309,9 @@ pub struct Engine {
     group_commits: AtomicU64,
     grouped_jobs: AtomicU64,
     single_jobs: AtomicU64,
+    /// Transactions the writer committed, and whether a checkpoint is running.
+    commits: AtomicU64,
+    checkpointing: std::sync::atomic::AtomicBool,
     me: Weak<Engine>,
 }
 
@@ -324,6 +330,8 @@ impl Engine {
             group_commits: AtomicU64::new(0),
             grouped_jobs: AtomicU64::new(0),
             single_jobs: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            checkpointing: std::sync::atomic::AtomicBool::new(false),
             me: me.clone(),
         })
     }
@@ -558,6 +566,7 @@ impl Engine {
         };
         if batch.len() > 1 {
             if let Some(done) = self.run_group(conn, &batch).await {
+                self.committed();
                 self.group_commits.fetch_add(1, Ordering::Relaxed);
                 self.grouped_jobs
                     .fetch_add(u64::try_from(batch.len()).unwrap_or(0), Ordering::Relaxed);
@@ -602,9 +611,39 @@ impl Engine {
         }
         let done = self.run_job(conn, job, now).await;
         match finish(conn, done.is_ok()).await {
-            Ok(()) => done,
+            Ok(()) => {
+                if done.is_ok() {
+                    self.committed();
+                }
+                done
+            }
             Err(e) => job.failed(e),
         }
+    }
+
+    /// Counts a writer commit and, every `CHECKPOINT_EVERY` of them, copies the WAL back into
+    /// the database file on another connection (a passive checkpoint never blocks the writer).
+    ///
+    /// Why: with `synchronous = NORMAL` a checkpoint is the only `fsync`, and SQLite runs it
+    /// inside whichever commit crosses 1,000 WAL pages, so every job of that group (a burst of
+    /// due timers, say) waits for the disk. That automatic checkpoint stays (it completes
+    /// while nothing else writes, so the next commit starts the WAL over and it stays small),
+    /// but with the bulk already copied and synced beside it, it has little left to do.
+    fn committed(&self) {
+        let n = self.commits.fetch_add(1, Ordering::Relaxed) + 1;
+        if !n.is_multiple_of(CHECKPOINT_EVERY) || self.checkpointing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let pool = self.pool.clone();
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&pool).await {
+                tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+            }
+            if let Some(engine) = me.upgrade() {
+                engine.checkpointing.store(false, Ordering::Release);
+            }
+        });
     }
 
     /// A job's body, inside an open transaction. Writes nothing unless it returns `Ok`.
