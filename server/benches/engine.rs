@@ -2,8 +2,13 @@
 //!
 //! `cargo bench -p server --bench engine` prints:
 //! 1. durable transitions per second through the transition owner, and in the same run a bare
-//!    loop of one-row SQLite commits with the same pragmas (goal: at least half the bare rate);
-//! 2. timer lateness p50/p99 with 10,000 routes waiting (system clock, real scheduler);
+//!    loop of one-row SQLite commits with the same pragmas (goal: at least half the bare rate).
+//!    Transitions run with 64 routes moving at once (their steps share group commits) in five
+//!    rounds alternating with equal runs of bare commits, so a busy machine slows both alike;
+//!    the one-route-at-a-time rate (nothing to group) is printed too;
+//! 2. timer lateness p50/p99 with 10,000 routes waiting (system clock, real scheduler, real
+//!    sleeps); sixteen callers set them up at once so the deadlines bunch up (the busiest
+//!    second is printed);
 //! 3. restart reconciliation of 100,000 routes (90% waiting, 10% with an ambiguous dispatch);
 //! 4. memory per waiting route (process RSS delta) and database bytes per route.
 //!
