@@ -651,12 +651,7 @@ impl Engine {
         match job {
             Job::Apply { route_id, input, .. } => Done::Apply(
                 async {
-                    let (route, profile) = store::load_route_and_profile(conn, route_id)
-                        .await?
-                        .ok_or_else(|| EngineError::RouteNotFound(route_id.clone()))?;
-                    let profile = profile
-                        .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
-                        .profile;
+                    let (route, profile) = route_and_profile(conn, route_id).await?;
                     let mut row = route.clone();
                     let outcome = self
                         .transact_loaded(conn, route, &profile, input.clone(), now)
@@ -1236,13 +1231,7 @@ impl Engine {
     async fn candidate_options(&self, route_id: &str) -> Result<Vec<CandidateOption>, EngineError> {
         let now = self.now();
         let mut conn = self.pool.acquire().await?;
-        let route = store::load_route(&mut conn, route_id)
-            .await?
-            .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
-        let profile = store::load_profile(&mut conn, &route.profile_id)
-            .await?
-            .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
-            .profile;
+        let (_, profile) = route_and_profile(&mut conn, route_id).await?;
         options_for(&mut conn, &profile, route_id, now).await
     }
 
@@ -1305,13 +1294,7 @@ impl Engine {
         invocation_generation: u64,
     ) -> Result<Option<Input>, EngineError> {
         let mut conn = self.pool.acquire().await?;
-        let route = store::load_route(&mut conn, route_id)
-            .await?
-            .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
-        let profile = store::load_profile(&mut conn, &route.profile_id)
-            .await?
-            .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
-            .profile;
+        let (route, profile) = route_and_profile(&mut conn, route_id).await?;
         let Some(target) = profile.targets.iter().find(|t| t.id == candidate_id).cloned() else {
             tracing::warn!(
                 route_id,
@@ -1961,4 +1944,18 @@ async fn open_circuit(
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// A route and its profile, in one read (`store::load_route_and_profile`).
+async fn route_and_profile(
+    conn: &mut SqliteConnection,
+    route_id: &str,
+) -> Result<(RouteRow, Profile), EngineError> {
+    let (route, profile) = store::load_route_and_profile(conn, route_id)
+        .await?
+        .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
+    let profile = profile
+        .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
+        .profile;
+    Ok((route, profile))
 }

@@ -150,12 +150,25 @@ pub async fn get(engine: &Engine, id: &str) -> Result<Profile, ProfileError> {
 }
 
 pub async fn create(engine: &Engine, input: ProfileInput) -> Result<Profile, ProfileError> {
-    let (policy, legacy, targets) = validate(&input).map_err(ProfileError::Invalid)?;
+    insert_new(engine, new_id("pf", engine.now()), &input).await
+}
+
+/// Creates or replaces a profile with a chosen id (the demo seeds stable ids).
+pub async fn put(engine: &Engine, id: &str, input: ProfileInput) -> Result<Profile, ProfileError> {
+    match update(engine, id, input.clone()).await {
+        Err(ProfileError::NotFound(_)) => insert_new(engine, id.to_owned(), &input).await,
+        other => other,
+    }
+}
+
+/// Validates `input` and stores it as revision 1 of a new profile `id`.
+async fn insert_new(engine: &Engine, id: String, input: &ProfileInput) -> Result<Profile, ProfileError> {
+    let (policy, legacy, targets) = validate(input).map_err(ProfileError::Invalid)?;
     let now = engine.now();
     let profile = Profile {
-        id: new_id("pf", now),
+        id,
         name: input.name.trim().to_owned(),
-        description: input.description,
+        description: input.description.clone(),
         revision: 1,
         targets,
         policy,
@@ -168,33 +181,6 @@ pub async fn create(engine: &Engine, input: ProfileInput) -> Result<Profile, Pro
     store::upsert_profile(&mut tx, &profile).await?;
     tx.commit().await?;
     Ok(profile)
-}
-
-/// Creates or replaces a profile with a chosen id (the demo seeds stable ids).
-pub async fn put(engine: &Engine, id: &str, input: ProfileInput) -> Result<Profile, ProfileError> {
-    match update(engine, id, input.clone()).await {
-        Err(ProfileError::NotFound(_)) => {
-            let (policy, legacy, targets) = validate(&input).map_err(ProfileError::Invalid)?;
-            let now = engine.now();
-            let profile = Profile {
-                id: id.to_owned(),
-                name: input.name.trim().to_owned(),
-                description: input.description,
-                revision: 1,
-                targets,
-                policy,
-                normalized_from_legacy: legacy,
-                created_at: now,
-                updated_at: now,
-            };
-            let _writer = engine.writer().await;
-            let mut tx = engine.pool().begin().await?;
-            store::upsert_profile(&mut tx, &profile).await?;
-            tx.commit().await?;
-            Ok(profile)
-        }
-        other => other,
-    }
 }
 
 pub async fn update(engine: &Engine, id: &str, input: ProfileInput) -> Result<Profile, ProfileError> {
