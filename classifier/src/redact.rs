@@ -232,10 +232,19 @@ fn collapse<'w>(words: impl Iterator<Item = &'w str>, count: impl Fn(&str) -> us
         let add = usize::from(chars > 0) + count(word);
         if chars + add > MAX_EXCERPT_CHARS {
             let room = (MAX_EXCERPT_CHARS - 1).saturating_sub(chars + usize::from(chars > 0));
-            if chars > 0 && room > 0 {
-                out.push(' ');
+            if room > 0 {
+                if chars > 0 {
+                    out.push(' ');
+                }
+                out.extend(word.chars().take(room));
+            } else if chars == MAX_EXCERPT_CHARS {
+                // The words so far fill the bound exactly: give up their last character (and
+                // a space it leaves at the end) for the ellipsis.
+                out.pop();
+                if out.ends_with(' ') {
+                    out.pop();
+                }
             }
-            out.extend(word.chars().take(room));
             out.push('…');
             return out;
         }
@@ -440,6 +449,22 @@ mod tests {
         let t =
             "Rate limit reached for gpt-4o in organization [redacted] on tokens per min (TPM): Limit 30000";
         assert_eq!(redact(t), t);
+    }
+
+    #[test]
+    fn an_excerpt_whose_words_fill_the_bound_exactly_still_ends_within_it() {
+        // 39 words of 5 characters, one of 6 and their separators: exactly 240 characters,
+        // then one more word.
+        for tail in ["x", "ünïcödé"] {
+            let full = format!("{} abécdé", vec!["abécd"; 39].join(" "));
+            assert_eq!(full.chars().count(), MAX_EXCERPT_CHARS);
+            let e = safe_excerpt(&format!("{full} {tail}"));
+            assert_eq!(e.chars().count(), MAX_EXCERPT_CHARS, "{e}");
+            assert!(e.ends_with(" abécd…"), "{e}");
+            let ascii = format!("{} abXcdX", vec!["abXcd"; 39].join(" "));
+            let e = safe_excerpt(&format!("{ascii} {tail}"));
+            assert_eq!(e.chars().count(), MAX_EXCERPT_CHARS, "{e}");
+        }
     }
 
     #[test]
