@@ -10,10 +10,12 @@
 //!    sleeps); sixteen callers set them up at once so the deadlines bunch up (the busiest
 //!    second is printed);
 //! 3. restart reconciliation of 100,000 routes (90% waiting, 10% with an ambiguous dispatch);
-//! 4. memory per waiting route (process RSS delta) and database bytes per route.
+//! 4. memory per waiting route (process RSS delta) and database bytes per route;
+//! 5. firing capacity: 10,000 timers due at the same instant of a manual clock, fired by one
+//!    `scheduler::tick`, as fires per second.
 //!
 //! Set `RECOURSE_BENCH_QUICK=1` for a smaller, faster run, `RECOURSE_BENCH_ONLY=transitions`
-//! (or `restart`, `timers`) for one part.
+//! (or `restart`, `timers`, `capacity`) for one part.
 
 #![allow(clippy::print_stdout, unreachable_pub)]
 
@@ -336,6 +338,23 @@ async fn timer_lateness() {
         .collect();
     let _ = stop_tx.send(true);
     let _ = sched.await;
+    // `RECOURSE_BENCH_DUMP=<file>`: every fire as "deadline_ms lateness_ms", to see whether
+    // lateness builds up over a burst (capacity) or comes in spikes (stalls).
+    if let Some(path) = std::env::var_os("RECOURSE_BENCH_DUMP") {
+        let lines: String = fired
+            .iter()
+            .filter_map(|(r, at)| {
+                deadlines.get(r).map(|d| {
+                    format!(
+                        "{} {:.3}\n",
+                        d.timestamp_millis(),
+                        (*at - *d).num_microseconds().unwrap_or(0) as f64 / 1000.0
+                    )
+                })
+            })
+            .collect();
+        std::fs::write(path, lines).unwrap();
+    }
     late.sort_by(f64::total_cmp);
     println!(
         "timer lateness with {n} routes waiting: {} fired, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
@@ -343,6 +362,52 @@ async fn timer_lateness() {
         percentile(&late, 0.5),
         percentile(&late, 0.99),
         late.last().copied().unwrap_or(f64::NAN)
+    );
+}
+
+/// Firing capacity: `n` routes waiting with the same deadline on a manual clock; the clock
+/// jumps past it and one `scheduler::tick` fires them all (passes of up to 512, each pass's
+/// steps sharing group commits). Unlike the lateness run this does not depend on how the
+/// setup happened to bunch the deadlines: it is how many due timers per second the writer
+/// turns into committed steps (each a deadline step plus its `DispatchStarted`).
+async fn firing_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = server::db::open(dir.path().join("burst.db").to_str().unwrap())
+        .await
+        .unwrap();
+    let t0 = chrono::Utc::now();
+    let clock = Arc::new(server::clock::ManualClock::new(t0));
+    let e = Engine::new(pool, clock.clone());
+    let n = if quick() { 1000 } else { 10_000 };
+    let p = profile(&e, 60).await;
+    let mut setups = Vec::new();
+    for w in 0..16 {
+        let e = e.clone();
+        let p = p.clone();
+        setups.push(tokio::spawn(async move {
+            for i in (w..n).step_by(16) {
+                let r = start(&e, &p, i).await;
+                let g = e.route_summary(&r).await.unwrap().snapshot.generation;
+                e.submit(&r, overloaded(g)).await.unwrap();
+            }
+        }));
+    }
+    for s in setups {
+        s.await.unwrap();
+    }
+    clock.advance(chrono::TimeDelta::seconds(61));
+    let t = Instant::now();
+    let fired = server::scheduler::tick(&e).await.unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let states: Vec<(String, i64)> =
+        sqlx::query_as("SELECT state, COUNT(*) FROM routes GROUP BY state ORDER BY state")
+            .fetch_all(e.pool())
+            .await
+            .unwrap();
+    let retrying = format!("{states:?}");
+    println!(
+        "firing capacity: {fired} timers due at once fired in {secs:.2} s = {:.0} fires/s (routes by state after: {retrying})",
+        fired as f64 / secs
     );
 }
 
@@ -407,7 +472,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // `RECOURSE_BENCH_ONLY=transitions|restart|timers` runs one part (for profiling).
+    // `RECOURSE_BENCH_ONLY=transitions|restart|timers|capacity` runs one part (for profiling).
     let only = std::env::var("RECOURSE_BENCH_ONLY").unwrap_or_default();
     let run = |part: &str| only.is_empty() || only == part;
     rt.block_on(async {
@@ -419,6 +484,9 @@ fn main() {
         }
         if run("timers") {
             timer_lateness().await;
+        }
+        if run("capacity") {
+            firing_capacity().await;
         }
     });
 }

@@ -2,11 +2,12 @@
 //! shared resource circuits, the simulated dispatcher, and restart reconciliation.
 //!
 //! Architecture invariants (each has a test in `server/tests/`):
-//! - One transition owner. Every route change goes through [`Engine::submit`]: load the route,
-//!   `policy::route::step`, then in ONE `BEGIN IMMEDIATE` transaction the compare-and-set
-//!   `UPDATE routes ... WHERE id = ? AND generation = ?`, the history row, the dispatch record,
-//!   the timer row and the circuit rows. A lost compare-and-set or a stale generation writes
-//!   nothing and answers with the current snapshot.
+//! - One transition owner. Every route change goes through [`Engine::submit`]: in ONE
+//!   `BEGIN IMMEDIATE` transaction, load the route, `policy::route::step`, then the
+//!   compare-and-set `UPDATE routes ... WHERE id = ? AND generation = ?`, the history row, the
+//!   dispatch record, the timer row and the circuit rows. A stale generation writes nothing
+//!   and answers with the current snapshot; a lost compare-and-set (impossible while the read
+//!   and the write share the transaction, but checked) fails the step and rolls it back.
 //! - Persist, then act. Effects (`RouteEffect`) run only after the commit. A timer is "armed"
 //!   by its row in that same transaction; the effect only wakes the scheduler. If the commit
 //!   fails, nothing is armed, launched or repeated, and the error is surfaced on the route.
@@ -22,8 +23,8 @@
 //! waits. Each step is a job on the writer's queue; the writer takes every job queued while
 //! its previous transaction ran (up to `MAX_BATCH`) and runs them in ONE transaction, each
 //! job still with its own compare-and-set and history row, in queue order, seeing the jobs
-//! before it. A job whose compare-and-set loses writes nothing and is answered `Rejected`;
-//! the others commit. If any job fails (a storage error, a missing route) or the commit
+//! before it. A job the route machine rejects (a stale generation) writes nothing and is
+//! answered `Rejected`; the others commit. If any job fails (a storage error, a missing route) or the commit
 //! fails, the whole transaction is rolled back and every job of the batch runs again alone,
 //! in its own transaction, exactly as a single step would: one job can neither sink nor
 //! half-commit another. Answers (and so effects, timer wake-ups and events) go out only after
@@ -31,7 +32,9 @@
 //! about as much as a whole step's statements, so under load (many routes, a burst of due
 //! timers) grouping makes a transition cheaper than a bare one-row commit; a lone step still
 //! pays one commit, as before. The dispatch gate and the `DispatchStarted` it allows are one
-//! job (one transaction); a route and its profile are read with one statement.
+//! job (one transaction); a route and its profile are read with one statement, and a job's
+//! writes (compare-and-sets included) go to SQLite in one round trip (`Pending`), so a fired
+//! timer costs two round trips to the connection's thread.
 //!
 //! Durability: the database runs in WAL mode with `synchronous = NORMAL` (see `db.rs`): a
 //! commit survives a crash of the process (the crash test kills it with SIGKILL), while a
@@ -201,6 +204,144 @@ type Started = (RouteRow, Profile, Transition);
 /// gate plus `DispatchStarted` that follow it are one job, not two.
 type Chain = Option<(u64, Begun)>;
 
+/// What one writer transaction has read and what it has queued to write: the routes (with
+/// their profiles) as this transaction sees them, the circuits that are not closed, and the
+/// writes not sent yet. A group commit shares one for all its jobs; a job run alone has its
+/// own.
+///
+/// Why: sqlx runs each statement on the connection's own thread, and the two thread hand-offs
+/// per statement, not SQLite's work, were most of a step's cost (a profile of the timer
+/// benchmark showed a third of all time in the kernel's task switching, and on a busy machine
+/// each hand-off waits for a core). So a group reads all its routes with one statement and
+/// sends all its writes in one round trip just before it commits; a fired timer no longer
+/// costs round trips of its own. Writes are sent early only when a read must see them
+/// (before the circuits are read, and before a new route's invocation is checked).
+///
+/// The cached routes stay true because the writer holds SQLite's write lock for the whole
+/// transaction (`BEGIN IMMEDIATE`): nothing else can change them, and each step this
+/// transaction queues is applied to the cached row too. The compare-and-sets are still sent:
+/// each returns a tagged row when it wins, and a flush that counts fewer wins than it queued
+/// fails (the transaction is rolled back), so the generation fence is checked by SQLite, not
+/// only assumed.
+#[derive(Default)]
+struct Pending {
+    writes: store::Writes,
+    /// Compare-and-sets queued in `writes`.
+    cas: usize,
+    /// A flush gave back a probe lease and released the holds: wake the scheduler after the
+    /// commit.
+    released: bool,
+    /// Routes (and their profiles) read or written in this transaction, by id.
+    routes: HashMap<String, (RouteRow, Option<Profile>)>,
+    /// The circuits that are not closed (a closed or missing circuit blocks nothing), read at
+    /// most once between two circuit writes; `None` until read or after a circuit write.
+    circuits: Option<HashMap<String, CircuitRow>>,
+}
+
+impl Pending {
+    /// Reads the routes of `ids` (and their profiles) with one statement.
+    async fn preload(&mut self, conn: &mut SqliteConnection, ids: &[&str]) -> Result<(), EngineError> {
+        let ids: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.routes.contains_key(*id))
+            .collect();
+        for (id, loaded) in store::load_routes_and_profiles(conn, &ids).await? {
+            self.routes.insert(id, (loaded.0, loaded.1.map(|p| p.profile)));
+        }
+        Ok(())
+    }
+
+    /// A route and its profile as this transaction sees them.
+    async fn route(
+        &mut self,
+        conn: &mut SqliteConnection,
+        route_id: &str,
+    ) -> Result<Option<(RouteRow, Option<Profile>)>, EngineError> {
+        if !self.routes.contains_key(route_id) {
+            self.preload(conn, &[route_id]).await?;
+        }
+        Ok(self.routes.get(route_id).cloned())
+    }
+
+    /// Queues the compare-and-set and applies it to the cached row.
+    fn cas_route(&mut self, id: &str, expected: u64, next: &RouteState, now: DateTime<Utc>) {
+        self.writes.cas_route(id, expected, next, now);
+        self.cas += 1;
+        if let Some((row, _)) = self.routes.get_mut(id) {
+            row.state = next.clone();
+            row.durable_error = None;
+            row.updated_at = now;
+        }
+    }
+
+    /// Queues a new route's row and caches it.
+    fn insert_route(&mut self, route: &RouteRow, profile: &Profile) {
+        self.writes.insert_route(route);
+        self.routes
+            .insert(route.id.clone(), (route.clone(), Some(profile.clone())));
+    }
+
+    /// Queues giving back the route's probe leases, unless the circuits read in this
+    /// transaction show it holds none.
+    fn release_probe_leases(&mut self, route_id: &str, now: DateTime<Utc>) {
+        let holds_none = self.circuits.as_ref().is_some_and(|c| {
+            c.values()
+                .all(|row| row.probe_route_id.as_deref() != Some(route_id))
+        });
+        if !holds_none {
+            self.writes.release_probe_leases(route_id, now);
+            self.circuits = None;
+        }
+    }
+
+    /// The circuit `key` if it is not closed, as this transaction sees it.
+    async fn circuit(
+        &mut self,
+        conn: &mut SqliteConnection,
+        key: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<CircuitRow>, EngineError> {
+        if self.circuits.is_none() {
+            self.flush(conn, now).await?;
+            self.circuits = Some(load_open_circuits(conn).await?);
+        }
+        Ok(self.circuits.as_ref().and_then(|c| c.get(key)).cloned())
+    }
+
+    /// Sends the queued writes first, then forgets the circuits: the caller is about to
+    /// write one directly.
+    async fn before_circuit_write(
+        &mut self,
+        conn: &mut SqliteConnection,
+        now: DateTime<Utc>,
+    ) -> Result<(), EngineError> {
+        self.flush(conn, now).await?;
+        self.circuits = None;
+        Ok(())
+    }
+
+    /// Sends the queued writes in one round trip and checks every compare-and-set won.
+    async fn flush(&mut self, conn: &mut SqliteConnection, now: DateTime<Utc>) -> Result<(), EngineError> {
+        if self.writes.is_empty() {
+            return Ok(());
+        }
+        let expected = std::mem::take(&mut self.cas);
+        let returned = std::mem::take(&mut self.writes).run(conn).await?;
+        if returned.cas_won != expected {
+            return Err(EngineError::Conflict(format!(
+                "{} of {expected} route compare-and-sets lost to another writer; nothing was written",
+                expected - returned.cas_won.min(expected)
+            )));
+        }
+        if returned.leases_released > 0 {
+            release_holds(&mut *conn, now).await?;
+            self.released = true;
+        }
+        Ok(())
+    }
+}
+
 /// Most jobs one group commit takes. Large enough to absorb a burst of due timers, small
 /// enough that one transaction never holds the write lock for long.
 const MAX_BATCH: usize = 256;
@@ -247,6 +388,14 @@ impl Done {
 }
 
 impl Job {
+    /// The existing route the job steps (a new route has none yet).
+    fn route_id(&self) -> Option<&str> {
+        match self {
+            Job::Apply { route_id, .. } | Job::Begin { route_id, .. } => Some(route_id),
+            Job::Start { .. } => None,
+        }
+    }
+
     fn failed(&self, e: EngineError) -> Done {
         match self {
             Job::Apply { .. } => Done::Apply(Err(e)),
@@ -305,7 +454,9 @@ pub struct Engine {
     durable_errors: StdMutex<HashMap<String, String>>,
     /// The writer task's queue, started on first use (inside the runtime), and started
     /// again should the task ever have died.
-    jobs: StdMutex<Option<mpsc::UnboundedSender<Job>>>,
+    /// Jobs travel in vectors: the jobs of one vector reach the writer together (a scheduler
+    /// pass's due timers, say) and so share a group commit.
+    jobs: StdMutex<Option<mpsc::UnboundedSender<Vec<Job>>>>,
     group_commits: AtomicU64,
     grouped_jobs: AtomicU64,
     single_jobs: AtomicU64,
@@ -388,8 +539,51 @@ impl Engine {
             .map_err(|_| EngineError::Task)?
     }
 
+    /// Submits inputs to many routes as one delivery to the writer, so they share group
+    /// commits however the runtime schedules things (the scheduler fires a pass of due timers
+    /// this way); then performs each one's effects. One answer per input, in order.
+    pub async fn submit_all(&self, inputs: Vec<(String, Input)>) -> Vec<Result<Applied, EngineError>> {
+        let engine = self.arc();
+        let n = inputs.len();
+        let all = tokio::spawn(async move {
+            let mut jobs = Vec::with_capacity(inputs.len());
+            let mut answers = Vec::with_capacity(inputs.len());
+            for (route_id, input) in inputs {
+                let (reply, answer) = oneshot::channel();
+                jobs.push(Job::Apply {
+                    route_id: route_id.clone(),
+                    input,
+                    reply,
+                });
+                answers.push((route_id, answer));
+            }
+            // If the writer is gone, every answer below reports it.
+            let _ = engine.enqueue_all(jobs);
+            futures_util::future::join_all(answers.into_iter().map(|(route_id, answer)| {
+                let engine = engine.clone();
+                async move {
+                    let applied = answer.await.unwrap_or(Err(EngineError::Task));
+                    engine.settle(&route_id, applied).await
+                }
+            }))
+            .await
+        })
+        .await;
+        all.unwrap_or_else(|_| (0..n).map(|_| Err(EngineError::Task)).collect())
+    }
+
     async fn submit_here(&self, route_id: &str, input: Input) -> Result<Applied, EngineError> {
-        let (outcome, chain) = match self.apply_once(route_id, input).await {
+        let applied = self.apply_once(route_id, input).await;
+        self.settle(route_id, applied).await
+    }
+
+    /// What follows a step's commit (or its failure): the event, then the effects.
+    async fn settle(
+        &self,
+        route_id: &str,
+        applied: Result<(TxOutcome, Chain), EngineError>,
+    ) -> Result<Applied, EngineError> {
+        let (outcome, chain) = match applied {
             Ok(o) => o,
             Err(e) => {
                 if let EngineError::Storage(err) = &e {
@@ -524,6 +718,11 @@ impl Engine {
     // --------------------------------------------------------------------------------------------
 
     fn enqueue(&self, job: Job) -> Result<(), EngineError> {
+        self.enqueue_all(vec![job])
+    }
+
+    /// Queues jobs as one delivery: the writer sees all of them at once.
+    fn enqueue_all(&self, batch: Vec<Job>) -> Result<(), EngineError> {
         let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
         let tx = match jobs.as_ref() {
             Some(tx) if !tx.is_closed() => tx,
@@ -533,7 +732,7 @@ impl Engine {
                 jobs.insert(tx)
             }
         };
-        tx.send(job).map_err(|_| EngineError::Task)
+        tx.send(batch).map_err(|_| EngineError::Task)
     }
 
     /// What the group-commit writer has done so far.
@@ -583,21 +782,30 @@ impl Engine {
     }
 
     /// All jobs in one transaction; `None` (rolled back) if any job failed or the commit did.
+    /// The group reads all its routes with one statement and sends all its writes with one
+    /// more (see [`Pending`]).
     async fn run_group(&self, conn: &mut SqliteConnection, batch: &[Job]) -> Option<Vec<Done>> {
         sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await.ok()?;
         let now = self.now();
+        let mut pending = Pending::default();
+        let ids: Vec<&str> = batch.iter().filter_map(Job::route_id).collect();
         let mut out = Vec::with_capacity(batch.len());
+        let mut ok = pending.preload(conn, &ids).await.is_ok();
         for job in batch {
-            let done = self.run_job(conn, job, now).await;
-            if !done.is_ok() {
-                let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-                return None;
+            if !ok {
+                break;
             }
+            let done = self.run_job(conn, &mut pending, job, now).await;
+            ok = done.is_ok();
             out.push(done);
         }
-        if sqlx::query("COMMIT").execute(&mut *conn).await.is_err() {
+        ok = ok && pending.flush(conn, now).await.is_ok();
+        if !ok || sqlx::query("COMMIT").execute(&mut *conn).await.is_err() {
             let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
             return None;
+        }
+        if pending.released {
+            self.wake();
         }
         Some(out)
     }
@@ -609,11 +817,20 @@ impl Engine {
         if let Err(e) = sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await {
             return job.failed(EngineError::Storage(e));
         }
-        let done = self.run_job(conn, job, now).await;
+        let mut pending = Pending::default();
+        let mut done = self.run_job(conn, &mut pending, job, now).await;
+        if done.is_ok() {
+            if let Err(e) = pending.flush(conn, now).await {
+                done = job.failed(e);
+            }
+        }
         match finish(conn, done.is_ok()).await {
             Ok(()) => {
                 if done.is_ok() {
                     self.committed();
+                    if pending.released {
+                        self.wake();
+                    }
                 }
                 done
             }
@@ -646,21 +863,29 @@ impl Engine {
         });
     }
 
-    /// A job's body, inside an open transaction. Writes nothing unless it returns `Ok`.
-    async fn run_job(&self, conn: &mut SqliteConnection, job: &Job, now: DateTime<Utc>) -> Done {
+    /// A job's body, inside an open transaction: its reads go through `pending` and its
+    /// writes are queued there. The caller flushes them before the commit; a job that returns
+    /// an error fails the whole transaction.
+    async fn run_job(
+        &self,
+        conn: &mut SqliteConnection,
+        pending: &mut Pending,
+        job: &Job,
+        now: DateTime<Utc>,
+    ) -> Done {
         match job {
             Job::Apply { route_id, input, .. } => Done::Apply(
                 async {
-                    let (route, profile) = route_and_profile(conn, route_id).await?;
+                    let (route, profile) = route_and_profile(conn, pending, route_id).await?;
                     let mut row = route.clone();
                     let outcome = self
-                        .transact_loaded(conn, route, &profile, input.clone(), now)
+                        .transact_loaded(conn, pending, route, &profile, input.clone(), now)
                         .await?;
                     let chain = match &outcome {
                         TxOutcome::Committed { transition, .. } => {
-                            // The row as this transaction just wrote it: no need to read it.
+                            // The row as this transaction writes it: no need to read it.
                             row.state = transition.next.clone();
-                            self.chain_begin(conn, row, &profile, &transition.effects, now)
+                            self.chain_begin(conn, pending, row, &profile, &transition.effects, now)
                                 .await?
                         }
                         _ => None,
@@ -675,14 +900,21 @@ impl Engine {
                 candidate_id,
                 ..
             } => Done::Begin(
-                self.begin_tx(conn, route_id, *generation, candidate_id, now)
+                self.begin_tx(conn, pending, route_id, *generation, candidate_id, now)
                     .await,
             ),
             Job::Start { request, .. } => Done::Start(
                 async {
-                    let started = self.start_tx(conn, request, now).await?;
+                    let started = self.start_tx(conn, pending, request, now).await?;
                     let chain = self
-                        .chain_begin(conn, started.0.clone(), &started.1, &started.2.effects, now)
+                        .chain_begin(
+                            conn,
+                            pending,
+                            started.0.clone(),
+                            &started.1,
+                            &started.2.effects,
+                            now,
+                        )
                         .await?;
                     Ok((started, chain))
                 }
@@ -698,6 +930,7 @@ impl Engine {
     async fn chain_begin(
         &self,
         conn: &mut SqliteConnection,
+        pending: &mut Pending,
         route: RouteRow,
         profile: &Profile,
         effects: &[RouteEffect],
@@ -715,7 +948,15 @@ impl Engine {
                     ..
                 } => {
                     let begun = self
-                        .begin_loaded(conn, route, Some(profile), *generation, candidate_id, now)
+                        .begin_loaded(
+                            conn,
+                            pending,
+                            route,
+                            Some(profile),
+                            *generation,
+                            candidate_id,
+                            now,
+                        )
                         .await?;
                     return Ok(Some((*generation, begun)));
                 }
@@ -730,31 +971,41 @@ impl Engine {
     async fn begin_tx(
         &self,
         conn: &mut SqliteConnection,
+        pending: &mut Pending,
         route_id: &str,
         generation: u64,
         candidate_id: &str,
         now: DateTime<Utc>,
     ) -> Result<Begun, EngineError> {
-        let Some((route, profile)) = store::load_route_and_profile(conn, route_id).await? else {
+        let Some((route, profile)) = pending.route(conn, route_id).await? else {
             return Ok(Begun::Stale);
         };
-        let profile = profile.map(|p| p.profile);
-        self.begin_loaded(conn, route, profile.as_ref(), generation, candidate_id, now)
-            .await
+        self.begin_loaded(
+            conn,
+            pending,
+            route,
+            profile.as_ref(),
+            generation,
+            candidate_id,
+            now,
+        )
+        .await
     }
 
     /// [`Engine::begin_tx`] with the route and profile already read (or just written) in this
     /// transaction.
+    #[allow(clippy::too_many_arguments)]
     async fn begin_loaded(
         &self,
         conn: &mut SqliteConnection,
+        pending: &mut Pending,
         route: RouteRow,
         profile: Option<&Profile>,
         generation: u64,
         candidate_id: &str,
         now: DateTime<Utc>,
     ) -> Result<Begun, EngineError> {
-        match gate_tx(conn, &route, profile, generation, candidate_id, now).await? {
+        match gate_tx(conn, pending, &route, profile, generation, candidate_id, now).await? {
             GateVerdict::Held => Ok(Begun::Held),
             GateVerdict::Stale => Ok(Begun::Stale),
             GateVerdict::Go => {
@@ -762,7 +1013,8 @@ impl Engine {
                     profile.ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?;
                 let event = Input::Event(RouteEvent::DispatchStarted { generation });
                 Ok(Begun::Stepped(
-                    self.transact_loaded(conn, route, profile, event, now).await?,
+                    self.transact_loaded(conn, pending, route, profile, event, now)
+                        .await?,
                 ))
             }
         }
@@ -772,23 +1024,21 @@ impl Engine {
     async fn transact(
         &self,
         conn: &mut SqliteConnection,
+        pending: &mut Pending,
         route_id: &str,
         input: Input,
         now: DateTime<Utc>,
     ) -> Result<TxOutcome, EngineError> {
-        let (route, profile) = store::load_route_and_profile(conn, route_id)
-            .await?
-            .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
-        let profile = profile
-            .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
-            .profile;
-        self.transact_loaded(conn, route, &profile, input, now).await
+        let (route, profile) = route_and_profile(conn, pending, route_id).await?;
+        self.transact_loaded(conn, pending, route, &profile, input, now)
+            .await
     }
 
     /// [`Engine::transact`] with the route and profile already read in this transaction.
     async fn transact_loaded(
         &self,
         conn: &mut SqliteConnection,
+        pending: &mut Pending,
         route: RouteRow,
         profile: &Profile,
         input: Input,
@@ -832,18 +1082,12 @@ impl Engine {
                 verdict,
             });
         }
-        if !store::cas_route(conn, route_id, prev.generation(), &transition.next, now).await? {
-            let state = store::load_route(conn, route_id).await?.map_or(prev, |r| r.state);
-            return Ok(TxOutcome::Rejected {
-                state,
-                error: None,
-                verdict,
-            });
-        }
-        // Circuits first (rare: a success closes, a scoped failure opens), then the rest of the
-        // step's writes in one round trip.
+        pending.cas_route(route_id, prev.generation(), &transition.next, now);
+        // Circuits (rare: a success closes, a scoped failure opens; these read, so they flush
+        // first), then the rest of the step's writes, queued for the job's one round trip.
         let circuits = maintain_circuits(
             conn,
+            pending,
             route_id,
             &prev,
             &transition.next,
@@ -853,7 +1097,11 @@ impl Engine {
             now,
         )
         .await?;
-        let mut writes = store::Writes::default();
+        if !circuits.keeps_probing {
+            // A lease given back releases the holds when the writes are flushed.
+            pending.release_probe_leases(route_id, now);
+        }
+        let writes = &mut pending.writes;
         writes.history(store::HistoryInsert {
             route_id,
             at: now,
@@ -864,16 +1112,12 @@ impl Engine {
             decision_json: transition.decision.as_ref().map(store::to_json),
             classification_json: verdict.as_ref().map(|v| store::to_json(&v.classification)),
         });
-        maintain_dispatches(&mut writes, route_id, &prev, &transition.next, kind, profile, now);
-        maintain_timer(&mut writes, route_id, &prev, &transition.next);
-        if !circuits.keeps_probing {
-            writes.release_probe_leases(route_id, now);
+        maintain_dispatches(writes, route_id, &prev, &transition.next, kind, profile, now);
+        maintain_timer(writes, route_id, &prev, &transition.next);
+        if circuits.release {
+            writes.release_holds(now);
         }
-        let released = writes.run(conn).await? > 0;
-        let release_holds = circuits.release || released;
-        if release_holds {
-            self::release_holds(&mut *conn, now).await?;
-        }
+        let release_holds = circuits.release;
         let dispatcher = target_of(profile, &transition.next.candidate().id).map(|t| t.dispatcher);
         Ok(TxOutcome::Committed {
             prev,
@@ -1060,6 +1304,7 @@ impl Engine {
     async fn start_tx(
         &self,
         conn: &mut SqliteConnection,
+        pending: &mut Pending,
         request: &StartRouteRequest,
         now: DateTime<Utc>,
     ) -> Result<Started, EngineError> {
@@ -1067,6 +1312,8 @@ impl Engine {
             .await?
             .ok_or_else(|| EngineError::ProfileNotFound(request.profile_id.clone()))?
             .profile;
+        // An earlier job of this transaction may have started this invocation.
+        pending.flush(conn, now).await?;
         let exists: Option<String> =
             sqlx::query_scalar("SELECT id FROM routes WHERE caller_kind = ? AND invocation_id = ?")
                 .bind(request.caller.kind.as_str())
@@ -1080,7 +1327,7 @@ impl Engine {
             )));
         }
         let id = store::new_id("rt", now);
-        let options = options_for(conn, &profile, &id, now).await?;
+        let options = options_for(conn, pending, &profile, &id, now).await?;
         let transition = start(&options).map_err(|e| EngineError::Conflict(e.to_string()))?;
         let route = RouteRow {
             id: id.clone(),
@@ -1092,8 +1339,8 @@ impl Engine {
             created_at: now,
             updated_at: now,
         };
-        store::insert_route(conn, &route).await?;
-        let mut writes = store::Writes::default();
+        pending.insert_route(&route, &profile);
+        let writes = &mut pending.writes;
         writes.history(store::HistoryInsert {
             route_id: &id,
             at: now,
@@ -1117,7 +1364,6 @@ impl Engine {
                 at: now,
             });
         }
-        writes.run(conn).await?;
         Ok((route, profile, transition))
     }
 
@@ -1231,8 +1477,9 @@ impl Engine {
     async fn candidate_options(&self, route_id: &str) -> Result<Vec<CandidateOption>, EngineError> {
         let now = self.now();
         let mut conn = self.pool.acquire().await?;
-        let (_, profile) = route_and_profile(&mut conn, route_id).await?;
-        options_for(&mut conn, &profile, route_id, now).await
+        let mut reads = Pending::default();
+        let (_, profile) = route_and_profile(&mut conn, &mut reads, route_id).await?;
+        options_for(&mut conn, &mut reads, &profile, route_id, now).await
     }
 
     async fn release_leases(&self, route_id: &str) -> Result<(), EngineError> {
@@ -1294,7 +1541,7 @@ impl Engine {
         invocation_generation: u64,
     ) -> Result<Option<Input>, EngineError> {
         let mut conn = self.pool.acquire().await?;
-        let (route, profile) = route_and_profile(&mut conn, route_id).await?;
+        let (route, profile) = route_and_profile(&mut conn, &mut Pending::default(), route_id).await?;
         let Some(target) = profile.targets.iter().find(|t| t.id == candidate_id).cloned() else {
             tracing::warn!(
                 route_id,
@@ -1478,25 +1725,32 @@ impl Engine {
         let now = self.now();
         let mut conn = self.pool.acquire().await?;
         sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
-        let mut out = Vec::with_capacity(ids.len());
-        let mut failed = None;
-        for id in ids {
-            match self
-                .transact(&mut conn, id, Input::Event(RouteEvent::Restarted), now)
-                .await
-            {
-                Ok(o) => out.push((id.clone(), o)),
-                Err(e) => {
-                    failed = Some(e);
-                    break;
-                }
+        let mut pending = Pending::default();
+        let r: Result<Vec<(String, TxOutcome)>, EngineError> = async {
+            let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+            pending.preload(&mut conn, &refs).await?;
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                let o = self
+                    .transact(
+                        &mut conn,
+                        &mut pending,
+                        id,
+                        Input::Event(RouteEvent::Restarted),
+                        now,
+                    )
+                    .await?;
+                out.push((id.clone(), o));
             }
+            pending.flush(&mut conn, now).await?;
+            Ok(out)
         }
-        finish(&mut conn, failed.is_none()).await?;
-        match failed {
-            Some(e) => Err(e),
-            None => Ok(out),
+        .await;
+        finish(&mut conn, r.is_ok()).await?;
+        if r.is_ok() && pending.released {
+            self.wake();
         }
+        r
     }
 
     /// Circuits, for the API and the UI.
@@ -1540,18 +1794,21 @@ pub struct ReconcileReport {
 
 /// The writer task: takes every job queued while the previous batch ran and commits them
 /// together. Ends when the engine is dropped (its queue closes).
-async fn write_loop(engine: Weak<Engine>, mut jobs: mpsc::UnboundedReceiver<Job>) {
+async fn write_loop(engine: Weak<Engine>, mut jobs: mpsc::UnboundedReceiver<Vec<Job>>) {
     let mut conn: Option<PoolConnection<Sqlite>> = None;
-    while let Some(first) = jobs.recv().await {
-        let mut batch = vec![first];
+    while let Some(mut batch) = jobs.recv().await {
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {
-                Ok(job) => batch.push(job),
+                Ok(more) => batch.extend(more),
                 Err(_) => break,
             }
         }
         let Some(engine) = engine.upgrade() else { return };
-        engine.run_batch(&mut conn, batch).await;
+        while !batch.is_empty() {
+            let rest = batch.split_off(batch.len().min(MAX_BATCH));
+            engine.run_batch(&mut conn, batch).await;
+            batch = rest;
+        }
     }
 }
 
@@ -1605,7 +1862,7 @@ fn scoped_key(target: &CandidateTarget, scope: Scope, verdict: &Verdict) -> Opti
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct CircuitRow {
     state: String,
     open_until_ms: Option<i64>,
@@ -1613,27 +1870,33 @@ struct CircuitRow {
     probe_route_id: Option<String>,
 }
 
-async fn load_circuit(conn: &mut SqliteConnection, key: &str) -> Result<Option<CircuitRow>, sqlx::Error> {
-    let row =
-        sqlx::query("SELECT state, open_until_ms, failures, probe_route_id FROM circuits WHERE key = ?")
-            .bind(key)
-            .fetch_optional(&mut *conn)
-            .await?;
-    row.map(|r| {
-        Ok(CircuitRow {
-            state: r.try_get("state")?,
-            open_until_ms: r.try_get("open_until_ms")?,
-            failures: r.try_get("failures")?,
-            probe_route_id: r.try_get("probe_route_id")?,
+/// The circuits that are not closed (the only ones that hold or block anything), by key.
+async fn load_open_circuits(conn: &mut SqliteConnection) -> Result<HashMap<String, CircuitRow>, sqlx::Error> {
+    let rows = sqlx::query(
+        "SELECT key, state, open_until_ms, failures, probe_route_id FROM circuits WHERE state <> 'closed'",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok((
+                r.try_get("key")?,
+                CircuitRow {
+                    state: r.try_get("state")?,
+                    open_until_ms: r.try_get("open_until_ms")?,
+                    failures: r.try_get("failures")?,
+                    probe_route_id: r.try_get("probe_route_id")?,
+                },
+            ))
         })
-    })
-    .transpose()
+        .collect()
 }
 
 /// Candidate eligibility for `route_id`: a candidate behind an open circuit, or behind
 /// another route's probe, is ineligible.
 async fn options_for(
     conn: &mut SqliteConnection,
+    pending: &mut Pending,
     profile: &Profile,
     route_id: &str,
     now: DateTime<Utc>,
@@ -1643,7 +1906,7 @@ async fn options_for(
         let mut eligible = true;
         if let Some(target) = target_of(profile, &c.id) {
             for key in circuit_keys(target) {
-                if let Some(row) = load_circuit(conn, &key).await? {
+                if let Some(row) = pending.circuit(conn, &key, now).await? {
                     let blocked = match row.state.as_str() {
                         "open" => row.open_until_ms.is_none_or(|u| u > ms(now)),
                         "probing" => row.probe_route_id.as_deref() != Some(route_id),
@@ -1663,6 +1926,7 @@ async fn options_for(
 
 async fn gate_tx(
     conn: &mut SqliteConnection,
+    pending: &mut Pending,
     route: &RouteRow,
     profile: Option<&Profile>,
     generation: u64,
@@ -1670,11 +1934,11 @@ async fn gate_tx(
     now: DateTime<Utc>,
 ) -> Result<GateVerdict, EngineError> {
     let route_id = route.id.as_str();
-    let pending = route
+    let attempt_pending = route
         .state
         .attempt()
         .is_some_and(|a| a.dispatch == DispatchState::Pending);
-    if route.state.generation() != generation || !pending {
+    if route.state.generation() != generation || !attempt_pending {
         return Ok(GateVerdict::Stale);
     }
     let Some(profile) = profile else {
@@ -1687,7 +1951,7 @@ async fn gate_tx(
     let mut hold_until: Option<i64> = None;
     let mut to_probe = Vec::new();
     for key in &keys {
-        let Some(row) = load_circuit(conn, key).await? else {
+        let Some(row) = pending.circuit(conn, key, now).await? else {
             continue;
         };
         match row.state.as_str() {
@@ -1706,6 +1970,7 @@ async fn gate_tx(
     }
     if hold_until.is_none() {
         for key in &to_probe {
+            pending.before_circuit_write(conn, now).await?;
             // The compare-and-set on the circuit row: exactly one route takes the lease.
             let won = sqlx::query(
                 "UPDATE circuits SET state = 'probing', probe_route_id = ?, updated_at = ? WHERE key = ? AND state = 'open'",
@@ -1726,6 +1991,7 @@ async fn gate_tx(
     match hold_until {
         None => Ok(GateVerdict::Go),
         Some(due) => {
+            pending.flush(conn, now).await?;
             sqlx::query(
                 "INSERT INTO timers (route_id, kind, generation, due_ms) VALUES (?, 'circuit_hold', ?, ?) \
                  ON CONFLICT(route_id) DO UPDATE SET kind = excluded.kind, generation = excluded.generation, \
@@ -1843,6 +2109,7 @@ struct CircuitChanges {
 #[allow(clippy::too_many_arguments)]
 async fn maintain_circuits(
     conn: &mut SqliteConnection,
+    pending: &mut Pending,
     route_id: &str,
     prev: &RouteState,
     next: &RouteState,
@@ -1850,7 +2117,7 @@ async fn maintain_circuits(
     verdict: Option<&Verdict>,
     profile: &Profile,
     now: DateTime<Utc>,
-) -> Result<CircuitChanges, sqlx::Error> {
+) -> Result<CircuitChanges, EngineError> {
     use policy::route::StateName as N;
     let target = target_of(profile, &prev.candidate().id);
     let keeps_probing = next.candidate().id == prev.candidate().id
@@ -1859,6 +2126,7 @@ async fn maintain_circuits(
     if kind == EventKind::Succeeded {
         if let Some(t) = target {
             for key in circuit_keys(t) {
+                pending.before_circuit_write(conn, now).await?;
                 let done = sqlx::query(
                     "UPDATE circuits SET state = 'closed', open_until_ms = NULL, failures = 0, code = NULL, \
                      probe_route_id = NULL, updated_at = ? WHERE key = ? AND state <> 'closed'",
@@ -1876,7 +2144,9 @@ async fn maintain_circuits(
         let trusted = c.class != ClassState::Unclassified && c.confidence == Confidence::High;
         if let (true, Some(scope)) = (trusted, c.scope) {
             if let Some(key) = scoped_key(t, scope, v) {
-                open_circuit(conn, &key, route_id, v, keeps_probing, now).await?;
+                let current = pending.circuit(conn, &key, now).await?;
+                pending.before_circuit_write(conn, now).await?;
+                open_circuit(conn, current, &key, route_id, v, keeps_probing, now).await?;
                 release = true;
             }
         }
@@ -1887,8 +2157,10 @@ async fn maintain_circuits(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn open_circuit(
     conn: &mut SqliteConnection,
+    current: Option<CircuitRow>,
     key: &str,
     route_id: &str,
     verdict: &Verdict,
@@ -1896,7 +2168,6 @@ async fn open_circuit(
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     let c = &verdict.classification;
-    let current = load_circuit(conn, key).await?;
     // A new episode (closed, or this route's probe failed) counts; failures of attempts that
     // were already in flight when it opened do not escalate the backoff.
     let (failures, already_open_until) = match &current {
@@ -1946,16 +2217,16 @@ async fn open_circuit(
     Ok(())
 }
 
-/// A route and its profile, in one read (`store::load_route_and_profile`).
+/// A route and its profile as the transaction sees them ([`Pending::route`]).
 async fn route_and_profile(
     conn: &mut SqliteConnection,
+    pending: &mut Pending,
     route_id: &str,
 ) -> Result<(RouteRow, Profile), EngineError> {
-    let (route, profile) = store::load_route_and_profile(conn, route_id)
+    let (route, profile) = pending
+        .route(conn, route_id)
         .await?
         .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
-    let profile = profile
-        .ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?
-        .profile;
+    let profile = profile.ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?;
     Ok((route, profile))
 }

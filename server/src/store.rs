@@ -102,10 +102,16 @@ impl Writes {
         self.binds.extend(binds);
     }
 
-    /// Runs them; returns how many rows the statements with `RETURNING` returned.
-    pub(crate) async fn run(self, conn: &mut SqliteConnection) -> Result<usize, sqlx::Error> {
+    /// Whether nothing is queued.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sql.is_empty()
+    }
+
+    /// Runs them, in order; returns what the statements with `RETURNING` reported.
+    pub(crate) async fn run(self, conn: &mut SqliteConnection) -> Result<Returned, sqlx::Error> {
+        let mut out = Returned::default();
         if self.sql.is_empty() {
-            return Ok(0);
+            return Ok(out);
         }
         let mut q = sqlx::query(&self.sql);
         for b in self.binds {
@@ -114,8 +120,28 @@ impl Writes {
                 Bind::Int(i) => q.bind(i),
             };
         }
-        Ok(q.fetch_all(&mut *conn).await?.len())
+        for row in q.fetch_all(&mut *conn).await? {
+            match row.try_get::<&str, _>(0)? {
+                CAS_TAG => out.cas_won += 1,
+                LEASE_TAG => out.leases_released += 1,
+                _ => {}
+            }
+        }
+        Ok(out)
     }
+}
+
+/// The row a won compare-and-set returns, and the one a released probe lease returns.
+const CAS_TAG: &str = "#cas";
+const LEASE_TAG: &str = "#lease";
+
+/// What the `RETURNING` statements of a [`Writes`] batch reported.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Returned {
+    /// Compare-and-sets on a route's generation that won.
+    pub(crate) cas_won: usize,
+    /// Probe leases given back.
+    pub(crate) leases_released: usize,
 }
 
 fn text(s: &str) -> Bind {
@@ -178,86 +204,110 @@ pub(crate) async fn load_route(
     row.as_ref().map(route_row).transpose()
 }
 
-/// A route and its profile in one read: the transition owner needs both for every step, and
-/// one statement instead of two matters when a group commit runs hundreds of steps.
-pub(crate) async fn load_route_and_profile(
+/// Routes and their profiles, by route id, with one statement: the writer reads every
+/// route of a group commit at once (each step needs its route and its profile). Missing ids
+/// are simply absent.
+pub(crate) async fn load_routes_and_profiles(
     conn: &mut SqliteConnection,
-    id: &str,
-) -> Result<Option<(RouteRow, Option<ProfileRow>)>, StoreError> {
-    let row = sqlx::query(
+    ids: &[&str],
+) -> Result<Vec<(String, (RouteRow, Option<ProfileRow>))>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!(
         "SELECT r.id, r.profile_id, r.caller_kind, r.caller_reference, r.invocation_id, r.title, \
          r.state_json, r.durable_error, r.created_at, r.updated_at, p.id AS p_id, p.name AS p_name, \
          p.description AS p_description, p.revision AS p_revision, p.candidates_json AS p_candidates_json, \
          p.policy_json AS p_policy_json, p.normalized_from_legacy AS p_normalized_from_legacy, \
          p.created_at AS p_created_at, p.updated_at AS p_updated_at \
-         FROM routes r LEFT JOIN profiles p ON p.id = r.profile_id WHERE r.id = ?",
-    )
-    .bind(id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some(row) = row else { return Ok(None) };
-    let route = route_row(&row)?;
-    let profile = if row.try_get::<Option<&str>, _>("p_id")?.is_some() {
-        Some(profile_row(&row, &JOINED_PROFILE)?)
-    } else {
-        None
-    };
-    Ok(Some((route, profile)))
+         FROM routes r LEFT JOIN profiles p ON p.id = r.profile_id WHERE r.id IN ({marks})"
+    );
+    let mut q = sqlx::query(&sql);
+    for id in ids {
+        q = q.bind(*id);
+    }
+    let rows = q.fetch_all(&mut *conn).await?;
+    // One profile is shared by many routes: decode each (id, revision) once.
+    let mut profiles: std::collections::HashMap<(String, i64), ProfileRow> = std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let route = route_row(row)?;
+        let profile = match row.try_get::<Option<String>, _>("p_id")? {
+            Some(pid) => {
+                let key = (pid, row.try_get::<i64, _>("p_revision")?);
+                if let Some(p) = profiles.get(&key) {
+                    Some(p.clone())
+                } else {
+                    let p = profile_row(row, &JOINED_PROFILE)?;
+                    profiles.insert(key, p.clone());
+                    Some(p)
+                }
+            }
+            None => None,
+        };
+        out.push((route.id.clone(), (route, profile)));
+    }
+    Ok(out)
 }
 
-pub(crate) async fn insert_route(conn: &mut SqliteConnection, route: &RouteRow) -> Result<(), sqlx::Error> {
-    let s = &route.state;
-    sqlx::query(
-        "INSERT INTO routes (id, profile_id, caller_kind, caller_reference, invocation_id, title, state, \
-         generation, candidate_id, deadline_ms, state_json, durable_error, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-    )
-    .bind(&route.id)
-    .bind(&route.profile_id)
-    .bind(route.caller.kind.as_str())
-    .bind(&route.caller.reference)
-    .bind(&route.caller.invocation_id)
-    .bind(&route.title)
-    .bind(s.state_name().as_str())
-    .bind(gen_i64(s.generation()))
-    .bind(&s.candidate().id)
-    .bind(s.deadline().map(ms))
-    .bind(to_json(s))
-    .bind(ts(route.created_at))
-    .bind(ts(route.updated_at))
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+impl Writes {
+    /// A new route's row.
+    pub(crate) fn insert_route(&mut self, route: &RouteRow) {
+        let s = &route.state;
+        self.push(
+            "INSERT INTO routes (id, profile_id, caller_kind, caller_reference, invocation_id, title, state, \
+             generation, candidate_id, deadline_ms, state_json, durable_error, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+            [
+                text(&route.id),
+                text(&route.profile_id),
+                text(route.caller.kind.as_str()),
+                text(&route.caller.reference),
+                text(&route.caller.invocation_id),
+                Bind::Text(route.title.clone()),
+                text(s.state_name().as_str()),
+                int(gen_i64(s.generation())),
+                text(&s.candidate().id),
+                Bind::Int(s.deadline().map(ms)),
+                Bind::Text(Some(to_json(s))),
+                Bind::Text(Some(ts(route.created_at))),
+                Bind::Text(Some(ts(route.updated_at))),
+            ],
+        );
+    }
+
+    /// The compare-and-set: writes `next` only if the stored generation is still `expected`.
+    /// A win returns one tagged row ([`Returned::cas_won`]); the caller counts them.
+    pub(crate) fn cas_route(&mut self, id: &str, expected: u64, next: &RouteState, now: DateTime<Utc>) {
+        self.push(
+            "UPDATE routes SET state = ?, generation = ?, candidate_id = ?, deadline_ms = ?, state_json = ?, \
+             durable_error = NULL, updated_at = ? WHERE id = ? AND generation = ? RETURNING '#cas'",
+            [
+                text(next.state_name().as_str()),
+                int(gen_i64(next.generation())),
+                text(&next.candidate().id),
+                Bind::Int(next.deadline().map(ms)),
+                Bind::Text(Some(to_json(next))),
+                Bind::Text(Some(ts(now))),
+                text(id),
+                int(gen_i64(expected)),
+            ],
+        );
+    }
+
+    /// Makes every held dispatch due now, for a re-check (a circuit opened or closed, or a
+    /// probe lease came back).
+    pub(crate) fn release_holds(&mut self, now: DateTime<Utc>) {
+        self.push(
+            "UPDATE timers SET due_ms = ? WHERE kind = 'circuit_hold'",
+            [int(ms(now))],
+        );
+    }
 }
 
 pub(crate) fn gen_i64(g: u64) -> i64 {
     i64::try_from(g).unwrap_or(i64::MAX)
-}
-
-/// The compare-and-set: writes `next` only if the stored generation is still `expected`.
-/// Returns whether it won.
-pub(crate) async fn cas_route(
-    conn: &mut SqliteConnection,
-    id: &str,
-    expected: u64,
-    next: &RouteState,
-    now: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
-        "UPDATE routes SET state = ?, generation = ?, candidate_id = ?, deadline_ms = ?, state_json = ?, \
-         durable_error = NULL, updated_at = ? WHERE id = ? AND generation = ?",
-    )
-    .bind(next.state_name().as_str())
-    .bind(gen_i64(next.generation()))
-    .bind(&next.candidate().id)
-    .bind(next.deadline().map(ms))
-    .bind(to_json(next))
-    .bind(ts(now))
-    .bind(id)
-    .bind(gen_i64(expected))
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
 }
 
 pub(crate) struct HistoryInsert<'a> {
@@ -363,11 +413,12 @@ impl Writes {
         self.push("DELETE FROM timers WHERE route_id = ?", [text(route_id)]);
     }
 
-    /// Gives back every probe lease the route holds; each one given back returns a row.
+    /// Gives back every probe lease the route holds; each one given back returns a tagged row
+    /// ([`Returned::leases_released`]).
     pub(crate) fn release_probe_leases(&mut self, route_id: &str, now: DateTime<Utc>) {
         self.push(
             "UPDATE circuits SET state = 'open', probe_route_id = NULL, updated_at = ? \
-             WHERE probe_route_id = ? AND state = 'probing' RETURNING key",
+             WHERE probe_route_id = ? AND state = 'probing' RETURNING '#lease'",
             [Bind::Text(Some(ts(now))), text(route_id)],
         );
     }

@@ -450,3 +450,85 @@ async fn a_burst_of_due_timers_fires_in_one_group_commit_each_route_once_with_it
         );
     }
 }
+
+#[tokio::test]
+async fn a_step_in_a_group_sees_the_step_before_it_on_the_same_route() {
+    let h = Harness::new().await;
+    let p = h.profile(ext_profile()).await;
+    let r = h.start(&p, "inv-same").await;
+    let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
+    let before = history_count(&h, &r).await;
+    let stats0 = h.engine.write_stats();
+    // The retry expects the generation the stop writes, in the same transaction.
+    let inputs = [stop(g), manual(policy::route::ManualAction::RetryNow, g + 1)];
+    let results =
+        futures_util::future::join_all(inputs.into_iter().map(|input| h.engine.submit(&r, input))).await;
+    let stats1 = h.engine.write_stats();
+    assert_eq!(
+        stats1.group_commits - stats0.group_commits,
+        1,
+        "{stats0:?} {stats1:?}"
+    );
+    assert_eq!(stats1.grouped_jobs - stats0.grouped_jobs, 2);
+    assert_eq!(
+        stats1.single_jobs, stats0.single_jobs,
+        "nothing fell back to one by one"
+    );
+    assert_eq!(results[0].as_ref().unwrap().snapshot.generation, g + 1);
+    // RetryNow, then the dispatch it begins (gate and `DispatchStarted`) in the same job.
+    let retried = results[1].as_ref().unwrap();
+    assert!(retried.changed);
+    assert_eq!(retried.snapshot.generation, g + 3);
+    assert_eq!(h.snapshot(&r).await["generation"].as_u64(), Some(g + 3));
+    assert_eq!(
+        history_count(&h, &r).await,
+        before + 3,
+        "stop, retry_now, dispatch_started"
+    );
+}
+
+#[tokio::test]
+async fn two_starts_of_one_invocation_in_a_group_make_one_route() {
+    use policy::api::{Caller, CallerKind, StartRouteRequest};
+    let h = Harness::new().await;
+    let p = h.profile(ext_profile()).await;
+    let request = StartRouteRequest {
+        profile_id: p.clone(),
+        caller: Caller {
+            kind: CallerKind::Workflow,
+            reference: "wf-1".into(),
+            invocation_id: "inv-twice".into(),
+        },
+        title: None,
+    };
+    let results = futures_util::future::join_all(
+        [
+            request.clone(),
+            request,
+            StartRouteRequest {
+                profile_id: p,
+                caller: Caller {
+                    kind: CallerKind::Workflow,
+                    reference: "wf-1".into(),
+                    invocation_id: "inv-other".into(),
+                },
+                title: None,
+            },
+        ]
+        .into_iter()
+        .map(|r| h.engine.start_route(r)),
+    )
+    .await;
+    assert!(results[0].is_ok(), "{:?}", results[0]);
+    assert!(
+        matches!(results[1], Err(EngineError::Conflict(_))),
+        "{:?}",
+        results[1]
+    );
+    assert!(results[2].is_ok(), "{:?}", results[2]);
+    let routes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM routes WHERE invocation_id = 'inv-twice'")
+        .fetch_one(h.engine.pool())
+        .await
+        .unwrap();
+    assert_eq!(routes, 1);
+}
