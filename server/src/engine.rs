@@ -226,8 +226,6 @@ type Chain = Option<(u64, Begun)>;
 #[derive(Default)]
 struct Pending {
     writes: store::Writes,
-    /// Compare-and-sets queued in `writes`.
-    cas: usize,
     /// A flush gave back a probe lease and released the holds: wake the scheduler after the
     /// commit.
     released: bool,
@@ -267,7 +265,6 @@ impl Pending {
     /// Queues the compare-and-set and applies it to the cached row.
     fn cas_route(&mut self, id: &str, expected: u64, next: &RouteState, now: DateTime<Utc>) {
         self.writes.cas_route(id, expected, next, now);
-        self.cas += 1;
         if let Some((row, _)) = self.routes.get_mut(id) {
             row.state = next.clone();
             row.durable_error = None;
@@ -326,8 +323,9 @@ impl Pending {
         if self.writes.is_empty() {
             return Ok(());
         }
-        let expected = std::mem::take(&mut self.cas);
-        let returned = std::mem::take(&mut self.writes).run(conn).await?;
+        let writes = std::mem::take(&mut self.writes);
+        let expected = writes.cas_count();
+        let returned = writes.run(conn).await?;
         if returned.cas_won != expected {
             return Err(EngineError::Conflict(format!(
                 "{} of {expected} route compare-and-sets lost to another writer; nothing was written",

@@ -85,14 +85,48 @@ enum Bind {
 }
 
 /// Several write statements sent to SQLite as ONE multi-statement query. sqlx runs every
-/// statement of a connection on that connection's own thread, so each statement costs two
-/// thread hand-offs, which dominate a step's time; a step's follow-up writes (history row,
-/// dispatch record, timer row, probe release) go in one hand-off instead of four. Statements
-/// use plain `?` only: sqlx binds them in order across the statements.
+/// statement of a connection on that connection's own thread and sends each statement's
+/// result back across threads, so the number of statements, not SQLite's work, is most of a
+/// step's cost (and on a busy machine each hand-off waits for a core).
+///
+/// So the writes that only set a row's final value collapse per row before they are sent: a
+/// route's row (one insert, or one compare-and-set from the generation this transaction
+/// first saw to the last state it wrote), a new dispatch record (inserted with the status its
+/// later steps gave it), and a route's timer row (the last upsert or delete). The other
+/// statements (history rows, updates of older dispatch records, circuits) run as queued.
+/// Order when run: route inserts, compare-and-sets, the queued statements, new dispatch
+/// records, timer rows: each only depends on the routes existing. Statements use plain `?`
+/// only: sqlx binds them in order across the statements.
 #[derive(Default)]
 pub(crate) struct Writes {
     sql: String,
     binds: Vec<Bind>,
+    /// New routes, in order.
+    inserts: Vec<RouteRow>,
+    /// Compare-and-sets by route: (id, expected generation, last state, its time).
+    cas: Vec<(String, u64, RouteState, DateTime<Utc>)>,
+    /// New dispatch records, with the status later steps in this batch gave them.
+    dispatches: Vec<NewDispatch>,
+    /// Each route's last timer write.
+    timers: Vec<(String, TimerWrite)>,
+}
+
+/// `Some((kind, generation, due_ms))` upserts the route's timer row, `None` deletes it.
+type TimerWrite = Option<(&'static str, u64, i64)>;
+
+/// A dispatch record inserted by this batch.
+struct NewDispatch {
+    route_id: String,
+    attempt: u32,
+    candidate_id: String,
+    kind: AttemptKind,
+    dispatcher: DispatcherKind,
+    generation: u64,
+    scheduled_at: DateTime<Utc>,
+    /// `(invocation generation, when)` once started.
+    started: Option<(u64, DateTime<Utc>)>,
+    /// `(outcome, when)` once settled.
+    settled: Option<(DispatchOutcome, DateTime<Utc>)>,
 }
 
 impl Writes {
@@ -105,16 +139,48 @@ impl Writes {
     /// Whether nothing is queued.
     pub(crate) fn is_empty(&self) -> bool {
         self.sql.is_empty()
+            && self.inserts.is_empty()
+            && self.cas.is_empty()
+            && self.dispatches.is_empty()
+            && self.timers.is_empty()
     }
 
-    /// Runs them, in order; returns what the statements with `RETURNING` reported.
-    pub(crate) async fn run(self, conn: &mut SqliteConnection) -> Result<Returned, sqlx::Error> {
+    /// Compare-and-sets that will run (each must return its tagged row).
+    pub(crate) fn cas_count(&self) -> usize {
+        self.cas.len()
+    }
+
+    /// Runs them; returns what the statements with `RETURNING` reported.
+    pub(crate) async fn run(mut self, conn: &mut SqliteConnection) -> Result<Returned, sqlx::Error> {
         let mut out = Returned::default();
-        if self.sql.is_empty() {
+        if self.is_empty() {
             return Ok(out);
         }
-        let mut q = sqlx::query(&self.sql);
-        for b in self.binds {
+        let mut all = Writes::default();
+        for route in std::mem::take(&mut self.inserts) {
+            all.push_insert_route(&route);
+        }
+        for (id, expected, next, now) in std::mem::take(&mut self.cas) {
+            all.push_cas(&id, expected, &next, now);
+        }
+        all.sql.push_str(&self.sql);
+        all.binds.append(&mut self.binds);
+        for d in std::mem::take(&mut self.dispatches) {
+            all.push_dispatch(&d);
+        }
+        for (route_id, op) in std::mem::take(&mut self.timers) {
+            match op {
+                Some((kind, generation, due)) => all.push(
+                    "INSERT INTO timers (route_id, kind, generation, due_ms) VALUES (?, ?, ?, ?) \
+                     ON CONFLICT(route_id) DO UPDATE SET kind = excluded.kind, generation = excluded.generation, \
+                     due_ms = excluded.due_ms",
+                    [text(&route_id), text(kind), int(gen_i64(generation)), int(due)],
+                ),
+                None => all.push("DELETE FROM timers WHERE route_id = ?", [text(&route_id)]),
+            }
+        }
+        let mut q = sqlx::query(&all.sql);
+        for b in all.binds {
             q = match b {
                 Bind::Text(t) => q.bind(t),
                 Bind::Int(i) => q.bind(i),
@@ -254,6 +320,10 @@ pub(crate) async fn load_routes_and_profiles(
 impl Writes {
     /// A new route's row.
     pub(crate) fn insert_route(&mut self, route: &RouteRow) {
+        self.inserts.push(route.clone());
+    }
+
+    fn push_insert_route(&mut self, route: &RouteRow) {
         let s = &route.state;
         self.push(
             "INSERT INTO routes (id, profile_id, caller_kind, caller_reference, invocation_id, title, state, \
@@ -278,8 +348,29 @@ impl Writes {
     }
 
     /// The compare-and-set: writes `next` only if the stored generation is still `expected`.
-    /// A win returns one tagged row ([`Returned::cas_won`]); the caller counts them.
+    /// A later one on the same route in this batch (expecting the generation this one writes)
+    /// only replaces the state written, so one statement fences the lot; on a route this
+    /// batch inserts, the insert writes the last state. A win returns one tagged row
+    /// ([`Returned::cas_won`]); the caller counts them against [`Writes::cas_count`].
     pub(crate) fn cas_route(&mut self, id: &str, expected: u64, next: &RouteState, now: DateTime<Utc>) {
+        if let Some(route) = self.inserts.iter_mut().find(|r| r.id == id) {
+            if route.state.generation() == expected {
+                route.state = next.clone();
+                route.updated_at = now;
+                return;
+            }
+        }
+        if let Some(cas) = self.cas.iter_mut().find(|c| c.0 == id) {
+            if cas.2.generation() == expected {
+                cas.2 = next.clone();
+                cas.3 = now;
+                return;
+            }
+        }
+        self.cas.push((id.to_owned(), expected, next.clone(), now));
+    }
+
+    fn push_cas(&mut self, id: &str, expected: u64, next: &RouteState, now: DateTime<Utc>) {
         self.push(
             "UPDATE routes SET state = ?, generation = ?, candidate_id = ?, deadline_ms = ?, state_json = ?, \
              durable_error = NULL, updated_at = ? WHERE id = ? AND generation = ? RETURNING '#cas'",
@@ -346,17 +437,48 @@ impl Writes {
     }
 
     pub(crate) fn insert_dispatch(&mut self, d: DispatchInsert<'_>) {
+        self.dispatches.push(NewDispatch {
+            route_id: d.route_id.to_owned(),
+            attempt: d.attempt,
+            candidate_id: d.candidate_id.to_owned(),
+            kind: d.kind,
+            dispatcher: d.dispatcher,
+            generation: d.generation,
+            scheduled_at: d.at,
+            started: None,
+            settled: None,
+        });
+    }
+
+    fn new_dispatch(&mut self, route_id: &str, attempt: u32) -> Option<&mut NewDispatch> {
+        self.dispatches
+            .iter_mut()
+            .find(|d| d.route_id == route_id && d.attempt == attempt)
+    }
+
+    fn push_dispatch(&mut self, d: &NewDispatch) {
+        let status = match (d.started, d.settled) {
+            (_, Some(_)) => "settled",
+            (Some(_), None) => "started",
+            (None, None) => "scheduled",
+        };
         self.push(
             "INSERT INTO dispatches (route_id, attempt, candidate_id, kind, dispatcher, scheduled_generation, \
-             status, scheduled_at) VALUES (?, ?, ?, ?, ?, ?, 'scheduled', ?)",
+             status, scheduled_at, invocation_generation, started_at, outcome, settled_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                text(d.route_id),
+                text(&d.route_id),
                 int(i64::from(d.attempt)),
-                text(d.candidate_id),
+                text(&d.candidate_id),
                 text(attempt_kind_str(d.kind)),
                 text(d.dispatcher.as_str()),
                 int(gen_i64(d.generation)),
-                Bind::Text(Some(ts(d.at))),
+                text(status),
+                Bind::Text(Some(ts(d.scheduled_at))),
+                Bind::Int(d.started.map(|(g, _)| gen_i64(g))),
+                Bind::Text(d.started.map(|(_, at)| ts(at))),
+                Bind::Text(d.settled.map(|(o, _)| outcome_str(o).to_owned())),
+                Bind::Text(d.settled.map(|(_, at)| ts(at))),
             ],
         );
     }
@@ -368,6 +490,12 @@ impl Writes {
         invocation_generation: u64,
         at: DateTime<Utc>,
     ) {
+        if let Some(d) = self.new_dispatch(route_id, attempt) {
+            if d.started.is_none() && d.settled.is_none() {
+                d.started = Some((invocation_generation, at));
+            }
+            return;
+        }
         self.push(
             "UPDATE dispatches SET status = 'started', invocation_generation = ?, started_at = ? \
              WHERE route_id = ? AND attempt = ? AND status = 'scheduled'",
@@ -387,6 +515,12 @@ impl Writes {
         outcome: DispatchOutcome,
         at: DateTime<Utc>,
     ) {
+        if let Some(d) = self.new_dispatch(route_id, attempt) {
+            if d.settled.is_none() {
+                d.settled = Some((outcome, at));
+            }
+            return;
+        }
         self.push(
             "UPDATE dispatches SET status = 'settled', outcome = ?, settled_at = ? \
              WHERE route_id = ? AND attempt = ? AND status <> 'settled'",
@@ -400,17 +534,20 @@ impl Writes {
     }
 
     /// Arms (or re-arms) the route's one timer.
-    pub(crate) fn upsert_timer(&mut self, route_id: &str, kind: &str, generation: u64, due_ms: i64) {
-        self.push(
-            "INSERT INTO timers (route_id, kind, generation, due_ms) VALUES (?, ?, ?, ?) \
-             ON CONFLICT(route_id) DO UPDATE SET kind = excluded.kind, generation = excluded.generation, \
-             due_ms = excluded.due_ms",
-            [text(route_id), text(kind), int(gen_i64(generation)), int(due_ms)],
-        );
+    pub(crate) fn upsert_timer(&mut self, route_id: &str, kind: &'static str, generation: u64, due_ms: i64) {
+        self.timer(route_id, Some((kind, generation, due_ms)));
     }
 
     pub(crate) fn delete_timer(&mut self, route_id: &str) {
-        self.push("DELETE FROM timers WHERE route_id = ?", [text(route_id)]);
+        self.timer(route_id, None);
+    }
+
+    /// The route's last timer write wins.
+    fn timer(&mut self, route_id: &str, op: TimerWrite) {
+        match self.timers.iter_mut().find(|t| t.0 == route_id) {
+            Some(t) => t.1 = op,
+            None => self.timers.push((route_id.to_owned(), op)),
+        }
     }
 
     /// Gives back every probe lease the route holds; each one given back returns a tagged row
