@@ -32,9 +32,10 @@
 //! about as much as a whole step's statements, so under load (many routes, a burst of due
 //! timers) grouping makes a transition cheaper than a bare one-row commit; a lone step still
 //! pays one commit, as before. The dispatch gate and the `DispatchStarted` it allows are one
-//! job (one transaction); a route and its profile are read with one statement, and a job's
-//! writes (compare-and-sets included) go to SQLite in one round trip (`Pending`), so a fired
-//! timer costs two round trips to the connection's thread.
+//! job (one transaction). A group reads all its routes (with their profiles) in one
+//! statement and sends all its writes, compare-and-sets included, in one round trip just
+//! before the commit (`Pending`, `store::Writes`), so a burst of due timers costs a handful
+//! of round trips to the connection's thread per 256 steps, not several per step.
 //!
 //! Durability: the database runs in WAL mode with `synchronous = NORMAL` (see `db.rs`): a
 //! commit survives a crash of the process (the crash test kills it with SIGKILL), while a
