@@ -24,10 +24,10 @@
 //! its previous transaction ran (up to `MAX_BATCH`) and runs them in ONE transaction, each
 //! job still with its own compare-and-set and history row, in queue order, seeing the jobs
 //! before it. A job the route machine rejects (a stale generation) writes nothing and is
-//! answered `Rejected`; the others commit. If any job fails (a storage error, a missing route) or the commit
-//! fails, the whole transaction is rolled back and every job of the batch runs again alone,
-//! in its own transaction, exactly as a single step would: one job can neither sink nor
-//! half-commit another. Answers (and so effects, timer wake-ups and events) go out only after
+//! answered `Rejected`; the others commit. If any job fails (a storage error, a missing
+//! route) or the commit fails, the whole transaction is rolled back and every job of the
+//! batch runs again alone, in its own transaction, exactly as a single step would: one job
+//! can neither sink nor half-commit another. Answers (and so effects, timer wake-ups and events) go out only after
 //! the commit, so "persist, then act" holds for every job of a group. Why: a commit costs
 //! about as much as a whole step's statements, so under load (many routes, a burst of due
 //! timers) grouping makes a transition cheaper than a bare one-row commit; a lone step still
