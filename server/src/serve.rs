@@ -63,15 +63,14 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     warn_if_assets_missing(&args.site_root, &leptos);
+    let shutdown = shutdown_signal();
     let listener = TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, database = %args.db.database, "recourse is serving on http://{local}");
     let app = web::router(AppState::new(engine.clone(), leptos, test_clock));
-    web::run(listener, app, shutdown_signal())
-        .await
-        .context("server failed")?;
+    web::run(listener, app, shutdown).await.context("server failed")?;
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
     pool.close().await;
@@ -155,30 +154,36 @@ fn warn_if_assets_missing(site_root: &Path, options: &LeptosOptions) {
     }
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(err) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %err, "cannot listen for Ctrl-C");
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is called,
+/// not when the future is first polled: the server polls it only once it is serving, and a
+/// SIGTERM in between (a supervisor stopping a process that has just answered `/healthz`)
+/// would otherwise kill the process without a graceful stop.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            let (mut interrupt, mut terminate) = match (interrupt, terminate) {
+                (Ok(i), Ok(t)) => (i, t),
+                (Err(err), _) | (_, Err(err)) => {
+                    tracing::error!(error = %err, "cannot listen for SIGINT or SIGTERM");
+                    return std::future::pending().await;
+                }
+            };
+            tokio::select! {
+                _ = interrupt.recv() => tracing::info!("received Ctrl-C, shutting down"),
+                _ = terminate.recv() => tracing::info!("received SIGTERM, shutting down"),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    async {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            tracing::info!("received Ctrl-C, shutting down");
+        } else {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut sig) => {
-                sig.recv().await;
-            }
-            Err(err) => {
-                tracing::error!(error = %err, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("received Ctrl-C, shutting down"),
-        () = terminate => tracing::info!("received SIGTERM, shutting down"),
     }
 }
