@@ -1990,17 +1990,9 @@ async fn gate_tx(
     match hold_until {
         None => Ok(GateVerdict::Go),
         Some(due) => {
-            pending.flush(conn, now).await?;
-            sqlx::query(
-                "INSERT INTO timers (route_id, kind, generation, due_ms) VALUES (?, 'circuit_hold', ?, ?) \
-                 ON CONFLICT(route_id) DO UPDATE SET kind = excluded.kind, generation = excluded.generation, \
-                 due_ms = excluded.due_ms",
-            )
-            .bind(route_id)
-            .bind(store::gen_i64(generation))
-            .bind(due)
-            .execute(&mut *conn)
-            .await?;
+            pending
+                .writes
+                .upsert_timer(route_id, "circuit_hold", generation, due);
             Ok(GateVerdict::Held)
         }
     }
@@ -2011,7 +2003,7 @@ async fn release_holds<'e, E: sqlx::Executor<'e, Database = sqlx::Sqlite>>(
     conn: E,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE timers SET due_ms = ? WHERE kind = 'circuit_hold'")
+    sqlx::query(store::RELEASE_HOLDS_SQL)
         .bind(ms(now))
         .execute(conn)
         .await?;

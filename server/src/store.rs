@@ -95,7 +95,8 @@ enum Bind {
 /// later steps gave it), and a route's timer row (the last upsert or delete). The other
 /// statements (history rows, updates of older dispatch records, circuits) run as queued.
 /// Order when run: route inserts, compare-and-sets, the queued statements, new dispatch
-/// records, timer rows: each only depends on the routes existing. Statements use plain `?`
+/// records, timer rows, then the release of held dispatches: each only depends on the routes
+/// existing, and the release must see every hold the batch arms. Statements use plain `?`
 /// only: sqlx binds them in order across the statements.
 #[derive(Default)]
 pub(crate) struct Writes {
@@ -109,7 +110,13 @@ pub(crate) struct Writes {
     dispatches: Vec<NewDispatch>,
     /// Each route's last timer write.
     timers: Vec<(String, TimerWrite)>,
+    /// Make every held dispatch due at this time, after everything else (see
+    /// [`Writes::release_holds`]).
+    release_holds_at: Option<DateTime<Utc>>,
 }
+
+/// Makes every held dispatch (`circuit_hold` timer) due at `?`.
+pub(crate) const RELEASE_HOLDS_SQL: &str = "UPDATE timers SET due_ms = ? WHERE kind = 'circuit_hold'";
 
 /// `Some((kind, generation, due_ms))` upserts the route's timer row, `None` deletes it.
 type TimerWrite = Option<(&'static str, u64, i64)>;
@@ -143,6 +150,7 @@ impl Writes {
             && self.cas.is_empty()
             && self.dispatches.is_empty()
             && self.timers.is_empty()
+            && self.release_holds_at.is_none()
     }
 
     /// Compare-and-sets that will run (each must return its tagged row).
@@ -178,6 +186,9 @@ impl Writes {
                 ),
                 None => all.push("DELETE FROM timers WHERE route_id = ?", [text(&route_id)]),
             }
+        }
+        if let Some(at) = self.release_holds_at {
+            all.push(RELEASE_HOLDS_SQL, [int(ms(at))]);
         }
         let mut q = sqlx::query(&all.sql);
         for b in all.binds {
@@ -282,8 +293,7 @@ pub(crate) async fn load_routes_and_profiles(
     }
     let marks = vec!["?"; ids.len()].join(", ");
     let sql = format!(
-        "SELECT r.id, r.profile_id, r.caller_kind, r.caller_reference, r.invocation_id, r.title, \
-         r.state_json, r.durable_error, r.created_at, r.updated_at, p.id AS p_id, p.name AS p_name, \
+        "SELECT {ROUTE_COLUMNS}, p.id AS p_id, p.name AS p_name, \
          p.description AS p_description, p.revision AS p_revision, p.candidates_json AS p_candidates_json, \
          p.policy_json AS p_policy_json, p.normalized_from_legacy AS p_normalized_from_legacy, \
          p.created_at AS p_created_at, p.updated_at AS p_updated_at \
@@ -389,11 +399,9 @@ impl Writes {
 
     /// Makes every held dispatch due now, for a re-check (a circuit opened or closed, or a
     /// probe lease came back).
+    /// Runs last, so it also releases holds this batch arms.
     pub(crate) fn release_holds(&mut self, now: DateTime<Utc>) {
-        self.push(
-            "UPDATE timers SET due_ms = ? WHERE kind = 'circuit_hold'",
-            [int(ms(now))],
-        );
+        self.release_holds_at = Some(now);
     }
 }
 
