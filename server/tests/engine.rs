@@ -233,6 +233,17 @@ async fn history_count(h: &Harness, route_id: &str) -> i64 {
         .unwrap()
 }
 
+/// `n` routes started on profile `p` (invocations `inv-0`...), each with its generation.
+async fn started_routes(h: &Harness, p: &str, n: usize) -> Vec<(String, u64)> {
+    let mut routes = Vec::with_capacity(n);
+    for i in 0..n {
+        let r = h.start(p, &format!("inv-{i}")).await;
+        let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
+        routes.push((r, g));
+    }
+    routes
+}
+
 async fn overloaded_for(h: &Harness, route_id: &str, invocation: &str) -> server::engine::Input {
     let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
     env.invocation_id = Some(invocation.into());
@@ -245,12 +256,7 @@ async fn steps_submitted_together_commit_as_one_group_and_a_later_step_on_the_sa
 ) {
     let h = Harness::new().await;
     let p = h.profile(ext_profile()).await;
-    let mut routes = Vec::new();
-    for i in 0..20 {
-        let r = h.start(&p, &format!("inv-{i}")).await;
-        let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
-        routes.push((r, g));
-    }
+    let routes = started_routes(&h, &p, 20).await;
     let before: Vec<i64> =
         futures_util::future::join_all(routes.iter().map(|(r, _)| history_count(&h, r))).await;
     let stats0 = h.engine.write_stats();
@@ -300,12 +306,7 @@ async fn steps_submitted_together_commit_as_one_group_and_a_later_step_on_the_sa
 async fn a_failing_step_in_a_group_rolls_the_group_back_and_the_others_commit_one_by_one() {
     let h = Harness::new().await;
     let p = h.profile(ext_profile()).await;
-    let mut routes = Vec::new();
-    for i in 0..10 {
-        let r = h.start(&p, &format!("inv-{i}")).await;
-        let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
-        routes.push((r, g));
-    }
+    let routes = started_routes(&h, &p, 10).await;
     let stats0 = h.engine.write_stats();
     let mut submissions: Vec<_> = routes.clone();
     submissions.insert(5, ("rt-missing".to_owned(), 1));
@@ -350,15 +351,7 @@ async fn when_a_group_cannot_be_written_no_step_commits_no_timer_is_armed_and_ev
         .fetch_one(h.engine.pool())
         .await
         .unwrap();
-    // The same file, read-only: a real SQLite read-only database.
-    let opts = server::db::connect_options(h.db_path().to_str().unwrap())
-        .unwrap()
-        .read_only(true);
-    let pool = sqlx::sqlite::SqlitePoolOptions::new()
-        .connect_with(opts)
-        .await
-        .unwrap();
-    let ro = server::engine::Engine::new(pool, std::sync::Arc::new(h.clock.clone()));
+    let ro = h.read_only_engine().await;
     let mut inputs = Vec::new();
     for (r, inv) in &routes {
         inputs.push((r.clone(), overloaded_for(&h, r, inv).await));

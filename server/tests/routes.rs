@@ -264,17 +264,7 @@ async fn when_the_decision_cannot_be_written_nothing_is_armed_or_dispatched_and_
     let r = h.start(&p, "inv-1").await;
     let s = h.snapshot(&r).await;
     assert_eq!(s["state"], "active");
-    let path = h.db_path();
-    // Reopen the same file read-only: a real SQLite read-only database.
-    let opts = server::db::connect_options(path.to_str().unwrap())
-        .unwrap()
-        .read_only(true);
-    let pool = sqlx::sqlite::SqlitePoolOptions::new()
-        .connect_with(opts)
-        .await
-        .unwrap();
-    let clock = h.clock.clone();
-    let ro = server::engine::Engine::new(pool, std::sync::Arc::new(clock));
+    let ro = h.read_only_engine().await;
     let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
     env.invocation_id = Some("inv-1".into());
     env.generation = s["generation"].as_u64();

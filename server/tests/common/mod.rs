@@ -145,6 +145,19 @@ impl Harness {
         self.clock.now()
     }
 
+    /// A second engine on the same file opened read-only: a real SQLite read-only database
+    /// (every write fails), on the same clock.
+    pub async fn read_only_engine(&self) -> std::sync::Arc<server::engine::Engine> {
+        let opts = server::db::connect_options(self.db_path().to_str().unwrap())
+            .unwrap()
+            .read_only(true);
+        let pool = sqlx::sqlite::SqlitePoolOptions::new()
+            .connect_with(opts)
+            .await
+            .unwrap();
+        server::engine::Engine::new(pool, std::sync::Arc::new(self.clock.clone()))
+    }
+
     pub async fn launches(&self, route_id: &str) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM simulated_launches WHERE route_id = ?")
             .bind(route_id)
