@@ -290,7 +290,7 @@ pub fn evaluate(failure: &Failure<'_>, now: DateTime<Utc>) -> Decision {
             d.reason = DecisionReason::RetryBudgetRemaining;
             d.retry_ordinal = Some(ordinal);
             d.delay_seconds = Some(delay);
-            d.deadline = Some(add_seconds(now, delay).unwrap_or(DateTime::<Utc>::MAX_UTC));
+            d.deadline = Some(crate::time::after_seconds(now, delay));
             return d;
         }
         d.reason = DecisionReason::RetryBudgetExhausted;
@@ -350,7 +350,7 @@ fn reset_deadline(
     if deadline <= now {
         return Err(WaitSkipReason::HintNotInFuture);
     }
-    let limit = add_seconds(now, max_wait).unwrap_or(DateTime::<Utc>::MAX_UTC);
+    let limit = crate::time::after_seconds(now, max_wait);
     if deadline > limit {
         return Err(WaitSkipReason::HintBeyondMaximum);
     }

@@ -7,6 +7,7 @@
 //! - [`class`]: the two configurable error classes and the registry of semantic codes.
 //! - [`classification`]: the classifier's output (contract 2) and the effect-safety gate.
 //! - [`limits`]: the backend-owned limits (`MIN_*`, `MAX_*`, `DEFAULT_*`) the UI shares.
+//! - [`time`]: deadline arithmetic that saturates instead of panicking.
 //! - [`document`]: the version-1 policy document, its validation from untrusted JSON (every
 //!   problem, with paths and stable codes), per-field validators for the UI, and the
 //!   `Validated*` types that alone reach the evaluator.
@@ -14,6 +15,10 @@
 //! - [`schedule`]: retry delays (doubling, capped at 24 h, saturating) and readable previews.
 //! - [`evaluator`]: one classified failure + one candidate policy -> one [`evaluator::Decision`],
 //!   in the spec's order.
+//! - [`input`]: untrusted API input (profile writes, route starts) parsed once into
+//!   `Validated*` types, every string and number bounded.
+//! - [`circuit`]: shared resource circuits: which keys a target has, what a trusted scoped
+//!   failure opens, what the dispatch gate decides, a candidate's eligibility.
 //! - [`route`]: the route state machine: `start` and `step(&RouteState, RouteEvent, now)`,
 //!   returning the next state and the effects the server performs after committing it.
 //! - [`wire`]: route snapshots and event payloads, and re-exports of every wire type.
@@ -40,7 +45,7 @@
 //! let now = Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap();
 //!
 //! // Start on the first eligible candidate; the effect says "begin a dispatch".
-//! let t = start(&[CandidateOption { id: "main".into(), eligible: true }]).unwrap();
+//! let t = start(&[CandidateOption::now("main")]).unwrap();
 //! assert!(matches!(t.effects[0], RouteEffect::BeginDispatch { generation: 1, .. }));
 //! // Record the start before launching; the Launch effect carries the invocation generation.
 //! let t = step(&t.next, RouteEvent::DispatchStarted { generation: 1 }, now).unwrap();
@@ -69,17 +74,21 @@
 //! Invariants:
 //! - Only `Validated*` policies are evaluated; they are built by validation and nothing else.
 //! - Every accepted route change increments the generation; every fenced event must carry the
-//!   current one; terminal states ignore late events.
+//!   current one; a finished route changes no more (a repeat of its finishing request is
+//!   answered as done, anything else is refused).
 //! - No computed retry delay exceeds 24 h; no reset wait exceeds its policy's maximum.
 //! - Unclassified, stale, inconsistent or effect-unsafe evidence never schedules work.
 
 pub mod api;
+pub mod circuit;
 pub mod class;
 pub mod classification;
 pub mod document;
 pub mod evaluator;
+pub mod input;
 pub mod legacy;
 pub mod limits;
 pub mod route;
 pub mod schedule;
+pub mod time;
 pub mod wire;

@@ -33,6 +33,38 @@ pub const MAX_CANDIDATES: usize = 32;
 /// Longest candidate id, in characters.
 pub const MAX_CANDIDATE_ID_CHARS: usize = 128;
 
+/// Longest profile name, in characters (after trimming).
+pub const MAX_PROFILE_NAME_CHARS: usize = 120;
+/// Longest profile description, in characters.
+pub const MAX_PROFILE_DESCRIPTION_CHARS: usize = 2_000;
+/// Longest safe identifier (a provider or model id), in characters. Identifiers are the
+/// characters of [`IDENTIFIER_PATTERN`]: they become circuit keys, so nothing else may reach one.
+pub const MAX_IDENTIFIER_CHARS: usize = 128;
+/// The characters a provider or model identifier may hold (a regular expression, published in the
+/// OpenAPI document): ASCII letters and digits and `. _ - : / @ +`, starting with a letter or digit.
+pub const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$";
+/// Longest candidate label shown in the UI, in characters.
+pub const MAX_LABEL_CHARS: usize = 120;
+/// Most steps in a simulated candidate's script.
+pub const MAX_SCRIPT_STEPS: usize = 32;
+/// Longest delay of a simulated step (7 days, like the longest reset wait).
+pub const MAX_SIMULATED_DELAY_SECONDS: u64 = 604_800;
+/// Largest evidence envelope a simulated step may carry, in bytes of its JSON.
+pub const MAX_SCRIPT_ENVELOPE_BYTES: usize = 16 * 1024;
+
+/// Longest route title, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// Longest caller reference (task id, workflow step, Office assignment), in characters.
+pub const MAX_CALLER_REFERENCE_CHARS: usize = 256;
+/// Longest caller invocation id, in characters.
+pub const MAX_INVOCATION_ID_CHARS: usize = 128;
+/// Longest profile or route id a request may name, in characters (ids the server makes are
+/// about 30).
+pub const MAX_ID_CHARS: usize = 128;
+
+/// Largest request body the REST API reads, in bytes (an evidence envelope is the largest).
+pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
+
 /// New candidates: retry disabled (stored as zeros)...
 pub const DEFAULT_RETRY_ENABLED: bool = false;
 /// ...reset waiting disabled (stored as zero)...

@@ -17,7 +17,8 @@ pub use crate::{
     },
     evaluator::{Decision, DecisionKind, DecisionReason, WaitSkipReason},
     route::{
-        ActionReason, Attempt, AttemptKind, DispatchState, EventKind, ManualAction, RouteEffect, StateName,
+        ActionReason, Attempt, AttemptKind, DispatchState, EventKind, Hold, ManualAction, RouteEffect,
+        StateName,
     },
 };
 
@@ -43,6 +44,9 @@ pub struct RouteSnapshot {
     pub attempt: Option<Attempt>,
     /// Absolute UTC deadline of the pending wait or retry.
     pub deadline: Option<DateTime<Utc>>,
+    /// The resource circuit the pending attempt is parked behind, and until when the dispatch
+    /// gate waits before it looks again (sooner if the circuit closes).
+    pub hold: Option<Hold>,
     /// The stable code of the latest decision (`"unclassified"` when there was none to find).
     pub code: Option<String>,
     pub class: Option<ClassState>,
@@ -73,6 +77,7 @@ impl RouteSnapshot {
             excluded_candidates: state.cycle().excluded().map(str::to_owned).collect(),
             attempt: state.attempt(),
             deadline: state.deadline(),
+            hold: state.hold().cloned(),
             code: d.map(|d| d.code.map_or("unclassified", |c| c.as_str()).to_owned()),
             class: d.map(|d| d.class),
             catalogue_version: d.map(|d| d.catalogue_version.clone()),

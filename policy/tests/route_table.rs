@@ -11,8 +11,8 @@ use policy::{
     document::OnExhausted::{Skip, Stop},
     evaluator::{DecisionKind, DecisionReason},
     route::{
-        ActionReason, AttemptKind, DispatchState, ManualAction, RouteEffect, RouteEvent, RouteState,
-        StateName, TransitionError,
+        start, ActionReason, AttemptKind, CandidateOption, DispatchState, Hold, ManualAction, RouteEffect,
+        RouteEvent, RouteState, StateName, TransitionError,
     },
 };
 
@@ -340,14 +340,21 @@ fn situation(name: &str) -> Driver {
     d
 }
 
-const EVENTS: [&str; 13] = [
-    "DS", "F", "S", "DR", "CE", "WS", "RN", "SN", "CW", "ST", "C", "A", "R",
+const EVENTS: [&str; 14] = [
+    "DS", "DH", "F", "S", "DR", "CE", "WS", "RN", "SN", "CW", "ST", "C", "A", "R",
 ];
 
 fn event(d: &Driver, code: &str) -> RouteEvent {
     let g = d.gen();
     match code {
         "DS" => RouteEvent::DispatchStarted { generation: g },
+        "DH" => RouteEvent::DispatchHeld {
+            generation: g,
+            hold: Hold {
+                circuit: "provider:p".into(),
+                until: d.now + secs(30),
+            },
+        },
         "F" => d.failure(transient(d), Gate::ALLOW),
         "S" => RouteEvent::Succeeded { generation: g },
         "DR" => RouteEvent::DeadlineReached { generation: g },
@@ -414,18 +421,18 @@ fn short(name: StateName) -> &'static str {
 fn every_state_and_event_pair_has_the_tabled_outcome() {
     // "=": accepted, no change; "x": rejected as not allowed; otherwise the next state.
     let expected = "
-        situation          DS   F    S    DR   CE   WS   RN   SN   CW   ST   C    A    R
-        active(idle)       x    x    x    x    x    act  x    x    x    ar   done aban =
-        active(pending)    act  x    x    x    x    x    x    x    x    ar   x    aban =
-        active(started)    x    rw   act  x    x    x    x    x    x    ar   x    aban ar
-        waiting_for_reset  x    x    x    rt   x    x    rt   sw   ar   ar   x    aban =
-        retry_wait         x    x    x    rt   x    x    rt   sw   ar   ar   x    aban =
-        retrying(pending)  rt   x    x    x    x    x    x    x    x    ar   x    aban =
-        retrying(started)  x    sw   act  x    x    x    x    x    x    ar   x    aban ar
-        switching          x    x    x    x    act  x    x    x    x    ar   x    aban =
-        action_required    x    x    x    x    x    x    rt   sw   =    =    x    aban =
-        completed          =    =    =    =    =    =    =    =    =    =    =    =    =
-        abandoned          =    =    =    =    =    =    =    =    =    =    =    =    =
+        situation          DS   DH   F    S    DR   CE   WS   RN   SN   CW   ST   C    A    R
+        active(idle)       x    x    x    x    x    x    act  x    x    x    ar   done aban =
+        active(pending)    act  act  x    x    x    x    x    x    x    x    ar   x    aban =
+        active(started)    x    x    rw   act  x    x    x    x    x    x    ar   x    aban ar
+        waiting_for_reset  x    x    x    x    rt   x    x    rt   sw   ar   ar   x    aban =
+        retry_wait         x    x    x    x    rt   x    x    rt   sw   ar   ar   x    aban =
+        retrying(pending)  rt   rt   x    x    x    x    x    x    x    x    ar   x    aban =
+        retrying(started)  x    x    sw   act  x    x    x    x    x    x    ar   x    aban ar
+        switching          x    x    x    x    x    act  x    x    x    x    ar   x    aban =
+        action_required    x    x    x    x    x    x    x    rt   sw   =    =    x    aban =
+        completed          x    x    x    x    x    x    x    x    x    x    x    =    x    =
+        abandoned          x    x    x    x    x    x    x    x    x    x    x    x    =    =
     ";
     let mut lines = expected.lines().map(str::trim).filter(|l| !l.is_empty());
     let header: Vec<&str> = lines.next().unwrap().split_whitespace().skip(1).collect();
@@ -463,9 +470,9 @@ fn every_fenced_event_with_an_old_generation_is_rejected_in_every_live_state() {
             let mut e = event(&d, code);
             set_generation(&mut e, d.gen() - 1);
             let result = d.try_step(e);
-            let idempotent = name == "action_required" && (*code == "CW" || *code == "ST");
+            // (This action_required was reached by a policy stop: a cancel or stop with an
+            // older generation is not a repeat of the request that stopped it.)
             match result {
-                Ok(t) if idempotent => assert!(!t.changed),
                 Err(TransitionError::StaleGeneration { given, current, .. }) => {
                     assert_eq!((given, current), (before.generation() - 1, before.generation()));
                 }
@@ -479,6 +486,7 @@ fn every_fenced_event_with_an_old_generation_is_rejected_in_every_live_state() {
 fn set_generation(e: &mut RouteEvent, g: u64) {
     match e {
         RouteEvent::DispatchStarted { generation }
+        | RouteEvent::DispatchHeld { generation, .. }
         | RouteEvent::Succeeded { generation }
         | RouteEvent::DeadlineReached { generation } => *generation = g,
         RouteEvent::Failed(r) => r.evidence_generation = g,
@@ -511,15 +519,31 @@ fn every_accepted_change_increments_the_generation_by_one() {
 }
 
 #[test]
-fn late_events_in_terminal_states_are_ignored() {
-    for name in ["completed", "abandoned"] {
+fn a_finished_route_refuses_late_events_but_answers_a_repeat_of_its_finishing_request() {
+    for (name, finisher) in [("completed", "C"), ("abandoned", "A")] {
         let mut d = situation(name);
         let before = d.state.clone();
         for code in EVENTS {
+            // Issued for a generation the route left long ago: stale, never a silent 200.
             let mut e = event(&d, code);
             set_generation(&mut e, 0);
-            let t = d.try_step(e).expect("terminal states accept everything");
-            assert!(!t.changed && t.effects.is_empty(), "{name} + {code}");
+            match d.try_step(e) {
+                Ok(t) if code == "R" => assert!(!t.changed && t.effects.is_empty()),
+                Err(TransitionError::StaleGeneration {
+                    given: 0, current, ..
+                }) => {
+                    assert_eq!(current, before.generation(), "{name} + {code}")
+                }
+                other => panic!("{name} + {code} with generation 0: {other:?}"),
+            }
+        }
+        // The request that finished it, sent again (a retried HTTP call), with the generation
+        // it carried the first time or the current one: answered as done.
+        for g in [before.generation() - 1, before.generation()] {
+            let mut e = event(&d, finisher);
+            set_generation(&mut e, g);
+            let t = d.try_step(e).expect("an idempotent repeat");
+            assert!(!t.changed && t.effects.is_empty(), "{name} + {finisher}({g})");
         }
         assert_eq!(d.state, before);
     }
@@ -541,6 +565,79 @@ fn cancellation_is_idempotent() {
         assert!(!t.changed && t.effects.is_empty());
     }
     assert_eq!(d.gen(), g + 1);
+    // A stop issued for the generation before the cancel is not a repeat of it: stale.
+    assert!(matches!(
+        d.try_step(RouteEvent::Manual {
+            action: ManualAction::Stop,
+            expected_generation: g,
+        }),
+        Err(TransitionError::StaleGeneration { .. })
+    ));
+}
+
+#[test]
+fn a_held_attempt_shows_its_circuit_and_deadline_until_it_starts() {
+    let mut d = standard();
+    let g = d.gen();
+    let hold = Hold {
+        circuit: "provider:p".into(),
+        until: t0() + secs(90),
+    };
+    let t = d.step(RouteEvent::DispatchHeld {
+        generation: g,
+        hold: hold.clone(),
+    });
+    assert_eq!(
+        t.effects,
+        vec![RouteEffect::ArmTimer {
+            deadline: t0() + secs(90),
+            generation: g + 1
+        }]
+    );
+    assert_eq!(d.state.snapshot().hold, Some(hold.clone()));
+    assert_eq!(
+        d.state.attempt().map(|a| a.dispatch),
+        Some(DispatchState::Pending)
+    );
+    // The same hold again (the gate re-checked early) changes nothing.
+    let t = d.step(RouteEvent::DispatchHeld {
+        generation: g + 1,
+        hold,
+    });
+    assert!(!t.changed);
+    // Dispatching clears it.
+    d.dispatch();
+    assert_eq!(d.state.hold(), None);
+    assert_eq!(d.state.snapshot().hold, None);
+}
+
+#[test]
+fn a_route_waits_for_the_candidate_eligible_soonest_and_needs_a_person_only_when_none_ever_is() {
+    let later = t0() + secs(300);
+    let sooner = t0() + secs(60);
+    let t = start(&[CandidateOption::at("a", later), CandidateOption::at("b", sooner)]).unwrap();
+    assert_eq!(t.next.candidate().id, "b");
+    assert_eq!(t.next.state_name(), StateName::Active);
+    assert!(matches!(t.effects[..], [RouteEffect::BeginDispatch { .. }]));
+    // One eligible now beats any wait.
+    let t = start(&[CandidateOption::at("a", sooner), CandidateOption::now("b")]).unwrap();
+    assert_eq!(t.next.candidate().id, "b");
+    // None ever: a person.
+    let t = start(&[CandidateOption::never("a"), CandidateOption::never("b")]).unwrap();
+    assert_eq!(t.next.action_reason(), Some(ActionReason::NoEligibleCandidate));
+
+    // Switching does the same among the candidates not excluded.
+    let mut d = situation("switching");
+    let g = d.gen();
+    let t = d.step(RouteEvent::CandidatesEvaluated {
+        expected_generation: g,
+        candidates: vec![CandidateOption::now("a"), CandidateOption::at("b", later)],
+    });
+    assert_eq!(
+        (d.state.candidate().id.as_str(), d.name()),
+        ("b", StateName::Active)
+    );
+    assert!(matches!(t.effects[..], [RouteEffect::BeginDispatch { .. }]));
 }
 
 #[test]

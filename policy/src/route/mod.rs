@@ -28,11 +28,18 @@
 //! ```text
 //! state                 event                          next state           effects
 //! --------------------  -----------------------------  -------------------  ----------------------------
-//! (any terminal)        anything                       = (ignored)          -
-//! action_required       cancel_wait | stop             = (idempotent)       -
+//! completed             complete(g-1 | g)              = (idempotent)       -
+//! abandoned             abandon(g-1 | g)               = (idempotent)       -
+//! (any terminal)        restarted                      =                    -
+//! (any terminal)        anything else                  rejected: StaleGeneration (gen != g) or NotAllowed
+//! action_required       cancel_wait(g) | stop(g),      = (idempotent)       -
+//!                         or the same request at g-1
+//!                         that led here
 //! (any)                 fenced event with gen != g     rejected: StaleGeneration
 //! active(pending)       dispatch_started(g)            active(started)      Launch
 //! retrying(pending)     dispatch_started(g)            retrying(started)    Launch
+//! active(pending)       dispatch_held(g), new hold     same, held           ArmTimer (the hold's until)
+//!  | retrying(pending)  dispatch_held(g), same hold    =                    -
 //! active(started)       failed(g): wait applies        waiting_for_reset    ArmTimer
 //!  | retrying(started)  failed(g): retry budget left   retry_wait           ArmTimer
 //!                       failed(g): exhausted, skip     switching            EvaluateCandidates
@@ -50,7 +57,9 @@
 //!                       cancel_wait(g)                 action_required      CancelTimer
 //!                       stop(g)                        action_required      CancelTimer
 //! switching             candidates_evaluated(g): one   active(pending)      BeginDispatch
+//!                         eligible now or later
 //!                       candidates_evaluated(g): none  action_required      NotifyPerson
+//!                         can ever be
 //! action_required       retry_now(g)                   retrying(pending)*   BeginDispatch
 //! action_required       skip_now(g)                    switching*           EvaluateCandidates
 //! active | retrying     stop(g)                        action_required      AbortDispatch if started
@@ -69,6 +78,11 @@
 //! `*` starts a new route cycle. A "due" deadline is one at or before `now`; an early timer is
 //! rejected with `DeadlineNotReached` so the server re-arms it.
 //!
+//! Why a finished route refuses instead of absorbing: a caller that sends `complete` or a
+//! manual action with an old generation must learn that its view is stale (HTTP 409 with the
+//! snapshot), not be told "done". Only a repeat of the very request that finished the route
+//! (a retried HTTP call) is answered as done.
+//!
 //! # Dispatch, in two steps
 //!
 //! A dispatch is recorded as started before it starts. `BeginDispatch { generation }` means "an
@@ -84,9 +98,11 @@
 //! excluded by `skip` and, per candidate and class, the retries used and whether reset waiting
 //! was used (at most once per cycle). A new cycle starts when an attempt succeeds and when a
 //! person retries or skips from `action_required`. When switching finds no eligible candidate
-//! outside the exclusions, the route goes to `action_required` with `no_eligible_candidate`.
-//! Candidates are tried in the profile's preference order: the first eligible one that is not
-//! excluded wins.
+//! outside the exclusions, now or ever, the route goes to `action_required` with
+//! `no_eligible_candidate`. Candidates are tried in the profile's preference order: the first
+//! eligible now that is not excluded wins; when none is, the one eligible soonest (behind an
+//! open circuit) is chosen and its attempt is parked by the dispatch gate (`dispatch_held`),
+//! with the circuit and the instant in the snapshot, instead of bothering a person.
 //!
 //! # Persist, then act
 //!
@@ -129,6 +145,10 @@ pub struct RouteState {
     /// The latest policy decision (pending while waiting, retrying, switching or stopped);
     /// cleared by a success.
     decision: Option<Decision>,
+    /// The circuit the pending attempt is parked behind, if any. Only a `dispatch_held` step
+    /// sets it; every other change clears it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hold: Option<Hold>,
 }
 
 /// The candidate a route is on: its id and its position in the profile when it was chosen.
@@ -394,6 +414,11 @@ impl RouteState {
         }
     }
 
+    /// The circuit the pending attempt waits behind, and until when.
+    pub fn hold(&self) -> Option<&Hold> {
+        self.hold.as_ref()
+    }
+
     /// The latest policy decision: code, class, catalogue version, policy snapshot, retry
     /// ordinal and maximum, pending outcome.
     pub fn decision(&self) -> Option<&Decision> {
@@ -469,7 +494,55 @@ impl ManualAction {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CandidateOption {
     pub id: String,
-    pub eligible: bool,
+    pub eligibility: Eligibility,
+}
+
+impl CandidateOption {
+    /// A candidate that may take an attempt now.
+    pub fn now(id: &str) -> CandidateOption {
+        CandidateOption {
+            id: id.to_owned(),
+            eligibility: Eligibility::Now,
+        }
+    }
+
+    /// A candidate behind a resource circuit until `at`.
+    pub fn at(id: &str, at: DateTime<Utc>) -> CandidateOption {
+        CandidateOption {
+            id: id.to_owned(),
+            eligibility: Eligibility::At(at),
+        }
+    }
+
+    /// A candidate that cannot take work however long the route waits.
+    pub fn never(id: &str) -> CandidateOption {
+        CandidateOption {
+            id: id.to_owned(),
+            eligibility: Eligibility::Never,
+        }
+    }
+}
+
+/// Whether, and from when, a candidate can take an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "eligible", content = "at", rename_all = "snake_case")]
+pub enum Eligibility {
+    /// Now (its circuits are closed, or expired and free to probe).
+    Now,
+    /// Not before this instant: an open circuit, or another route's probe, holds it.
+    At(DateTime<Utc>),
+    /// Not in this configuration (nothing will make it eligible by waiting).
+    Never,
+}
+
+/// A pending attempt parked behind a resource circuit: the dispatch gate looks again at
+/// `until` (or earlier, when the circuit closes or its probe ends).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Hold {
+    /// The circuit key (`provider:<id>`, `account:<provider>`, `model:<provider>/<model>`).
+    pub circuit: String,
+    pub until: DateTime<Utc>,
 }
 
 /// A classified failure of the route's current attempt.
@@ -490,6 +563,9 @@ pub struct FailureReport {
 pub enum RouteEvent {
     /// The server is about to start the pending attempt (answer to `BeginDispatch`).
     DispatchStarted { generation: u64 },
+    /// The dispatch gate parked the pending attempt behind an open circuit (answer to
+    /// `BeginDispatch`); it looks again at `hold.until`.
+    DispatchHeld { generation: u64, hold: Hold },
     /// The current attempt failed, classified (boxed: it is much larger than the others).
     Failed(Box<FailureReport>),
     /// The current attempt succeeded.
@@ -523,6 +599,7 @@ pub enum RouteEvent {
 pub enum EventKind {
     Started,
     DispatchStarted,
+    DispatchHeld,
     Failed,
     Succeeded,
     DeadlineReached,
@@ -542,6 +619,7 @@ impl EventKind {
         match self {
             EventKind::Started => "started",
             EventKind::DispatchStarted => "dispatch_started",
+            EventKind::DispatchHeld => "dispatch_held",
             EventKind::Failed => "failed",
             EventKind::Succeeded => "succeeded",
             EventKind::DeadlineReached => "deadline_reached",
@@ -568,6 +646,7 @@ impl RouteEvent {
     pub fn kind(&self) -> EventKind {
         match self {
             RouteEvent::DispatchStarted { .. } => EventKind::DispatchStarted,
+            RouteEvent::DispatchHeld { .. } => EventKind::DispatchHeld,
             RouteEvent::Failed(_) => EventKind::Failed,
             RouteEvent::Succeeded { .. } => EventKind::Succeeded,
             RouteEvent::DeadlineReached { .. } => EventKind::DeadlineReached,
@@ -589,6 +668,7 @@ impl RouteEvent {
     pub fn generation(&self) -> Option<u64> {
         match self {
             RouteEvent::DispatchStarted { generation }
+            | RouteEvent::DispatchHeld { generation, .. }
             | RouteEvent::Succeeded { generation }
             | RouteEvent::DeadlineReached { generation } => Some(*generation),
             RouteEvent::Failed(report) => Some(report.evidence_generation),

@@ -2,19 +2,21 @@
 //! parent module's docs, which this follows row by row).
 
 use super::{
-    ActionReason, Attempt, AttemptKind, CandidateOption, CandidateRef, DispatchState, FailureReport,
-    ManualAction, RouteCycle, RouteEffect, RouteEvent, RouteState, RouteStatus, StateName, Transition,
-    TransitionError,
+    ActionReason, Attempt, AttemptKind, CandidateOption, CandidateRef, DispatchState, Eligibility,
+    FailureReport, ManualAction, RouteCycle, RouteEffect, RouteEvent, RouteState, RouteStatus, StateName,
+    Transition, TransitionError,
 };
 use crate::evaluator::{evaluate, DecisionKind, DecisionReason, Failure};
 use chrono::{DateTime, Utc};
 
-/// Starts a route on the first eligible candidate, in preference order. With none eligible the
-/// route starts in `action_required` (`no_eligible_candidate`) on the first candidate, so a
-/// person can still retry it or skip onwards.
+/// Starts a route on the first candidate eligible now, in preference order; when none is, on
+/// the one that becomes eligible soonest (its attempt is then parked behind the circuit by the
+/// dispatch gate). Only when no candidate can ever become eligible does the route start in
+/// `action_required` (`no_eligible_candidate`), on the first candidate, so a person can still
+/// retry it or skip onwards.
 pub fn start(candidates: &[CandidateOption]) -> Result<Transition, TransitionError> {
     let first = candidates.first().ok_or(TransitionError::NoCandidates)?;
-    let chosen = candidates.iter().enumerate().find(|(_, c)| c.eligible);
+    let chosen = choose(candidates.iter().enumerate());
     let (index, id) = chosen.map_or((0, &first.id), |(i, c)| (i, &c.id));
     let mut next = RouteState {
         generation: 1,
@@ -30,6 +32,7 @@ pub fn start(candidates: &[CandidateOption]) -> Result<Transition, TransitionErr
         // Replaced below: an attempt on the chosen candidate, or a person when none is eligible.
         status: RouteStatus::Active { attempt: None },
         decision: None,
+        hold: None,
     };
     let effects = if chosen.is_some() {
         vec![schedule_attempt(&mut next, AttemptKind::Initial, Slot::Active)]
@@ -47,6 +50,25 @@ pub fn start(candidates: &[CandidateOption]) -> Result<Transition, TransitionErr
         decision: None,
         changed: true,
     })
+}
+
+/// The candidate to try: the first eligible now, else the earliest to become eligible (the
+/// first of equals), else none.
+fn choose<'a>(
+    candidates: impl Iterator<Item = (usize, &'a CandidateOption)> + Clone,
+) -> Option<(usize, &'a CandidateOption)> {
+    candidates
+        .clone()
+        .find(|(_, c)| c.eligibility == Eligibility::Now)
+        .or_else(|| {
+            candidates
+                .filter_map(|(i, c)| match c.eligibility {
+                    Eligibility::At(t) => Some((t, i, c)),
+                    _ => None,
+                })
+                .min_by_key(|(t, i, _)| (*t, *i))
+                .map(|(_, i, c)| (i, c))
+        })
 }
 
 /// The one transition function. Pure: `now` is only compared with deadlines and stamped on
@@ -69,25 +91,67 @@ pub fn step(
     };
 
     match (&state.status, event) {
-        // Terminal states absorb late events.
-        (S::Completed | S::Abandoned, _) => Ok(unchanged(state, vec![])),
-
-        // Nothing automatic is pending: cancelling or stopping again is a no-op (idempotent).
+        // A finished route: a repeat of the request that finished it is answered as done
+        // (idempotent); a restart changes nothing; anything else was issued for a route that
+        // is gone and is told so (stale generation or not allowed), never silently accepted.
         (
-            S::ActionRequired { .. },
-            E::Manual {
-                action: M::CancelWait | M::Stop,
-                ..
+            S::Completed,
+            E::Complete {
+                expected_generation: g,
             },
-        ) => Ok(unchanged(state, vec![])),
+        )
+        | (
+            S::Abandoned,
+            E::Abandon {
+                expected_generation: g,
+            },
+        ) if g == state.generation || g.checked_add(1) == Some(state.generation) => {
+            Ok(unchanged(state, vec![]))
+        }
+        (S::Completed | S::Abandoned, E::Restarted) => Ok(unchanged(state, vec![])),
+        (S::Completed | S::Abandoned, e) => match e.generation() {
+            Some(g) if g != state.generation => stale(state, g),
+            _ => not_allowed(),
+        },
+
+        // Nothing automatic is pending: cancelling or stopping again is a no-op (idempotent),
+        // for the current generation and for a repeat of the very request that stopped it.
+        (
+            S::ActionRequired { reason },
+            E::Manual {
+                action: action @ (M::CancelWait | M::Stop),
+                expected_generation: g,
+            },
+        ) if g == state.generation
+            || (g.checked_add(1) == Some(state.generation)
+                && matches!(
+                    (action, reason),
+                    (M::CancelWait, ActionReason::WaitCancelled) | (M::Stop, ActionReason::StoppedByUser)
+                )) =>
+        {
+            Ok(unchanged(state, vec![]))
+        }
 
         // Generation fencing: one winner per generation.
         (_, e) if e.generation().is_some_and(|g| g != state.generation) => {
-            Err(TransitionError::StaleGeneration {
-                given: e.generation().unwrap_or_default(),
-                current: state.generation,
-                state: state.state_name(),
-            })
+            stale(state, e.generation().unwrap_or_default())
+        }
+
+        // The dispatch gate parks the pending attempt behind a circuit (a changed hold is a
+        // new durable fact: deadline and circuit in the snapshot, a timer at `until`).
+        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::DispatchHeld { hold, .. })
+            if a.dispatch == DispatchState::Pending =>
+        {
+            if state.hold.as_ref() == Some(&hold) {
+                return Ok(unchanged(state, vec![]));
+            }
+            let mut next = advance(state)?;
+            let arm = RouteEffect::ArmTimer {
+                deadline: hold.until,
+                generation: next.generation,
+            };
+            next.hold = Some(hold);
+            Ok(changed(next, vec![arm], None))
         }
 
         // Recording the start of a scheduled attempt, then launching it.
@@ -195,10 +259,12 @@ pub fn step(
         // Switching: the server says which candidates are eligible.
         (S::Switching, E::CandidatesEvaluated { candidates, .. }) => {
             let mut next = advance(state)?;
-            let pick = candidates
-                .iter()
-                .enumerate()
-                .find(|(_, c)| c.eligible && c.id != state.candidate.id && !state.cycle.is_excluded(&c.id));
+            let pick = choose(
+                candidates
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.id != state.candidate.id && !state.cycle.is_excluded(&c.id)),
+            );
             let effect = match pick {
                 Some((index, c)) => {
                     next.candidate = CandidateRef {
@@ -290,6 +356,7 @@ pub fn step(
             | S::Switching
             | S::ActionRequired { .. },
             E::DispatchStarted { .. }
+            | E::DispatchHeld { .. }
             | E::Failed(_)
             | E::Succeeded { .. }
             | E::DeadlineReached { .. }
@@ -377,13 +444,24 @@ fn after_wait(status: &RouteStatus) -> AttemptKind {
     }
 }
 
+/// The next generation of `state`. A hold belongs to one generation of a pending attempt:
+/// every change clears it (only `dispatch_held` sets it again).
 fn advance(state: &RouteState) -> Result<RouteState, TransitionError> {
     let mut next = state.clone();
     next.generation = state
         .generation
         .checked_add(1)
         .ok_or(TransitionError::GenerationExhausted)?;
+    next.hold = None;
     Ok(next)
+}
+
+fn stale(state: &RouteState, given: u64) -> Result<Transition, TransitionError> {
+    Err(TransitionError::StaleGeneration {
+        given,
+        current: state.generation,
+        state: state.state_name(),
+    })
 }
 
 fn unchanged(state: &RouteState, effects: Vec<RouteEffect>) -> Transition {

@@ -108,7 +108,7 @@ pub(crate) struct Driver {
     pub(crate) state: RouteState,
     pub(crate) now: DateTime<Utc>,
     pub(crate) doc: ValidatedPolicyDocument,
-    /// Eligibility by candidate id (missing = eligible).
+    /// Candidates that can never take work (missing = eligible now).
     pub(crate) ineligible: Vec<String>,
     pub(crate) history: Vec<Transition>,
 }
@@ -214,9 +214,12 @@ impl Driver {
 pub(crate) fn options(doc: &ValidatedPolicyDocument, ineligible: &[String]) -> Vec<CandidateOption> {
     doc.candidates()
         .iter()
-        .map(|c| CandidateOption {
-            id: c.id().to_owned(),
-            eligible: !ineligible.iter().any(|i| i == c.id()),
+        .map(|c| {
+            if ineligible.iter().any(|i| i == c.id()) {
+                CandidateOption::never(c.id())
+            } else {
+                CandidateOption::now(c.id())
+            }
         })
         .collect()
 }

@@ -1,0 +1,591 @@
+//! Untrusted API input, parsed once into validated types: a profile write
+//! ([`ValidatedProfile`]) and a route start ([`ValidatedStartRoute`]).
+//!
+//! Why here and not in the server: the REST API, the server functions and the profile editor in
+//! the browser all accept the same shapes, and this crate is the one all three compile. Parsing
+//! reports every problem at once, each at its field path (`name`, `targets[1].script[0].after_seconds`,
+//! `caller.invocation_id`, or the policy document's own paths), with the stable codes of
+//! [`ValidationCode`]. Every string and number is bounded by a constant of [`crate::limits`];
+//! a value past a bound is rejected, never truncated, and messages never repeat the value (it
+//! may be a credential pasted into the wrong box).
+//!
+//! The validated types have private fields and no setters: holding one is proof the input was
+//! checked.
+
+use crate::{
+    api::{Caller, CallerKind, CandidateTarget, DispatcherKind, Profile, ProfileInput, StartRouteRequest},
+    document::{FieldError, ValidatedPolicyDocument, ValidationCode, ValidationError, ValidationErrors},
+    legacy::{normalize, DocumentOrigin},
+    limits::{
+        MAX_CALLER_REFERENCE_CHARS, MAX_IDENTIFIER_CHARS, MAX_ID_CHARS, MAX_INVOCATION_ID_CHARS,
+        MAX_LABEL_CHARS, MAX_PROFILE_DESCRIPTION_CHARS, MAX_PROFILE_NAME_CHARS, MAX_SCRIPT_ENVELOPE_BYTES,
+        MAX_SCRIPT_STEPS, MAX_SIMULATED_DELAY_SECONDS, MAX_TITLE_CHARS,
+    },
+};
+use chrono::{DateTime, Utc};
+
+// ------------------------------------------------------------------------------------------------
+// Text checks shared by every field
+// ------------------------------------------------------------------------------------------------
+
+/// A required line of text: not blank, at most `max` characters, no control characters.
+pub fn check_line(text: &str, what: &str, max: usize) -> Result<(), FieldError> {
+    if text.trim().is_empty() {
+        return Err(FieldError::new(ValidationCode::Empty, format!("Give {what}.")));
+    }
+    check_optional_line(text, what, max)
+}
+
+/// An optional line of text (may be empty): at most `max` characters, no control characters.
+pub fn check_optional_line(text: &str, what: &str, max: usize) -> Result<(), FieldError> {
+    if text.chars().count() > max {
+        return Err(FieldError::new(
+            ValidationCode::TooLong,
+            format!("Use at most {max} characters for {what}."),
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(FieldError::new(
+            ValidationCode::InvalidCharacters,
+            format!(
+                "{} cannot contain control characters (line breaks, tabs).",
+                capitalized(what)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A provider or model identifier: at most [`MAX_IDENTIFIER_CHARS`] characters of
+/// [`crate::limits::IDENTIFIER_PATTERN`] (it becomes part of a circuit key and is shown in the UI).
+pub fn check_identifier(text: &str, what: &str) -> Result<(), FieldError> {
+    if text.is_empty() {
+        return Err(FieldError::new(
+            ValidationCode::Empty,
+            format!("Give {what}, or leave it out."),
+        ));
+    }
+    if text.chars().count() > MAX_IDENTIFIER_CHARS {
+        return Err(FieldError::new(
+            ValidationCode::TooLong,
+            format!("Use at most {MAX_IDENTIFIER_CHARS} characters for {what}."),
+        ));
+    }
+    let mut chars = text.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric());
+    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || "._:/@+-".contains(c)) {
+        return Err(FieldError::new(
+            ValidationCode::InvalidCharacters,
+            format!(
+                "{} may hold only letters, digits and . _ : / @ + - (starting with a letter or digit).",
+                capitalized(what)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn capitalized(what: &str) -> String {
+    let mut c = what.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// Collects problems with their paths.
+#[derive(Default)]
+struct Problems(Vec<ValidationError>);
+
+impl Problems {
+    fn check(&mut self, path: &str, result: Result<(), FieldError>) {
+        if let Err(e) = result {
+            self.0.push(e.at(path));
+        }
+    }
+
+    fn push(&mut self, path: impl Into<String>, code: ValidationCode, message: impl Into<String>) {
+        self.0.push(ValidationError {
+            path: path.into(),
+            code,
+            message: message.into(),
+        });
+    }
+
+    fn finish<T>(self, value: Option<T>) -> Result<T, ValidationErrors> {
+        match value {
+            Some(v) if self.0.is_empty() => Ok(v),
+            _ => Err(ValidationErrors { errors: self.0 }),
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Profiles
+// ------------------------------------------------------------------------------------------------
+
+/// A profile write that passed every check: a trimmed name, a bounded description, one valid
+/// target per policy candidate (same ids, same order) and a valid version-1 document (legacy
+/// shapes normalized).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidatedProfile {
+    name: String,
+    description: Option<String>,
+    targets: Vec<CandidateTarget>,
+    document: ValidatedPolicyDocument,
+    normalized_from_legacy: bool,
+    expected_revision: Option<u64>,
+}
+
+impl ValidatedProfile {
+    /// Parses a profile write, reporting every problem: the policy document's at its own paths,
+    /// the rest at `name`, `description` and `targets[i].<field>`.
+    pub fn parse(input: &ProfileInput) -> Result<ValidatedProfile, ValidationErrors> {
+        let mut problems = Problems::default();
+        let name = input.name.trim();
+        problems.check(
+            "name",
+            check_line(name, "the profile a name", MAX_PROFILE_NAME_CHARS),
+        );
+        let description = input
+            .description
+            .as_deref()
+            .map(str::trim)
+            .filter(|d| !d.is_empty());
+        if let Some(d) = description {
+            if d.chars().count() > MAX_PROFILE_DESCRIPTION_CHARS {
+                problems.push(
+                    "description",
+                    ValidationCode::TooLong,
+                    format!("Use at most {MAX_PROFILE_DESCRIPTION_CHARS} characters."),
+                );
+            }
+        }
+        let normalized = match normalize(&input.policy) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                problems.0.extend(e.errors);
+                None
+            }
+        };
+        let targets = match &normalized {
+            Some(n) => {
+                let ids: Vec<&str> = n.document.candidates().iter().map(|c| c.id()).collect();
+                Some(check_targets(&input.targets, &ids, &mut problems))
+            }
+            None => {
+                // Still check what can be checked without the document, so one round trip
+                // reports every problem.
+                for (i, t) in input.targets.iter().enumerate() {
+                    check_target_fields(t, i, &mut problems);
+                }
+                None
+            }
+        };
+        let value = match (normalized, targets) {
+            (Some(n), Some(targets)) => Some(ValidatedProfile {
+                name: name.to_owned(),
+                description: description.map(str::to_owned),
+                targets,
+                normalized_from_legacy: n.origin == DocumentOrigin::Legacy,
+                document: n.document,
+                expected_revision: input.expected_revision,
+            }),
+            _ => None,
+        };
+        problems.finish(value)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    pub fn targets(&self) -> &[CandidateTarget] {
+        &self.targets
+    }
+
+    pub fn document(&self) -> &ValidatedPolicyDocument {
+        &self.document
+    }
+
+    pub fn normalized_from_legacy(&self) -> bool {
+        self.normalized_from_legacy
+    }
+
+    /// For updates: the revision the edit was based on (`None` overwrites).
+    pub fn expected_revision(&self) -> Option<u64> {
+        self.expected_revision
+    }
+
+    /// The stored profile this write becomes.
+    pub fn into_profile(
+        self,
+        id: String,
+        revision: u64,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    ) -> Profile {
+        Profile {
+            id,
+            name: self.name,
+            description: self.description,
+            revision,
+            targets: self.targets,
+            policy: self.document.to_wire(),
+            normalized_from_legacy: self.normalized_from_legacy,
+            created_at,
+            updated_at,
+        }
+    }
+}
+
+/// Targets for the document's candidates `ids`: given ones are checked against them; none
+/// given means an `external` target per candidate.
+fn check_targets(given: &[CandidateTarget], ids: &[&str], problems: &mut Problems) -> Vec<CandidateTarget> {
+    if given.is_empty() {
+        return ids.iter().map(|id| CandidateTarget::external(id)).collect();
+    }
+    for (i, t) in given.iter().enumerate() {
+        match ids.get(i) {
+            Some(id) if *id == t.id => {}
+            Some(id) => problems.push(
+                format!("targets[{i}].id"),
+                ValidationCode::Missing,
+                format!(
+                    "The policy's candidate {} is `{id}`; list targets with the same ids in the same order.",
+                    i + 1
+                ),
+            ),
+            None => problems.push(
+                format!("targets[{i}].id"),
+                ValidationCode::UnknownField,
+                "The policy has no candidate with this id; add it or remove this target.",
+            ),
+        }
+        check_target_fields(t, i, problems);
+    }
+    for (i, id) in ids.iter().enumerate().skip(given.len()) {
+        problems.push(
+            format!("targets[{i}]"),
+            ValidationCode::Missing,
+            format!("Candidate `{id}` needs a target (how to reach it)."),
+        );
+    }
+    given.to_vec()
+}
+
+/// The fields of one target that do not depend on the document.
+fn check_target_fields(t: &CandidateTarget, i: usize, problems: &mut Problems) {
+    if let Some(p) = &t.provider_id {
+        problems.check(
+            &format!("targets[{i}].provider_id"),
+            check_identifier(p, "the provider id"),
+        );
+    }
+    if let Some(m) = &t.model_id {
+        problems.check(
+            &format!("targets[{i}].model_id"),
+            check_identifier(m, "the model id"),
+        );
+    }
+    if let Some(l) = &t.label {
+        problems.check(
+            &format!("targets[{i}].label"),
+            check_optional_line(l, "the label", MAX_LABEL_CHARS),
+        );
+    }
+    if t.script.len() > MAX_SCRIPT_STEPS {
+        problems.push(
+            format!("targets[{i}].script"),
+            ValidationCode::TooMany,
+            format!("A script has at most {MAX_SCRIPT_STEPS} steps."),
+        );
+    }
+    for (s, step) in t.script.iter().enumerate().take(MAX_SCRIPT_STEPS) {
+        let path = format!("targets[{i}].script[{s}]");
+        if step.after_seconds > MAX_SIMULATED_DELAY_SECONDS {
+            problems.push(
+                format!("{path}.after_seconds"),
+                ValidationCode::OutOfRange,
+                format!(
+                    "A simulated step reports within 0 to {MAX_SIMULATED_DELAY_SECONDS} seconds (7 days)."
+                ),
+            );
+        }
+        if let Some(envelope) = &step.envelope {
+            if !envelope.is_object() {
+                problems.push(
+                    format!("{path}.envelope"),
+                    ValidationCode::WrongType,
+                    "The envelope is a JSON object (an evidence envelope).",
+                );
+            } else if serde_json::to_string(envelope).map_or(usize::MAX, |s| s.len())
+                > MAX_SCRIPT_ENVELOPE_BYTES
+            {
+                problems.push(
+                    format!("{path}.envelope"),
+                    ValidationCode::TooLong,
+                    format!("A simulated envelope is at most {MAX_SCRIPT_ENVELOPE_BYTES} bytes of JSON."),
+                );
+            }
+        }
+    }
+}
+
+impl CandidateTarget {
+    /// The target of a candidate that another system runs (reported over the API).
+    pub fn external(id: &str) -> CandidateTarget {
+        CandidateTarget {
+            id: id.to_owned(),
+            dispatcher: DispatcherKind::External,
+            provider_id: None,
+            model_id: None,
+            label: None,
+            script: Vec::new(),
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Route starts
+// ------------------------------------------------------------------------------------------------
+
+/// A route start that passed every check: a bounded profile id, a caller with a non-blank,
+/// bounded reference and invocation id, and an optional bounded title (no prompt text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidatedStartRoute {
+    profile_id: String,
+    caller: Caller,
+    title: Option<String>,
+}
+
+impl ValidatedStartRoute {
+    /// Parses a route start, reporting every problem at `profile_id`, `caller.reference`,
+    /// `caller.invocation_id` or `title`.
+    pub fn parse(request: &StartRouteRequest) -> Result<ValidatedStartRoute, ValidationErrors> {
+        let mut problems = Problems::default();
+        problems.check(
+            "profile_id",
+            check_line(&request.profile_id, "the profile id", MAX_ID_CHARS),
+        );
+        problems.check(
+            "caller.reference",
+            check_line(
+                &request.caller.reference,
+                "the caller's reference (task, step or assignment)",
+                MAX_CALLER_REFERENCE_CHARS,
+            ),
+        );
+        problems.check(
+            "caller.invocation_id",
+            check_line(
+                &request.caller.invocation_id,
+                "the invocation id",
+                MAX_INVOCATION_ID_CHARS,
+            ),
+        );
+        let title = request.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        if let Some(t) = title {
+            problems.check("title", check_optional_line(t, "the title", MAX_TITLE_CHARS));
+        }
+        let value = ValidatedStartRoute {
+            profile_id: request.profile_id.clone(),
+            caller: request.caller.clone(),
+            title: title.map(str::to_owned),
+        };
+        problems.finish(Some(value))
+    }
+
+    pub fn profile_id(&self) -> &str {
+        &self.profile_id
+    }
+
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+
+    pub fn caller_kind(&self) -> CallerKind {
+        self.caller.kind
+    }
+
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{SimulatedOutcome, SimulatedStep};
+    use serde_json::json;
+
+    fn doc(ids: &[&str]) -> serde_json::Value {
+        let c: Vec<_> = ids
+            .iter()
+            .map(|id| crate::document::CandidatePolicy::with_defaults(id))
+            .collect();
+        serde_json::to_value(crate::document::PolicyDocument {
+            version: 1,
+            candidates: c,
+        })
+        .unwrap()
+    }
+
+    fn input(targets: Vec<CandidateTarget>) -> ProfileInput {
+        ProfileInput {
+            name: "  Main  ".into(),
+            description: None,
+            targets,
+            policy: doc(&["a", "b"]),
+            expected_revision: None,
+        }
+    }
+
+    fn simulated(id: &str, script: Vec<SimulatedStep>) -> CandidateTarget {
+        CandidateTarget {
+            dispatcher: DispatcherKind::Simulated,
+            script,
+            ..CandidateTarget::external(id)
+        }
+    }
+
+    fn paths(e: &ValidationErrors) -> Vec<&str> {
+        e.errors.iter().map(|e| e.path.as_str()).collect()
+    }
+
+    #[test]
+    fn a_profile_without_targets_gets_an_external_target_per_candidate_and_a_trimmed_name() {
+        let p = ValidatedProfile::parse(&input(vec![])).unwrap();
+        assert_eq!(p.name(), "Main");
+        let ids: Vec<_> = p
+            .targets()
+            .iter()
+            .map(|t| (t.id.as_str(), t.dispatcher))
+            .collect();
+        assert_eq!(
+            ids,
+            [("a", DispatcherKind::External), ("b", DispatcherKind::External)]
+        );
+    }
+
+    #[test]
+    fn an_overlong_simulated_delay_is_rejected_at_its_step() {
+        // 10^13 seconds once overflowed the server's deadline arithmetic and panicked it.
+        let step = SimulatedStep {
+            outcome: SimulatedOutcome::Succeed,
+            after_seconds: 10_000_000_000_000,
+            envelope: None,
+        };
+        let e = ValidatedProfile::parse(&input(vec![
+            simulated("a", vec![step]),
+            CandidateTarget::external("b"),
+        ]))
+        .unwrap_err();
+        assert_eq!(paths(&e), ["targets[0].script[0].after_seconds"]);
+        assert_eq!(e.errors[0].code, ValidationCode::OutOfRange);
+        let at_limit = SimulatedStep {
+            outcome: SimulatedOutcome::Succeed,
+            after_seconds: MAX_SIMULATED_DELAY_SECONDS,
+            envelope: None,
+        };
+        ValidatedProfile::parse(&input(vec![
+            simulated("a", vec![at_limit]),
+            CandidateTarget::external("b"),
+        ]))
+        .unwrap();
+    }
+
+    #[test]
+    fn every_unbounded_string_and_list_of_a_target_is_bounded() {
+        let big = "x".repeat(1_000_000);
+        let mut t = simulated(
+            "a",
+            vec![
+                SimulatedStep {
+                    outcome: SimulatedOutcome::Fail,
+                    after_seconds: 0,
+                    envelope: Some(json!({"items": [{"kind": "stderr", "lines": [big.clone()]}]})),
+                };
+                MAX_SCRIPT_STEPS + 1
+            ],
+        );
+        t.label = Some(big.clone());
+        t.provider_id = Some(big.clone());
+        t.model_id = Some("has space".into());
+        let mut i = input(vec![t, CandidateTarget::external("b")]);
+        i.name = big.clone();
+        i.description = Some(big);
+        let e = ValidatedProfile::parse(&i).unwrap_err();
+        let p = paths(&e);
+        for want in [
+            "name",
+            "description",
+            "targets[0].provider_id",
+            "targets[0].model_id",
+            "targets[0].label",
+            "targets[0].script",
+            "targets[0].script[0].envelope",
+        ] {
+            assert!(p.contains(&want), "{want} missing from {p:?}");
+        }
+        // Messages never repeat the value.
+        assert!(e.errors.iter().all(|e| e.message.len() < 200), "{e:?}");
+    }
+
+    #[test]
+    fn identifiers_allow_real_model_names_and_nothing_else() {
+        for ok in [
+            "claude-sonnet-4-5",
+            "anthropic/claude-3.5-sonnet",
+            "us.anthropic.claude-3-5-sonnet-20241022-v2:0",
+            "gpt-4o@2024-08-06",
+            "models/gemini-2.5-pro",
+        ] {
+            check_identifier(ok, "the model id").unwrap();
+        }
+        for bad in ["", "-x", "a b", "a\nb", "ключ", "a\"b", "a=b"] {
+            assert!(check_identifier(bad, "the model id").is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn targets_must_follow_the_documents_candidates() {
+        let e = ValidatedProfile::parse(&input(vec![CandidateTarget::external("b")])).unwrap_err();
+        assert_eq!(paths(&e), ["targets[0].id", "targets[1]"]);
+    }
+
+    #[test]
+    fn a_route_start_needs_a_bounded_caller_and_title() {
+        let ok = StartRouteRequest {
+            profile_id: "pf-1".into(),
+            caller: Caller {
+                kind: CallerKind::KanbanTask,
+                reference: "task-1".into(),
+                invocation_id: "inv-1".into(),
+            },
+            title: Some("  Fix the build ".into()),
+        };
+        let v = ValidatedStartRoute::parse(&ok).unwrap();
+        assert_eq!(v.title(), Some("Fix the build"));
+        let big = "y".repeat(MAX_TITLE_CHARS + 1);
+        let bad = StartRouteRequest {
+            profile_id: String::new(),
+            caller: Caller {
+                kind: CallerKind::Utility,
+                reference: " ".into(),
+                invocation_id: "z".repeat(MAX_INVOCATION_ID_CHARS + 1),
+            },
+            title: Some(big),
+        };
+        let e = ValidatedStartRoute::parse(&bad).unwrap_err();
+        assert_eq!(
+            paths(&e),
+            ["profile_id", "caller.reference", "caller.invocation_id", "title"]
+        );
+        assert!(e.errors.iter().all(|e| !e.message.contains("zzzz")));
+    }
+}
