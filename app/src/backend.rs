@@ -16,26 +16,32 @@
 use leptos::prelude::use_context;
 use policy::{
     api::{
-        ActionOutcome, ManualActionRequest, Profile, ProfileInput, ProfileSummary, RouteDetail, RouteFilter,
-        RouteSummary, StartRouteRequest,
+        ActionOutcome, ManualActionRequest, Profile, ProfileSummary, RouteDetail, RouteFilter, RouteSummary,
     },
     document::ValidationErrors,
+    input::ValidatedProfile,
+    wire::RouteSnapshot,
 };
 use std::{fmt, future::Future, pin::Pin, sync::Arc};
 
 /// A boxed, sendable future: what every port method returns.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Why a port call failed, classified by how the caller reacts.
+/// Why a port call failed, classified by how the caller reacts. The server builds it from its
+/// own errors in one place (the same place that builds its REST responses), so the UI and the
+/// API always agree on what went wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BackendError {
     /// No such profile or route (`what` is `"profile"` or `"route"`).
-    NotFound { what: &'static str, id: String },
+    NotFound { what: &'static str },
     /// The input was rejected; every problem with its field path (REST: 422).
     Invalid(ValidationErrors),
     /// The write was based on an outdated revision, or conflicts with current data (e.g. a
     /// profile with open routes cannot be deleted). The message is safe to show.
     Conflict(String),
+    /// The route changed first (a stale generation) or the request does not apply to it now;
+    /// nothing was done, and this is how the route is.
+    RouteChanged(Box<RouteSnapshot>),
     /// The store could not be read or written. The cause is logged on the server; this
     /// carries nothing internal.
     Unavailable,
@@ -44,9 +50,10 @@ pub enum BackendError {
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BackendError::NotFound { what, id } => write!(f, "no {what} with id `{id}`"),
+            BackendError::NotFound { what } => write!(f, "no such {what}"),
             BackendError::Invalid(errors) => write!(f, "{errors}"),
             BackendError::Conflict(message) => f.write_str(message),
+            BackendError::RouteChanged(_) => f.write_str("the route changed first; nothing was done"),
             BackendError::Unavailable => f.write_str("the store is unavailable; try again"),
         }
     }
@@ -61,16 +68,16 @@ pub trait Backend: Send + Sync + 'static {
 
     fn get_profile(&self, id: String) -> BackendFuture<'_, Result<Profile, BackendError>>;
 
-    /// Validates (legacy shapes are normalized) and stores a new profile; returns it with its
-    /// normalized version-1 document, or `Invalid` with every problem.
-    fn create_profile(&self, input: ProfileInput) -> BackendFuture<'_, Result<Profile, BackendError>>;
+    /// Stores a new profile (parsed at the server function's boundary); returns it with its
+    /// normalized version-1 document.
+    fn create_profile(&self, profile: ValidatedProfile) -> BackendFuture<'_, Result<Profile, BackendError>>;
 
     /// Replaces a profile. Affects the next decision of its routes only: pending timers and
     /// history stay as they are.
     fn update_profile(
         &self,
         id: String,
-        input: ProfileInput,
+        profile: ValidatedProfile,
     ) -> BackendFuture<'_, Result<Profile, BackendError>>;
 
     /// Deletes a profile with no open routes (`Conflict` otherwise).
@@ -81,12 +88,6 @@ pub trait Backend: Send + Sync + 'static {
 
     /// One route with its history and dispatch records.
     fn get_route(&self, id: String) -> BackendFuture<'_, Result<RouteDetail, BackendError>>;
-
-    /// Starts routed work on a profile for a caller.
-    fn start_route(
-        &self,
-        request: StartRouteRequest,
-    ) -> BackendFuture<'_, Result<RouteSummary, BackendError>>;
 
     /// Performs a manual action. `Applied` with the new snapshot, or `Conflict` with the
     /// current one when `expected_generation` is stale. Cancel is idempotent.

@@ -18,8 +18,9 @@ use policy::{
     class::ErrorClass,
     document::{
         validate_candidate_id, validate_number_text, CandidatePolicy, ClassPolicy, FieldError, NumberField,
-        OnExhausted, PolicyDocument, RetryPolicy, ValidatedClassPolicy, ValidationError, WaitForResetPolicy,
+        OnExhausted, PolicyDocument, RetryPolicy, ValidatedClassPolicy, WaitForResetPolicy,
     },
+    input::check_identifier,
     limits::{
         POLICY_DOCUMENT_VERSION, SUGGESTED_INITIAL_INTERVAL_SECONDS, SUGGESTED_MAX_RETRIES,
         SUGGESTED_MAX_WAIT_SECONDS,
@@ -309,28 +310,24 @@ impl TargetField {
     }
 }
 
+impl TargetField {
+    /// What the field holds, for messages.
+    const fn what(self) -> &'static str {
+        match self {
+            TargetField::ProviderId => "the provider id",
+            TargetField::ModelId => "the model id",
+        }
+    }
+}
+
 /// An optional identifier as typed: blank is "none"; anything else gets the server's check
-/// (the one it runs on `provider_id` and `model_id`, which is the candidate id's).
-pub fn optional_identifier(text: &str) -> Result<Option<String>, FieldError> {
+/// (`policy::input::check_identifier`, the one it runs on `provider_id` and `model_id`).
+pub fn optional_identifier(text: &str, field: TargetField) -> Result<Option<String>, FieldError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Ok(None);
     }
-    validate_candidate_id(trimmed).map(|()| Some(trimmed.to_owned()))
-}
-
-/// Every problem with the targets' identifiers, at the server's paths (`targets[1].model_id`).
-/// The server function runs it again, as the server does; the form runs it field by field.
-pub fn target_errors(targets: &[CandidateTarget]) -> Vec<ValidationError> {
-    let mut errors = Vec::new();
-    for (i, t) in targets.iter().enumerate() {
-        for (field, value) in TargetField::ALL.into_iter().zip([&t.provider_id, &t.model_id]) {
-            if let Some(Err(e)) = value.as_deref().map(validate_candidate_id) {
-                errors.push(e.at(&format!("targets[{i}].{}", field.key())));
-            }
-        }
-    }
-    errors
+    check_identifier(trimmed, field.what()).map(|()| Some(trimmed.to_owned()))
 }
 
 /// What the person reads for a dispatcher, in the select and in a collapsed row.
@@ -399,8 +396,8 @@ impl TargetDraft {
     /// The inline check of one identifier (tracked).
     pub fn check(&self, field: TargetField) -> Result<Option<String>, FieldError> {
         match field {
-            TargetField::ProviderId => self.provider_id.with(|t| optional_identifier(t)),
-            TargetField::ModelId => self.model_id.with(|t| optional_identifier(t)),
+            TargetField::ProviderId => self.provider_id.with(|t| optional_identifier(t, field)),
+            TargetField::ModelId => self.model_id.with(|t| optional_identifier(t, field)),
         }
     }
 
@@ -532,39 +529,27 @@ mod tests {
     }
 
     #[test]
-    fn blank_identifiers_mean_none_and_others_get_the_servers_check() {
-        assert_eq!(optional_identifier("  "), Ok(None));
-        assert_eq!(optional_identifier(" anthropic "), Ok(Some("anthropic".into())));
-        let long = "m".repeat(policy::limits::MAX_CANDIDATE_ID_CHARS + 1);
+    fn an_identifier_gets_the_servers_check_and_blank_is_none() {
+        assert_eq!(optional_identifier("  ", TargetField::ModelId), Ok(None));
         assert_eq!(
-            optional_identifier(&long),
-            validate_candidate_id(&long).map(|()| None)
+            optional_identifier(" claude-sonnet-4-5 ", TargetField::ModelId),
+            Ok(Some("claude-sonnet-4-5".into()))
         );
-        assert_eq!(
-            optional_identifier("a\u{7}b").unwrap_err().code,
-            ValidationCode::InvalidCharacters
-        );
-    }
-
-    fn plain(id: &str) -> CandidateTarget {
-        CandidateTarget {
-            id: id.into(),
-            dispatcher: DispatcherKind::External,
-            provider_id: None,
-            model_id: None,
-            label: None,
-            script: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn target_errors_name_the_field_the_server_would() {
-        let mut bad = plain("b");
-        bad.model_id = Some("x\ny".into());
-        let errors = target_errors(&[plain("a"), bad]);
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].path, "targets[1].model_id");
-        assert_eq!(errors[0].code, ValidationCode::InvalidCharacters);
+        let e = optional_identifier("x y", TargetField::ModelId).unwrap_err();
+        assert_eq!(e.code, ValidationCode::InvalidCharacters);
+        // The server parses the same targets to the same code at the same path.
+        let mut bad = CandidateTarget::external("b");
+        bad.model_id = Some("x y".into());
+        let input = policy::api::ProfileInput {
+            name: "p".into(),
+            description: None,
+            targets: vec![CandidateTarget::external("a"), bad],
+            policy: serde_json::json!({"on_error": "try_next", "candidates": [{"id": "a"}, {"id": "b"}]}),
+            expected_revision: None,
+        };
+        let errors = policy::input::ValidatedProfile::parse(&input).unwrap_err();
+        let at: Vec<_> = errors.at("targets[1].model_id").map(|e| e.code).collect();
+        assert_eq!(at, [ValidationCode::InvalidCharacters]);
     }
 
     #[test]

@@ -323,6 +323,12 @@ fn check_target_fields(t: &CandidateTarget, i: usize, problems: &mut Problems) {
                     ValidationCode::WrongType,
                     "The envelope is a JSON object (an evidence envelope).",
                 );
+            } else if !envelope.get("items").is_some_and(serde_json::Value::is_array) {
+                problems.push(
+                    format!("{path}.envelope.items"),
+                    ValidationCode::Missing,
+                    "An evidence envelope lists its evidence in `items` (an array).",
+                );
             } else if serde_json::to_string(envelope).map_or(usize::MAX, |s| s.len())
                 > MAX_SCRIPT_ENVELOPE_BYTES
             {

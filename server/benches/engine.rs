@@ -28,6 +28,7 @@ use serde_json::json;
 use server::{
     clock::SystemClock,
     engine::{Engine, Input},
+    store::Store,
 };
 use std::{collections::HashMap, sync::Arc, time::Instant};
 
@@ -54,47 +55,40 @@ fn policy_doc(interval: u64) -> serde_json::Value {
                  "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"}}]})
 }
 
-async fn engine(dir: &tempfile::TempDir, name: &str) -> Arc<Engine> {
+/// An engine on a new database file, and a pool on the same file for the bench's own counting.
+async fn engine(dir: &tempfile::TempDir, name: &str) -> (Arc<Engine>, sqlx::SqlitePool) {
     let pool = server::db::open(dir.path().join(name).to_str().unwrap())
         .await
         .unwrap();
-    Engine::new(pool, Arc::new(SystemClock))
+    (Engine::new(Store::new(pool.clone()), Arc::new(SystemClock)), pool)
 }
 
 async fn profile(engine: &Engine, interval: u64) -> String {
-    server::profiles::create(
-        engine,
-        ProfileInput {
-            name: "bench".into(),
-            description: None,
-            targets: vec![policy::api::CandidateTarget {
-                id: "main".into(),
-                dispatcher: policy::api::DispatcherKind::External,
-                provider_id: None,
-                model_id: None,
-                label: None,
-                script: vec![],
-            }],
-            policy: policy_doc(interval),
-            expected_revision: None,
-        },
-    )
-    .await
-    .unwrap()
-    .id
+    let input = ProfileInput {
+        name: "bench".into(),
+        description: None,
+        targets: vec![policy::api::CandidateTarget::external("main")],
+        policy: policy_doc(interval),
+        expected_revision: None,
+    };
+    server::profiles::create(engine, policy::input::ValidatedProfile::parse(&input).unwrap())
+        .await
+        .unwrap()
+        .id
 }
 
 async fn start(engine: &Engine, profile: &str, i: usize) -> String {
+    let request = StartRouteRequest {
+        profile_id: profile.to_owned(),
+        caller: Caller {
+            kind: CallerKind::Workflow,
+            reference: "bench".into(),
+            invocation_id: format!("inv-{i}"),
+        },
+        title: None,
+    };
     engine
-        .start_route(StartRouteRequest {
-            profile_id: profile.to_owned(),
-            caller: Caller {
-                kind: CallerKind::Workflow,
-                reference: "bench".into(),
-                invocation_id: format!("inv-{i}"),
-            },
-            title: None,
-        })
+        .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())
         .await
         .unwrap()
         .id
@@ -107,17 +101,22 @@ fn overloaded(generation: u64) -> Input {
     Input::Evidence(Box::new(classifier::Envelope::from_value(&env).unwrap()))
 }
 
-async fn history_rows(engine: &Engine) -> i64 {
+async fn history_rows(pool: &sqlx::SqlitePool) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM route_history")
-        .fetch_one(engine.pool())
+        .fetch_one(pool)
         .await
         .unwrap()
 }
 
 /// Stop then RetryNow on each route (3 history rows: Stop, RetryNow, DispatchStarted),
 /// with `workers` routes moving at the same time. Returns (history rows, seconds).
-async fn run_transitions(e: &Arc<Engine>, routes: Vec<(String, u64)>, workers: usize) -> (i64, f64) {
-    let before = history_rows(e).await;
+async fn run_transitions(
+    e: &Arc<Engine>,
+    pool: &sqlx::SqlitePool,
+    routes: Vec<(String, u64)>,
+    workers: usize,
+) -> (i64, f64) {
+    let before = history_rows(pool).await;
     let per = routes.len().div_ceil(workers.max(1));
     let t = Instant::now();
     let mut tasks = Vec::new();
@@ -152,7 +151,7 @@ async fn run_transitions(e: &Arc<Engine>, routes: Vec<(String, u64)>, workers: u
         t.await.unwrap();
     }
     let secs = t.elapsed().as_secs_f64();
-    (history_rows(e).await - before, secs)
+    (history_rows(pool).await - before, secs)
 }
 
 /// One-row commits with the same pragmas on the same kind of file: the yardstick.
@@ -172,7 +171,7 @@ async fn bare_commits(conn: &mut sqlx::SqliteConnection, m: i64, from: i64) -> f
 
 async fn transitions_per_second() {
     let dir = tempfile::tempdir().unwrap();
-    let e = engine(&dir, "tps.db").await;
+    let (e, epool) = engine(&dir, "tps.db").await;
     let p = profile(&e, 5).await;
     let rounds = 5;
     let per_round = if quick() { 150 } else { 800 };
@@ -200,7 +199,7 @@ async fn transitions_per_second() {
     for _ in 0..rounds {
         let batch: Vec<_> = routes.drain(..per_round).collect();
         // Many routes moving at once (a busy server): their steps share group commits.
-        let (r, s) = run_transitions(&e, batch, 64).await;
+        let (r, s) = run_transitions(&e, &epool, batch, 64).await;
         let b = bare_commits(&mut conn, r, bare_rows).await;
         ratios.push((r as f64 / s) / (r as f64 / b));
         rows += r;
@@ -213,7 +212,7 @@ async fn transitions_per_second() {
     let rate = rows as f64 / secs;
     let bare = bare_rows as f64 / bare_secs;
     // One route at a time (a single caller waiting for each answer): nothing to group.
-    let (seq_rows, seq_secs) = run_transitions(&e, routes, 1).await;
+    let (seq_rows, seq_secs) = run_transitions(&e, &epool, routes, 1).await;
     let seq_rate = seq_rows as f64 / seq_secs;
     let seq_bare = seq_rows as f64 / bare_commits(&mut conn, seq_rows, bare_rows + warm).await;
     ratios.sort_by(f64::total_cmp);
@@ -245,7 +244,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 async fn timer_lateness() {
     let dir = tempfile::tempdir().unwrap();
-    let e = engine(&dir, "timers.db").await;
+    let (e, epool) = engine(&dir, "timers.db").await;
     let n = if quick() { 1000 } else { 10_000 };
     let interval = if quick() { 15 } else { 60 };
     let p = profile(&e, interval).await;
@@ -307,7 +306,7 @@ async fn timer_lateness() {
         (due[due.len() - 1] - due[0]).num_milliseconds() as f64 / 1000.0
     );
     let waiting: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers")
-        .fetch_one(e.pool())
+        .fetch_one(&epool)
         .await
         .unwrap();
     let rss1 = rss_kib();
@@ -377,7 +376,7 @@ async fn firing_capacity() {
         .unwrap();
     let t0 = chrono::Utc::now();
     let clock = Arc::new(server::clock::ManualClock::new(t0));
-    let e = Engine::new(pool, clock.clone());
+    let e = Engine::new(Store::new(pool.clone()), clock.clone());
     let n = if quick() { 1000 } else { 10_000 };
     let p = profile(&e, 60).await;
     let mut setups = Vec::new();
@@ -401,7 +400,7 @@ async fn firing_capacity() {
     let secs = t.elapsed().as_secs_f64();
     let states: Vec<(String, i64)> =
         sqlx::query_as("SELECT state, COUNT(*) FROM routes GROUP BY state ORDER BY state")
-            .fetch_all(e.pool())
+            .fetch_all(&pool)
             .await
             .unwrap();
     let retrying = format!("{states:?}");
@@ -413,7 +412,7 @@ async fn firing_capacity() {
 
 async fn restart_reconciliation() {
     let dir = tempfile::tempdir().unwrap();
-    let e = engine(&dir, "restart.db").await;
+    let (e, epool) = engine(&dir, "restart.db").await;
     let p = profile(&e, 3600).await;
     let n: i64 = if quick() { 10_000 } else { 100_000 };
     // One template route of each kind, then cloned in bulk (the engine's own rows, copied).
@@ -421,7 +420,7 @@ async fn restart_reconciliation() {
     let g = e.route_summary(&waiting).await.unwrap().snapshot.generation;
     e.submit(&waiting, overloaded(g)).await.unwrap();
     let in_flight = start(&e, &p, 1).await;
-    let pool = &e.pool().clone();
+    let pool = &epool;
     for (template, count, prefix) in [(&waiting, n * 9 / 10 - 1, "w"), (&in_flight, n / 10 - 1, "f")] {
         sqlx::query(
             "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < ?) \
@@ -457,7 +456,7 @@ async fn restart_reconciliation() {
         .await
         .unwrap();
     // "Restart": a new engine over the same file, then reconcile.
-    let e2 = Engine::new(pool.clone(), Arc::new(SystemClock));
+    let e2 = Engine::new(Store::new(pool.clone()), Arc::new(SystemClock));
     let t = Instant::now();
     let report = e2.reconcile().await.unwrap();
     let secs = t.elapsed().as_secs_f64();

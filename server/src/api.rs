@@ -1,14 +1,16 @@
 //! The REST API under `/api/v1` (design contract 4), its event stream, and the OpenAPI
 //! document at `/api/openapi.json`.
 //!
-//! Handlers are thin: decode, call the profile service or the engine, map the outcome. Errors
-//! are classified in one place ([`ApiFailure`]): 404 not found, 409 stale or conflicting (with
-//! the current snapshot for routes), 422 with field paths, 503 when the store cannot write.
-//! Internal causes are logged once here and never sent to the client.
+//! Handlers are thin: parse the body once into a validated type (`policy::input`), call the
+//! profile service or the engine, answer. Every failure is a [`Failure`] (one mapping, shared
+//! with the UI's port): 404 not found, 409 stale (with the current snapshot) or conflicting,
+//! 422 with field paths, 503 when the store cannot write. The request guard
+//! ([`crate::guard`]) has already refused foreign origins (403) and non-JSON writes (415).
 
 use crate::{
     engine::{EngineError, Input},
-    profiles::{self, ProfileError},
+    failure::Failure,
+    profiles,
     web::AppState,
 };
 use axum::{
@@ -24,15 +26,14 @@ use axum::{
 };
 use chrono::{DateTime, Utc};
 use classifier::Envelope;
-use futures_util::stream::Stream;
+use futures_util::stream::{Stream, StreamExt};
 use policy::{
     api::{
-        ActionOutcome, ApiError, ApiErrorBody, EvidenceOutcome, ManualActionRequest, ProfileInput,
-        RouteFilter, StartRouteRequest, SuccessReport,
+        EvidenceOutcome, ManualActionRequest, ProfileInput, RouteFilter, StartRouteRequest, SuccessReport,
     },
-    document::ValidationErrors,
+    document::{ValidationCode, ValidationError, ValidationErrors},
+    input::{ValidatedProfile, ValidatedStartRoute},
     route::RouteEvent,
-    wire::RouteSnapshot,
 };
 use serde::Deserialize;
 use std::convert::Infallible;
@@ -63,103 +64,61 @@ pub fn routes(test_clock: bool) -> Router<AppState> {
     r
 }
 
-/// Every way a request can fail, by how the client reacts.
-#[derive(Debug)]
-pub enum ApiFailure {
-    NotFound(String),
-    Invalid(ValidationErrors),
-    BadRequest(String),
-    Conflict(String),
-    /// 409 with the route's current snapshot as the body.
-    Stale(Box<RouteSnapshot>),
-    Unavailable,
-    Internal,
-}
+type ApiResult<T> = Result<T, Failure>;
 
-fn error_body(status: StatusCode, code: &str, message: String) -> Response {
-    (
-        status,
-        Json(ApiError {
-            error: ApiErrorBody {
-                code: code.to_owned(),
-                message,
-            },
-        }),
-    )
-        .into_response()
-}
-
-impl IntoResponse for ApiFailure {
-    fn into_response(self) -> Response {
-        match self {
-            ApiFailure::NotFound(m) => error_body(StatusCode::NOT_FOUND, "not_found", m),
-            ApiFailure::Invalid(errors) => (StatusCode::UNPROCESSABLE_ENTITY, Json(errors)).into_response(),
-            ApiFailure::BadRequest(m) => error_body(StatusCode::BAD_REQUEST, "bad_request", m),
-            ApiFailure::Conflict(m) => error_body(StatusCode::CONFLICT, "conflict", m),
-            ApiFailure::Stale(snapshot) => (StatusCode::CONFLICT, Json(*snapshot)).into_response(),
-            ApiFailure::Unavailable => error_body(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "storage_unavailable",
-                "The decision could not be written durably; nothing was scheduled or launched. Try again."
-                    .to_owned(),
-            ),
-            ApiFailure::Internal => error_body(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                "Something went wrong on the server.".to_owned(),
-            ),
-        }
-    }
-}
-
-impl From<EngineError> for ApiFailure {
-    fn from(e: EngineError) -> Self {
-        match e {
-            EngineError::RouteNotFound(id) => ApiFailure::NotFound(format!("no route `{id}`")),
-            EngineError::ProfileNotFound(id) => ApiFailure::NotFound(format!("no profile `{id}`")),
-            EngineError::Rejected { snapshot, .. } => ApiFailure::Stale(snapshot),
-            EngineError::Conflict(m) => ApiFailure::Conflict(m),
-            EngineError::Storage(err) => {
-                tracing::error!(error = %err, "storage failure");
-                ApiFailure::Unavailable
-            }
-            other => {
-                tracing::error!(error = %other, "request failed");
-                ApiFailure::Internal
-            }
-        }
-    }
-}
-
-impl From<ProfileError> for ApiFailure {
-    fn from(e: ProfileError) -> Self {
-        match e {
-            ProfileError::Invalid(errors) => ApiFailure::Invalid(errors),
-            ProfileError::NotFound(id) => ApiFailure::NotFound(format!("no profile `{id}`")),
-            ProfileError::Conflict(m) => ApiFailure::Conflict(m),
-            ProfileError::Engine(e) => e.into(),
-        }
-    }
-}
-
-type ApiResult<T> = Result<T, ApiFailure>;
-
-/// Reads a JSON body; a malformed one is 400 (or 422 for a profile, see below).
+/// Reads a JSON body; a malformed one is 400 (serde's message names the field, never the value).
 fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
-    serde_json::from_slice(body).map_err(|e| ApiFailure::BadRequest(format!("invalid JSON body: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| Failure::BadRequest(format!("invalid JSON body: {}", shape_error(&e))))
 }
 
-/// A profile body whose shape is wrong still gets field-addressed 422 errors.
-fn profile_body(body: &Bytes) -> ApiResult<ProfileInput> {
-    serde_json::from_slice(body).map_err(|e| {
-        ApiFailure::Invalid(ValidationErrors {
-            errors: vec![policy::document::ValidationError {
+/// What is wrong with a body's shape, without the input: serde quotes the offending value
+/// (which may be anything a client pasted, a credential included), so quoted parts are
+/// dropped, except names that look like this API's own field names (lower-case words joined by
+/// `_`), which say where the problem is.
+fn shape_error(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let text = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(head, _)| head);
+    let mut out = String::with_capacity(text.len());
+    let mut quoted: Option<(char, String)> = None;
+    for c in text.chars() {
+        match &mut quoted {
+            None if c == '`' || c == '"' => quoted = Some((c, String::new())),
+            None => out.push(c),
+            Some((q, inner)) if c == *q => {
+                let name_like = inner.len() <= 40
+                    && !inner.is_empty()
+                    && inner.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+                if name_like {
+                    out.push('`');
+                    out.push_str(inner);
+                    out.push('`');
+                } else {
+                    out.push('…');
+                }
+                quoted = None;
+            }
+            Some((_, inner)) => inner.push(c),
+        }
+    }
+    format!("{out} at line {} column {}", e.line(), e.column())
+}
+
+/// A profile body whose shape is wrong still gets field-addressed 422 errors; one that parses
+/// is validated once, here.
+fn profile_body(body: &Bytes) -> ApiResult<ValidatedProfile> {
+    let input: ProfileInput = serde_json::from_slice(body).map_err(|e| {
+        Failure::Invalid(ValidationErrors {
+            errors: vec![ValidationError {
                 path: String::new(),
-                code: policy::document::ValidationCode::WrongType,
-                message: format!("The body is not a profile: {e}"),
+                code: ValidationCode::WrongType,
+                message: format!("The body is not a profile: {}", shape_error(&e)),
             }],
         })
-    })
+    })?;
+    Ok(ValidatedProfile::parse(&input)?)
 }
 
 async fn list_profiles(State(s): State<AppState>) -> ApiResult<Response> {
@@ -167,8 +126,7 @@ async fn list_profiles(State(s): State<AppState>) -> ApiResult<Response> {
 }
 
 async fn create_profile(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
-    let input = profile_body(&body)?;
-    let p = profiles::create(&s.engine, input).await?;
+    let p = profiles::create(&s.engine, profile_body(&body)?).await?;
     Ok((StatusCode::CREATED, Json(p)).into_response())
 }
 
@@ -181,8 +139,8 @@ async fn update_profile(
     Path(id): Path<String>,
     body: Bytes,
 ) -> ApiResult<Response> {
-    let input = profile_body(&body)?;
-    Ok(Json(profiles::update(&s.engine, &id, input).await?).into_response())
+    let p = profiles::update(&s.engine, &id, profile_body(&body)?).await?;
+    Ok(Json(p).into_response())
 }
 
 async fn delete_profile(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
@@ -195,13 +153,9 @@ async fn list_routes(State(s): State<AppState>, Query(filter): Query<RouteFilter
 }
 
 async fn start_route(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
-    let req: StartRouteRequest = json_body(&body)?;
-    if req.caller.invocation_id.trim().is_empty() || req.caller.reference.trim().is_empty() {
-        return Err(ApiFailure::BadRequest(
-            "caller.reference and caller.invocation_id are required".to_owned(),
-        ));
-    }
-    let summary = s.engine.start_route(req).await?;
+    let request: StartRouteRequest = json_body(&body)?;
+    let request = ValidatedStartRoute::parse(&request)?;
+    let summary = s.engine.start_route(request).await?;
     Ok((StatusCode::CREATED, Json(summary)).into_response())
 }
 
@@ -217,11 +171,15 @@ async fn submit_evidence(
     body: Bytes,
 ) -> ApiResult<Response> {
     let envelope =
-        Envelope::parse(&body).map_err(|e| ApiFailure::BadRequest(format!("invalid envelope: {e}")))?;
+        Envelope::parse(&body).map_err(|e| Failure::BadRequest(format!("invalid envelope: {}", e.kind())))?;
     if envelope.generation.is_none() {
-        return Err(ApiFailure::BadRequest(
-            "the envelope needs `generation` (the invocation generation it belongs to)".to_owned(),
-        ));
+        return Err(Failure::Invalid(ValidationErrors {
+            errors: vec![ValidationError {
+                path: "generation".into(),
+                code: ValidationCode::Missing,
+                message: "Give the invocation generation the evidence belongs to.".into(),
+            }],
+        }));
     }
     let route = s.engine.route_summary(&id).await?;
     if envelope
@@ -229,14 +187,14 @@ async fn submit_evidence(
         .as_deref()
         .is_some_and(|i| i != route.caller.invocation_id)
     {
-        return Err(ApiFailure::Conflict(format!(
-            "the envelope belongs to invocation `{}`, not to this route's",
-            envelope.invocation_id.as_deref().unwrap_or_default()
-        )));
+        // Never repeat the given id: an adapter may have put anything there.
+        return Err(Failure::Conflict(
+            "the envelope's invocation_id is not this route's invocation".to_owned(),
+        ));
     }
     match s.engine.submit(&id, Input::Evidence(Box::new(envelope))).await {
         Ok(applied) => {
-            let verdict = applied.verdict.ok_or(ApiFailure::Internal)?;
+            let verdict = applied.verdict.ok_or(Failure::Internal)?;
             Ok(Json(EvidenceOutcome {
                 accepted: true,
                 classification: verdict.classification,
@@ -340,8 +298,8 @@ async fn manual_action(
 ) -> ApiResult<Response> {
     let req: ManualActionRequest = json_body(&body)?;
     match s.engine.perform_action(&id, req).await? {
-        ActionOutcome::Applied(snapshot) => Ok(Json(snapshot).into_response()),
-        ActionOutcome::Conflict(snapshot) => Err(ApiFailure::Stale(Box::new(snapshot))),
+        policy::api::ActionOutcome::Applied(snapshot) => Ok(Json(snapshot).into_response()),
+        policy::api::ActionOutcome::Conflict(snapshot) => Err(Failure::Stale(Box::new(snapshot))),
     }
 }
 
@@ -350,7 +308,8 @@ async fn list_circuits(State(s): State<AppState>) -> ApiResult<Response> {
 }
 
 /// Server-Sent Events: one `route` event per accepted change (`RouteEventPayload` plus
-/// `route_id`). A slow client that falls behind gets a `lagged` event and should reload.
+/// `route_id`). A slow client that falls behind gets a `lagged` event and should reload. Every
+/// stream ends when the server begins to stop, so a graceful stop never waits on a browser tab.
 async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let rx = s.engine.subscribe();
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
@@ -364,7 +323,8 @@ async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Even
         };
         Some((Ok(event), rx))
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    let stopping = s.shutdown.clone();
+    Sse::new(stream.take_until(async move { stopping.wait().await })).keep_alive(KeepAlive::default())
 }
 
 #[derive(Deserialize)]
@@ -376,15 +336,12 @@ struct ClockSet {
 /// scheduler, so a process test never waits for real time.
 async fn set_test_clock(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
     let c: ClockSet = json_body(&body)?;
-    let clock = s
-        .test_clock
-        .as_ref()
-        .ok_or(ApiFailure::NotFound("no test clock".to_owned()))?;
+    let clock = s.test_clock.as_ref().ok_or(Failure::NotFound("test clock"))?;
     clock.set(c.now);
     // Fire what is due now, in line, so the caller sees the result in its next request.
     crate::scheduler::tick(&s.engine)
         .await
-        .map_err(|e| ApiFailure::from(EngineError::Storage(e)))?;
+        .map_err(|e| Failure::from(EngineError::from(e)))?;
     s.engine.wake();
     Ok(Json(serde_json::json!({"now": clock_now(clock)})).into_response())
 }

@@ -1,14 +1,14 @@
 //! `app::backend::Backend` over the engine: what the pages and server functions call. The REST
-//! handlers in [`crate::api`] call the same services, so the two surfaces cannot drift.
+//! handlers in [`crate::api`] call the same services, and errors map through the same
+//! [`crate::failure::Failure`], so the two surfaces cannot drift.
 
-use crate::{
-    engine::{Engine, EngineError},
-    profiles::{self, ProfileError},
-};
+use crate::{engine::Engine, failure::backend_error, profiles};
 use app::backend::{Backend, BackendError, BackendFuture};
-use policy::api::{
-    ActionOutcome, ManualActionRequest, Profile, ProfileInput, ProfileSummary, RouteDetail, RouteFilter,
-    RouteSummary, StartRouteRequest,
+use policy::{
+    api::{
+        ActionOutcome, ManualActionRequest, Profile, ProfileSummary, RouteDetail, RouteFilter, RouteSummary,
+    },
+    input::ValidatedProfile,
 };
 use std::sync::Arc;
 
@@ -24,71 +24,45 @@ impl EngineBackend {
     }
 }
 
-/// Maps an engine error to the port's; the cause is logged here, once.
-pub(crate) fn engine_error(e: EngineError) -> BackendError {
-    match e {
-        EngineError::RouteNotFound(id) => BackendError::NotFound { what: "route", id },
-        EngineError::ProfileNotFound(id) => BackendError::NotFound { what: "profile", id },
-        EngineError::Conflict(m) => BackendError::Conflict(m),
-        EngineError::Rejected { reason, .. } => BackendError::Conflict(reason),
-        other => {
-            tracing::error!(error = %other, "backend call failed");
-            BackendError::Unavailable
-        }
-    }
-}
-
-fn profile_error(e: ProfileError) -> BackendError {
-    match e {
-        ProfileError::Invalid(errors) => BackendError::Invalid(errors),
-        ProfileError::NotFound(id) => BackendError::NotFound { what: "profile", id },
-        ProfileError::Conflict(m) => BackendError::Conflict(m),
-        ProfileError::Engine(e) => engine_error(e),
-    }
-}
-
 impl Backend for EngineBackend {
     fn list_profiles(&self) -> BackendFuture<'_, Result<Vec<ProfileSummary>, BackendError>> {
-        Box::pin(async move { profiles::list(&self.engine).await.map_err(profile_error) })
+        Box::pin(async move { profiles::list(&self.engine).await.map_err(backend_error) })
     }
 
     fn get_profile(&self, id: String) -> BackendFuture<'_, Result<Profile, BackendError>> {
-        Box::pin(async move { profiles::get(&self.engine, &id).await.map_err(profile_error) })
+        Box::pin(async move { profiles::get(&self.engine, &id).await.map_err(backend_error) })
     }
 
-    fn create_profile(&self, input: ProfileInput) -> BackendFuture<'_, Result<Profile, BackendError>> {
-        Box::pin(async move { profiles::create(&self.engine, input).await.map_err(profile_error) })
+    fn create_profile(&self, profile: ValidatedProfile) -> BackendFuture<'_, Result<Profile, BackendError>> {
+        Box::pin(async move {
+            profiles::create(&self.engine, profile)
+                .await
+                .map_err(backend_error)
+        })
     }
 
     fn update_profile(
         &self,
         id: String,
-        input: ProfileInput,
+        profile: ValidatedProfile,
     ) -> BackendFuture<'_, Result<Profile, BackendError>> {
         Box::pin(async move {
-            profiles::update(&self.engine, &id, input)
+            profiles::update(&self.engine, &id, profile)
                 .await
-                .map_err(profile_error)
+                .map_err(backend_error)
         })
     }
 
     fn delete_profile(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>> {
-        Box::pin(async move { profiles::delete(&self.engine, &id).await.map_err(profile_error) })
+        Box::pin(async move { profiles::delete(&self.engine, &id).await.map_err(backend_error) })
     }
 
     fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>> {
-        Box::pin(async move { self.engine.list_routes(&filter).await.map_err(engine_error) })
+        Box::pin(async move { self.engine.list_routes(&filter).await.map_err(backend_error) })
     }
 
     fn get_route(&self, id: String) -> BackendFuture<'_, Result<RouteDetail, BackendError>> {
-        Box::pin(async move { self.engine.route_detail(&id).await.map_err(engine_error) })
-    }
-
-    fn start_route(
-        &self,
-        request: StartRouteRequest,
-    ) -> BackendFuture<'_, Result<RouteSummary, BackendError>> {
-        Box::pin(async move { self.engine.start_route(request).await.map_err(engine_error) })
+        Box::pin(async move { self.engine.route_detail(&id).await.map_err(backend_error) })
     }
 
     fn perform_action(
@@ -100,7 +74,7 @@ impl Backend for EngineBackend {
             self.engine
                 .perform_action(&route_id, request)
                 .await
-                .map_err(engine_error)
+                .map_err(backend_error)
         })
     }
 }

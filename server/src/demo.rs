@@ -7,12 +7,15 @@
 
 use crate::{
     engine::{Engine, EngineError},
-    profiles::{self, ProfileError},
+    profiles,
     store::new_id,
 };
-use policy::api::{
-    Caller, CallerKind, CandidateTarget, DispatcherKind, ProfileInput, SimulatedOutcome, SimulatedStep,
-    StartRouteRequest,
+use policy::{
+    api::{
+        Caller, CallerKind, CandidateTarget, DispatcherKind, ProfileInput, SimulatedOutcome, SimulatedStep,
+        StartRouteRequest,
+    },
+    input::{ValidatedProfile, ValidatedStartRoute},
 };
 use serde_json::{json, Value};
 
@@ -79,7 +82,7 @@ fn candidate(id: &str, p: Value) -> Value {
 }
 
 /// Seeds the demo; returns how many routes it started.
-pub async fn seed(engine: &Engine) -> Result<usize, ProfileError> {
+pub async fn seed(engine: &Engine) -> Result<usize, EngineError> {
     let now = engine.now();
     let reset = now.timestamp() + 20;
     let profiles_to_seed = vec![
@@ -171,7 +174,8 @@ pub async fn seed(engine: &Engine) -> Result<usize, ProfileError> {
             policy: doc,
             expected_revision: None,
         };
-        profiles::put(engine, id, input).await?;
+        let profile = ValidatedProfile::parse(&input).map_err(EngineError::Invalid)?;
+        profiles::put(engine, id, profile).await?;
         let invocation = new_id("demo", now);
         let request = StartRouteRequest {
             profile_id: id.to_owned(),
@@ -182,10 +186,11 @@ pub async fn seed(engine: &Engine) -> Result<usize, ProfileError> {
             },
             title: Some(name.trim_start_matches("Demo: ").to_owned()),
         };
+        let request = ValidatedStartRoute::parse(&request).map_err(EngineError::Invalid)?;
         match engine.start_route(request).await {
             Ok(_) => started += 1,
             Err(EngineError::Conflict(m)) => tracing::warn!(message = m, "demo route not started"),
-            Err(e) => return Err(ProfileError::Engine(e)),
+            Err(e) => return Err(e),
         }
     }
     Ok(started)

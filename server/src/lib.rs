@@ -6,12 +6,15 @@
 //! - [`telemetry`]: structured logging with `tracing`.
 //! - [`db`]: opening the SQLite pool with the pragmas the invariants need, and migrations.
 //! - [`clock`]: the injected clock (system, or manual for tests and `--test-clock`).
-//! - [`store`]: SQL for the route engine's tables (profiles, routes, history, dispatches,
-//!   timers, circuits) and row conversions.
-//! - [`engine`]: the one transition owner, effects, the dispatch gate (resource circuits),
-//!   the simulated dispatcher and restart reconciliation.
+//! - [`store`]: every SQL statement, behind `Store` (reads, profile writes) and the writer's
+//!   transaction `Tx` (routes, history, dispatches, timers, circuits), one module per table.
+//! - [`engine`]: the one transition owner (the writer task and its group commit), what runs
+//!   after each commit, the dispatch gate (resource circuits), the dispatchers behind a
+//!   `Dispatcher` port, and restart reconciliation.
 //! - [`scheduler`]: the durable timer loop.
-//! - [`profiles`]: profile validation and CRUD.
+//! - [`profiles`]: the profile service (input arrives parsed, as `policy::input` types).
+//! - [`failure`]: every request failure classified once, rendered as HTTP and as the UI port's
+//!   error; [`guard`]: the cross-site request forgery guard on every write.
 //! - [`backend`]: `app::backend::Backend` over the engine (pages and server functions).
 //! - [`api`]: the REST API under `/api/v1`, the SSE stream; [`openapi`]: its document.
 //! - [`demo`]: the demo workspace of `recourse serve --demo`.
@@ -28,6 +31,8 @@ pub mod clock;
 pub mod db;
 pub mod demo;
 pub mod engine;
+pub mod failure;
+pub mod guard;
 pub mod openapi;
 pub mod profiles;
 pub mod scheduler;

@@ -77,6 +77,7 @@ use utoipa::{
         Decision,
         Classification,
         Gate,
+        policy::route::Hold,
         crate::api::ExpectedGeneration
     ))
 )]
@@ -92,8 +93,138 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         components
             .schemas
             .insert("ClassPolicy".to_owned(), RefOr::T(class_policy_schema()));
+        bound_inputs(&mut components.schemas);
     }
     doc
+}
+
+/// A bound the server enforces on one property of a request schema.
+enum Bound {
+    /// A string of at most this many characters (at least `min`).
+    Text { min: usize, max: usize },
+    /// A provider or model identifier.
+    Identifier,
+    /// An integer in `0..=max`.
+    Integer { max: u64 },
+    /// A list of at most this many items.
+    Items { max: usize },
+}
+
+/// Puts the limits `policy::input` enforces on the request schemas' properties, from the same
+/// constants, so a client generated from the document knows them.
+fn bound_inputs(schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>) {
+    use Bound::*;
+    let bounds: [(&str, &str, Bound); 13] = [
+        (
+            "ProfileInput",
+            "name",
+            Text {
+                min: 1,
+                max: limits::MAX_PROFILE_NAME_CHARS,
+            },
+        ),
+        (
+            "ProfileInput",
+            "description",
+            Text {
+                min: 0,
+                max: limits::MAX_PROFILE_DESCRIPTION_CHARS,
+            },
+        ),
+        (
+            "ProfileInput",
+            "targets",
+            Items {
+                max: limits::MAX_CANDIDATES,
+            },
+        ),
+        (
+            "CandidateTarget",
+            "id",
+            Text {
+                min: 1,
+                max: limits::MAX_CANDIDATE_ID_CHARS,
+            },
+        ),
+        ("CandidateTarget", "provider_id", Identifier),
+        ("CandidateTarget", "model_id", Identifier),
+        (
+            "CandidateTarget",
+            "label",
+            Text {
+                min: 0,
+                max: limits::MAX_LABEL_CHARS,
+            },
+        ),
+        (
+            "CandidateTarget",
+            "script",
+            Items {
+                max: limits::MAX_SCRIPT_STEPS,
+            },
+        ),
+        (
+            "SimulatedStep",
+            "after_seconds",
+            Integer {
+                max: limits::MAX_SIMULATED_DELAY_SECONDS,
+            },
+        ),
+        (
+            "StartRouteRequest",
+            "profile_id",
+            Text {
+                min: 1,
+                max: limits::MAX_ID_CHARS,
+            },
+        ),
+        (
+            "StartRouteRequest",
+            "title",
+            Text {
+                min: 0,
+                max: limits::MAX_TITLE_CHARS,
+            },
+        ),
+        (
+            "Caller",
+            "reference",
+            Text {
+                min: 1,
+                max: limits::MAX_CALLER_REFERENCE_CHARS,
+            },
+        ),
+        (
+            "Caller",
+            "invocation_id",
+            Text {
+                min: 1,
+                max: limits::MAX_INVOCATION_ID_CHARS,
+            },
+        ),
+    ];
+    for (schema, property, bound) in bounds {
+        let Some(RefOr::T(Schema::Object(object))) = schemas.get_mut(schema) else {
+            continue;
+        };
+        match (object.properties.get_mut(property), bound) {
+            (Some(RefOr::T(Schema::Object(field))), Text { min, max }) => {
+                field.min_length = Some(min);
+                field.max_length = Some(max);
+            }
+            (Some(RefOr::T(Schema::Object(field))), Identifier) => {
+                field.min_length = Some(1);
+                field.max_length = Some(limits::MAX_IDENTIFIER_CHARS);
+                field.pattern = Some(limits::IDENTIFIER_PATTERN.to_owned());
+            }
+            (Some(RefOr::T(Schema::Object(field))), Integer { max }) => {
+                field.minimum = Some(0.into());
+                field.maximum = Some(max.into());
+            }
+            (Some(RefOr::T(Schema::Array(field))), Items { max }) => field.max_items = Some(max),
+            _ => {}
+        }
+    }
 }
 
 pub(crate) async fn document() -> Json<utoipa::openapi::OpenApi> {

@@ -5,6 +5,7 @@ use crate::{
     clock::{Clock, ManualClock, SystemClock},
     db,
     engine::Engine,
+    store::Store,
     web::{self, AppState},
 };
 use anyhow::Context;
@@ -38,7 +39,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(c) => Arc::new(c.clone()),
         None => Arc::new(SystemClock),
     };
-    let engine = Engine::new(pool.clone(), clock);
+    let store = Store::new(pool);
+    let engine = Engine::new(store.clone(), clock);
     let report = engine
         .reconcile()
         .await
@@ -63,17 +65,25 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         );
     }
     warn_if_assets_missing(&args.site_root, &leptos);
-    let shutdown = shutdown_signal();
+    let signal = shutdown_signal();
     let listener = TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, database = %args.db.database, "recourse is serving on http://{local}");
-    let app = web::router(AppState::new(engine.clone(), leptos, test_clock));
+    let state = AppState::new(engine.clone(), leptos, test_clock);
+    let stopping = state.shutdown.clone();
+    let app = web::router(state);
+    // On the signal, tell long-lived responses (the event stream) to end, so the graceful stop
+    // does not wait on an open browser tab.
+    let shutdown = async move {
+        signal.await;
+        stopping.trigger();
+    };
     web::run(listener, app, shutdown).await.context("server failed")?;
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
-    pool.close().await;
+    store.close().await;
     tracing::info!("recourse stopped cleanly");
     Ok(ExitCode::SUCCESS)
 }

@@ -8,9 +8,15 @@
 //! The backend port reaches Leptos through ONE context closure ([`backend_context`]), given to
 //! both the page renderer and the server-function handler: the leptos_axum docs warn that
 //! SSR and client calls of a server function go through different handlers.
+//!
+//! Every request passes the request guard ([`crate::guard`]: writes only from this server's
+//! own pages or from non-browser clients, and only as JSON) and a body limit
+//! (`policy::limits::MAX_REQUEST_BODY_BYTES`, 413 beyond). [`Shutdown`] tells long-lived
+//! responses (the event stream) that the server is stopping, so a graceful stop ends them.
 
 use crate::{backend::EngineBackend, clock::ManualClock, engine::Engine};
 use app::{backend::Backend, shell, App};
+use axum::extract::DefaultBodyLimit;
 use axum::{
     body::Body,
     extract::{FromRef, Request, State},
@@ -22,31 +28,63 @@ use axum::{
 use leptos::{config::LeptosOptions, prelude::provide_context};
 use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
 use serde::Serialize;
-use sqlx::SqlitePool;
 use std::{future::Future, sync::Arc};
-use tokio::net::TcpListener;
+use tokio::{net::TcpListener, sync::watch};
 use tower_http::trace::TraceLayer;
 
 /// Everything a request handler may need. Cheap to clone: everything is shared.
 #[derive(Clone)]
 pub struct AppState {
-    pub pool: SqlitePool,
     pub leptos: LeptosOptions,
     pub engine: Arc<Engine>,
     pub backend: Arc<dyn Backend>,
     /// Set only by `recourse serve --test-clock` and tests: enables `POST /api/v1/test/clock`.
     pub test_clock: Option<ManualClock>,
+    /// Fires when the server begins to stop.
+    pub shutdown: Shutdown,
 }
 
 impl AppState {
     pub fn new(engine: Arc<Engine>, leptos: LeptosOptions, test_clock: Option<ManualClock>) -> AppState {
         AppState {
-            pool: engine.pool().clone(),
             leptos,
             backend: Arc::new(EngineBackend::new(engine.clone())),
             engine,
             test_clock,
+            shutdown: Shutdown::new(),
         }
+    }
+}
+
+/// "The server is stopping", for responses that would otherwise never end. Cheap to clone;
+/// every clone sees the same signal.
+#[derive(Clone, Debug)]
+pub struct Shutdown {
+    tx: Arc<watch::Sender<bool>>,
+}
+
+impl Shutdown {
+    pub fn new() -> Shutdown {
+        Shutdown {
+            tx: Arc::new(watch::channel(false).0),
+        }
+    }
+
+    /// Says the server is stopping (idempotent).
+    pub fn trigger(&self) {
+        self.tx.send_replace(true);
+    }
+
+    /// Resolves once [`Shutdown::trigger`] was called (at once if it already was).
+    pub async fn wait(&self) {
+        let mut rx = self.tx.subscribe();
+        let _ = rx.wait_for(|stopping| *stopping).await;
+    }
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Shutdown::new()
     }
 }
 
@@ -72,18 +110,43 @@ pub fn router(state: AppState) -> Router {
         .route("/api/{*fn_name}", get(server_fn).post(server_fn))
         .leptos_routes_with_context(&state, routes, context, move || shell(leptos.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn(crate::guard::writes))
+        .layer(DefaultBodyLimit::max(policy::limits::MAX_REQUEST_BODY_BYTES))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then lets in-flight requests end.
+/// Serves `router` on `listener` until `shutdown` resolves, then lets in-flight requests end
+/// (long-lived ones end when their [`Shutdown`] fires; give the router's state that signal in
+/// `shutdown`). A request still open [`DRAIN_TIMEOUT`] later does not hold the stop any
+/// longer.
 pub async fn run(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
+    let signal = async move {
+        shutdown.await;
+        let _ = stopping_tx.send(());
+    };
+    let serve =
+        std::future::IntoFuture::into_future(axum::serve(listener, app).with_graceful_shutdown(signal));
+    tokio::pin!(serve);
+    tokio::select! {
+        done = &mut serve => done,
+        () = async {
+            let _ = stopping_rx.await;
+            tokio::time::sleep(DRAIN_TIMEOUT).await;
+        } => {
+            tracing::warn!("requests still open {} s after the stop began; stopping anyway", DRAIN_TIMEOUT.as_secs());
+            Ok(())
+        }
+    }
 }
+
+/// How long a graceful stop waits for in-flight requests.
+pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Leptos server functions, with the same backend context as the pages.
 async fn server_fn(State(state): State<AppState>, req: Request<Body>) -> impl IntoResponse {
@@ -98,11 +161,8 @@ struct Health {
 
 /// Liveness and readiness: the process answers and the database takes a query.
 async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    match sqlx::query_scalar::<_, i64>("SELECT 1")
-        .fetch_one(&state.pool)
-        .await
-    {
-        Ok(_) => (
+    match state.engine.store().ping().await {
+        Ok(()) => (
             StatusCode::OK,
             Json(Health {
                 status: "ok",

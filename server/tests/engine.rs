@@ -12,7 +12,7 @@ use server::engine::EngineError;
 async fn started_dispatches(h: &Harness, attempt: u32) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM dispatches WHERE attempt = ? AND status <> 'scheduled'")
         .bind(attempt)
-        .fetch_one(h.engine.pool())
+        .fetch_one(&h.pool)
         .await
         .unwrap()
 }
@@ -173,9 +173,8 @@ async fn the_demo_workspace_waits_retries_switches_and_stops_within_a_minute() {
     let mut seen = std::collections::BTreeSet::new();
     let mut rx = h.engine.subscribe();
     for _ in 0..60 {
+        // Simulated reports are durable timers: the scheduler's pass applies the due ones.
         h.advance(1).await;
-        // Simulated reports with a delay run on their own tasks: let the due ones land.
-        h.engine.settle_simulated().await;
         while let Ok(ev) = rx.try_recv() {
             seen.insert(ev.payload.to.as_str().to_owned());
         }
@@ -228,7 +227,7 @@ fn stop(generation: u64) -> server::engine::Input {
 async fn history_count(h: &Harness, route_id: &str) -> i64 {
     sqlx::query_scalar("SELECT COUNT(*) FROM route_history WHERE route_id = ?")
         .bind(route_id)
-        .fetch_one(h.engine.pool())
+        .fetch_one(&h.pool)
         .await
         .unwrap()
 }
@@ -251,8 +250,11 @@ async fn overloaded_for(h: &Harness, route_id: &str, invocation: &str) -> server
     server::engine::Input::Evidence(Box::new(env))
 }
 
-#[tokio::test]
-async fn steps_submitted_together_commit_as_one_group_and_a_later_step_on_the_same_generation_is_rejected_alone(
+// The group tests deliver their steps as one delivery (`submit_all`, as the scheduler does), so
+// the writer sees them together on any runtime, and run on a multi-threaded runtime to prove it.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn steps_delivered_together_commit_as_one_group_and_a_later_step_on_the_same_generation_is_rejected_alone(
 ) {
     let h = Harness::new().await;
     let p = h.profile(ext_profile()).await;
@@ -266,11 +268,7 @@ async fn steps_submitted_together_commit_as_one_group_and_a_later_step_on_the_sa
         routes[0].0.clone(),
         manual(policy::route::ManualAction::RetryNow, routes[0].1),
     ));
-    let results = futures_util::future::join_all(submissions.into_iter().map(|(r, input)| {
-        let engine = h.engine.clone();
-        async move { engine.submit(&r, input).await }
-    }))
-    .await;
+    let results = h.engine.submit_all(submissions).await;
     let stats1 = h.engine.write_stats();
     assert_eq!(
         stats1.group_commits - stats0.group_commits,
@@ -302,16 +300,15 @@ async fn steps_submitted_together_commit_as_one_group_and_a_later_step_on_the_sa
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_step_in_a_group_rolls_the_group_back_and_the_others_commit_one_by_one() {
     let h = Harness::new().await;
     let p = h.profile(ext_profile()).await;
     let routes = started_routes(&h, &p, 10).await;
     let stats0 = h.engine.write_stats();
-    let mut submissions: Vec<_> = routes.clone();
-    submissions.insert(5, ("rt-missing".to_owned(), 1));
-    let results =
-        futures_util::future::join_all(submissions.iter().map(|(r, g)| h.engine.submit(r, stop(*g)))).await;
+    let mut submissions: Vec<_> = routes.iter().map(|(r, g)| (r.clone(), stop(*g))).collect();
+    submissions.insert(5, ("rt-missing".to_owned(), stop(1)));
+    let results = h.engine.submit_all(submissions).await;
     let stats1 = h.engine.write_stats();
     assert_eq!(
         stats1.group_commits, stats0.group_commits,
@@ -348,7 +345,7 @@ async fn when_a_group_cannot_be_written_no_step_commits_no_timer_is_armed_and_ev
         routes.push((h.start(&p, &format!("inv-{i}")).await, format!("inv-{i}")));
     }
     let history: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM route_history")
-        .fetch_one(h.engine.pool())
+        .fetch_one(&h.pool)
         .await
         .unwrap();
     let ro = h.read_only_engine().await;
@@ -381,19 +378,19 @@ async fn when_a_group_cannot_be_written_no_step_commits_no_timer_is_armed_and_ev
         );
     }
     let timers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers")
-        .fetch_one(h.engine.pool())
+        .fetch_one(&h.pool)
         .await
         .unwrap();
     assert_eq!(timers, 0, "no timer armed");
     let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM route_history")
-        .fetch_one(h.engine.pool())
+        .fetch_one(&h.pool)
         .await
         .unwrap();
     assert_eq!(after, history, "no history row");
     assert_eq!(h.advance(3600).await, 0, "nothing to fire");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_burst_of_due_timers_fires_in_one_group_commit_each_route_once_with_its_dispatch_start() {
     let h = Harness::new().await;
     let p = h.profile(ext_profile()).await;
@@ -444,7 +441,7 @@ async fn a_burst_of_due_timers_fires_in_one_group_commit_each_route_once_with_it
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_step_in_a_group_sees_the_step_before_it_on_the_same_route() {
     let h = Harness::new().await;
     let p = h.profile(ext_profile()).await;
@@ -453,9 +450,11 @@ async fn a_step_in_a_group_sees_the_step_before_it_on_the_same_route() {
     let before = history_count(&h, &r).await;
     let stats0 = h.engine.write_stats();
     // The retry expects the generation the stop writes, in the same transaction.
-    let inputs = [stop(g), manual(policy::route::ManualAction::RetryNow, g + 1)];
-    let results =
-        futures_util::future::join_all(inputs.into_iter().map(|input| h.engine.submit(&r, input))).await;
+    let inputs = vec![
+        (r.clone(), stop(g)),
+        (r.clone(), manual(policy::route::ManualAction::RetryNow, g + 1)),
+    ];
+    let results = h.engine.submit_all(inputs).await;
     let stats1 = h.engine.write_stats();
     assert_eq!(
         stats1.group_commits - stats0.group_commits,
@@ -509,7 +508,10 @@ async fn two_starts_of_one_invocation_in_a_group_make_one_route() {
             },
         ]
         .into_iter()
-        .map(|r| h.engine.start_route(r)),
+        .map(|r| {
+            h.engine
+                .start_route(policy::input::ValidatedStartRoute::parse(&r).unwrap())
+        }),
     )
     .await;
     assert!(results[0].is_ok(), "{:?}", results[0]);
@@ -520,7 +522,7 @@ async fn two_starts_of_one_invocation_in_a_group_make_one_route() {
     );
     assert!(results[2].is_ok(), "{:?}", results[2]);
     let routes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM routes WHERE invocation_id = 'inv-twice'")
-        .fetch_one(h.engine.pool())
+        .fetch_one(&h.pool)
         .await
         .unwrap();
     assert_eq!(routes, 1);

@@ -25,7 +25,7 @@ async fn app(dir: &tempfile::TempDir) -> axum::Router {
         test_clock: None,
     };
     let pool = db::open(&database).await.unwrap();
-    let engine = Engine::new(pool, Arc::new(SystemClock));
+    let engine = Engine::new(server::store::Store::new(pool), Arc::new(SystemClock));
     router(AppState::new(engine, serve::leptos_options(&args).unwrap(), None))
 }
 

@@ -286,12 +286,12 @@ async fn when_the_decision_cannot_be_written_nothing_is_armed_or_dispatched_and_
     );
     // No timer, no new dispatch.
     let timers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers")
-        .fetch_one(h.engine.pool())
+        .fetch_one(&h.pool)
         .await
         .unwrap();
     assert_eq!(timers, 0);
     let dispatches: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dispatches")
-        .fetch_one(h.engine.pool())
+        .fetch_one(&h.pool)
         .await
         .unwrap();
     assert_eq!(dispatches, 1);
@@ -343,6 +343,7 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
             },
             title: None,
         };
+        let req = policy::input::ValidatedStartRoute::parse(&req).unwrap();
         let r = h.engine.start_route(req).await.unwrap().id;
         let g = h.engine.route_summary(&r).await.unwrap().snapshot.generation;
         let deadline = RouteEvent::DeadlineReached { generation: g };
@@ -421,7 +422,7 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
             sqlx::query_scalar("SELECT COUNT(*) FROM route_history WHERE route_id = ? AND generation = ?")
                 .bind(&r)
                 .bind(i64::try_from(g + 1).unwrap())
-                .fetch_one(h.engine.pool())
+                .fetch_one(&h.pool)
                 .await
                 .unwrap();
         assert_eq!(rows, 1, "race {i}");

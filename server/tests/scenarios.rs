@@ -68,7 +68,7 @@ async fn s2_a_trusted_reset_one_minute_away_is_waited_for_durably_then_retried_o
     let timers: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM timers WHERE route_id = ? AND kind = 'deadline'")
             .bind(&r)
-            .fetch_one(h.engine.pool())
+            .fetch_one(&h.pool)
             .await
             .unwrap();
     assert_eq!(timers, 1);

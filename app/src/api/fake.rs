@@ -4,10 +4,11 @@ use crate::backend::{Backend, BackendError, BackendFuture};
 use leptos::prelude::{provide_context, Owner};
 use policy::{
     api::{
-        ActionOutcome, Caller, CallerKind, ManualActionRequest, Profile, ProfileInput, ProfileSummary,
-        RouteDetail, RouteFilter, RouteSummary, StartRouteRequest,
+        ActionOutcome, Caller, CallerKind, ManualActionRequest, Profile, ProfileSummary, RouteDetail,
+        RouteFilter, RouteSummary,
     },
     document::{ValidationCode, ValidationError, ValidationErrors},
+    input::ValidatedProfile,
     route::{start, CandidateOption},
     wire::{RouteSnapshot, StateName},
 };
@@ -60,11 +61,7 @@ impl FakeBackend {
 
     /// A route in `retry_wait` at generation 3.
     fn snapshot(generation: u64) -> RouteSnapshot {
-        let t = start(&[CandidateOption {
-            id: "a".into(),
-            eligible: true,
-        }])
-        .expect("one eligible candidate");
+        let t = start(&[CandidateOption::now("a")]).expect("one eligible candidate");
         let mut s = t.next.snapshot();
         s.generation = generation;
         s.state = policy::wire::StateName::RetryWait;
@@ -106,10 +103,10 @@ impl Backend for FakeBackend {
 
     fn get_profile(&self, id: String) -> BackendFuture<'_, Result<Profile, BackendError>> {
         self.record(format!("get_profile {id}"));
-        ready(Err(BackendError::NotFound { what: "profile", id }))
+        ready(Err(BackendError::NotFound { what: "profile" }))
     }
 
-    fn create_profile(&self, _input: ProfileInput) -> BackendFuture<'_, Result<Profile, BackendError>> {
+    fn create_profile(&self, _profile: ValidatedProfile) -> BackendFuture<'_, Result<Profile, BackendError>> {
         self.record("create_profile".into());
         ready(Err(BackendError::Unavailable))
     }
@@ -117,7 +114,7 @@ impl Backend for FakeBackend {
     fn update_profile(
         &self,
         id: String,
-        _input: ProfileInput,
+        _profile: ValidatedProfile,
     ) -> BackendFuture<'_, Result<Profile, BackendError>> {
         self.record(format!("update_profile {id}"));
         ready(Err(BackendError::Invalid(ValidationErrors {
@@ -166,14 +163,6 @@ impl Backend for FakeBackend {
 
     fn get_route(&self, id: String) -> BackendFuture<'_, Result<RouteDetail, BackendError>> {
         self.record(format!("get_route {id}"));
-        ready(Err(BackendError::Unavailable))
-    }
-
-    fn start_route(
-        &self,
-        _request: StartRouteRequest,
-    ) -> BackendFuture<'_, Result<RouteSummary, BackendError>> {
-        self.record("start_route".into());
         ready(Err(BackendError::Unavailable))
     }
 

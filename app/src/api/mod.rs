@@ -20,6 +20,7 @@ mod ssr {
                     errors: errors.errors,
                 },
                 BackendError::Conflict(message) => AppError::Conflict { message },
+                BackendError::RouteChanged(snapshot) => AppError::RouteChanged { snapshot },
                 BackendError::Unavailable => AppError::Unavailable,
             }
         }

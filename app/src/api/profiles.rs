@@ -19,39 +19,21 @@ pub async fn get_profile(id: String) -> Result<Profile, AppError> {
 /// Creates a profile; answers with the stored, normalized profile.
 #[server(prefix = "/api/ui", input = Json)]
 pub async fn create_profile(input: ProfileInput) -> Result<Profile, AppError> {
-    check_input(&input)?;
-    Ok(crate::backend::backend()?.create_profile(input).await?)
+    let profile = policy::input::ValidatedProfile::parse(&input)?;
+    Ok(crate::backend::backend()?.create_profile(profile).await?)
 }
 
 /// Replaces a profile; answers with the stored, normalized profile.
 #[server(prefix = "/api/ui", input = Json)]
 pub async fn save_profile(id: String, input: ProfileInput) -> Result<Profile, AppError> {
-    check_input(&input)?;
-    Ok(crate::backend::backend()?.update_profile(id, input).await?)
+    let profile = policy::input::ValidatedProfile::parse(&input)?;
+    Ok(crate::backend::backend()?.update_profile(id, profile).await?)
 }
 
 /// Deletes a profile that has no open routes.
 #[server(prefix = "/api/ui", input = Json)]
 pub async fn delete_profile(id: String) -> Result<(), AppError> {
     Ok(crate::backend::backend()?.delete_profile(id).await?)
-}
-
-/// The checks the browser already ran, again, because this is a public endpoint: the document
-/// (legacy shapes are the backend's to normalize, so only version-1 documents are checked
-/// here) and the targets' identifiers. Every problem is reported at once, each at its path.
-#[cfg(feature = "ssr")]
-fn check_input(input: &ProfileInput) -> Result<(), AppError> {
-    let mut errors = crate::draft::target_errors(&input.targets);
-    if input.policy.get("version").is_some() {
-        if let Err(e) = policy::document::validate_document(&input.policy) {
-            errors.extend(e.errors);
-        }
-    }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(AppError::Invalid { errors })
-    }
 }
 
 #[cfg(all(test, feature = "ssr"))]
@@ -93,8 +75,8 @@ mod tests {
         let fake = FakeBackend::default();
         let err = with_backend(&fake, get_profile("nope".into())).unwrap_err();
         assert_eq!(err, AppError::NotFound);
-        let err =
-            with_backend(&fake, save_profile("dup".into(), input(json!({"legacy": true})))).unwrap_err();
+        let valid = json!({"on_error": "try_next", "candidates": [{"id": "a"}]});
+        let err = with_backend(&fake, save_profile("dup".into(), input(valid))).unwrap_err();
         assert_eq!(err.at("candidates[1].id").count(), 1);
         assert_eq!(fake.calls(), vec!["get_profile nope", "update_profile dup"]);
     }

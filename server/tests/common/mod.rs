@@ -22,6 +22,8 @@ use tower::ServiceExt;
 
 pub struct Harness {
     pub engine: Arc<Engine>,
+    /// The same database, for tests that inspect rows directly.
+    pub pool: sqlx::SqlitePool,
     pub clock: ManualClock,
     pub app: Router,
     pub dir: tempfile::TempDir,
@@ -55,7 +57,7 @@ impl Harness {
         let path = dir.path().join("recourse.db");
         let pool = server::db::open(path.to_str().unwrap()).await.unwrap();
         let clock = ManualClock::new(now);
-        let engine = Engine::new(pool, Arc::new(clock.clone()));
+        let engine = Engine::new(server::store::Store::new(pool.clone()), Arc::new(clock.clone()));
         let app = router(AppState::new(
             engine.clone(),
             leptos_options(dir.path()),
@@ -63,6 +65,7 @@ impl Harness {
         ));
         Harness {
             engine,
+            pool,
             clock,
             app,
             dir,
@@ -155,13 +158,16 @@ impl Harness {
             .connect_with(opts)
             .await
             .unwrap();
-        server::engine::Engine::new(pool, std::sync::Arc::new(self.clock.clone()))
+        server::engine::Engine::new(
+            server::store::Store::new(pool),
+            std::sync::Arc::new(self.clock.clone()),
+        )
     }
 
     pub async fn launches(&self, route_id: &str) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM simulated_launches WHERE route_id = ?")
             .bind(route_id)
-            .fetch_one(self.engine.pool())
+            .fetch_one(&self.pool)
             .await
             .unwrap()
     }

@@ -1,0 +1,3 @@
+-- A timer may carry what it delivers: a dispatcher's scheduled report (kind `report`) holds the
+-- report itself (success, or the evidence envelope), so it survives a restart unchanged.
+ALTER TABLE timers ADD COLUMN payload TEXT;

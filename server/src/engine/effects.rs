@@ -1,0 +1,269 @@
+//! What runs after a commit: the event for live pages, then the transition's effects in order.
+//! Follow-up steps (the gate's outcome, a launch's report, switching) go through the writer
+//! again, so every one of them is its own fenced, durable transition.
+//!
+//! Nothing here writes a row directly. Timers and circuit rows were written in the step's own
+//! transaction; the effects only wake the scheduler, start dispatchers and queue follow-ups.
+
+use super::{
+    dispatch::LaunchRequest,
+    tx::{Chain, LaunchContext, Stepped, TxOutcome},
+    writer::StepWork,
+    Applied, Engine, EngineError, RouteStreamEvent,
+};
+use policy::{
+    route::{EventKind, RouteEffect, RouteState, Transition},
+    wire::RouteEventPayload,
+};
+use std::collections::VecDeque;
+
+impl Engine {
+    /// What follows a step's commit (or its failure): the event, then the effects.
+    pub(super) async fn settle(
+        &self,
+        route_id: &str,
+        stepped: Result<Stepped, EngineError>,
+    ) -> Result<Applied, EngineError> {
+        let (outcome, chain) = match stepped {
+            Ok(o) => o,
+            Err(e) => {
+                self.note_failure(route_id, &e).await;
+                return Err(e);
+            }
+        };
+        match outcome {
+            TxOutcome::Committed {
+                prev,
+                transition,
+                kind,
+                verdict,
+                release_holds,
+                launch,
+            } => {
+                self.after_commit(route_id, Some(&prev), &transition, kind, release_holds);
+                let latest = self
+                    .run_effects(
+                        route_id,
+                        transition.effects.clone(),
+                        transition.next.clone(),
+                        chain,
+                        launch,
+                    )
+                    .await;
+                Ok(Applied {
+                    snapshot: latest.snapshot(),
+                    changed: true,
+                    verdict,
+                })
+            }
+            TxOutcome::Unchanged {
+                state,
+                effects,
+                verdict,
+            } => {
+                let latest = self.run_effects(route_id, effects, state, None, None).await;
+                Ok(Applied {
+                    snapshot: latest.snapshot(),
+                    changed: false,
+                    verdict,
+                })
+            }
+            TxOutcome::Rejected {
+                state,
+                error,
+                verdict,
+            } => Err(EngineError::Rejected {
+                reason: error.as_ref().map_or_else(
+                    || "another writer changed the route first".to_owned(),
+                    ToString::to_string,
+                ),
+                error,
+                snapshot: Box::new(state.snapshot()),
+                verdict,
+            }),
+        }
+    }
+
+    /// A committed change: clear a durable-error note, wake the scheduler if holds were
+    /// released, and tell live pages (only if anyone listens).
+    pub(super) fn after_commit(
+        &self,
+        route_id: &str,
+        prev: Option<&RouteState>,
+        transition: &Transition,
+        kind: EventKind,
+        release_holds: bool,
+    ) {
+        self.durable_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(route_id);
+        if release_holds {
+            self.wake();
+        }
+        if self.events.receiver_count() == 0 {
+            return;
+        }
+        let payload = RouteEventPayload::new(kind, prev, transition, self.now());
+        let _ = self.events.send(RouteStreamEvent {
+            route_id: route_id.to_owned(),
+            payload,
+        });
+    }
+
+    /// A step that could not be written: say so on the route (storage) and in the log.
+    async fn note_failure(&self, route_id: &str, e: &EngineError) {
+        if let EngineError::Storage(err) = e {
+            let message = format!("the decision could not be written: {err}");
+            tracing::error!(route_id, error = %err, "durable write failed; nothing was armed or launched");
+            self.durable_errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(route_id.to_owned(), message.clone());
+            // Best effort: on a read-only or full disk this fails too, and the map above keeps it.
+            let _ = self.store.note_durable_error(route_id, &message).await;
+        }
+    }
+
+    /// Performs effects in order; follow-up steps go through the writer again. Returns the
+    /// latest state this chain committed.
+    pub(super) async fn run_effects(
+        &self,
+        route_id: &str,
+        effects: Vec<RouteEffect>,
+        mut latest: RouteState,
+        mut chain: Chain,
+        mut launch: Option<Box<LaunchContext>>,
+    ) -> RouteState {
+        let mut queue: VecDeque<RouteEffect> = effects.into();
+        while let Some(effect) = queue.pop_front() {
+            let follow: Option<Result<Stepped, EngineError>> = match effect {
+                RouteEffect::ArmTimer { .. } => {
+                    self.wake();
+                    None
+                }
+                // The step's own transaction removed the timer or any scheduled report; nobody
+                // is notified but through the route's state.
+                RouteEffect::CancelTimer
+                | RouteEffect::NotifyPerson { .. }
+                | RouteEffect::AbortDispatch { .. }
+                | RouteEffect::RouteClosed { .. } => None,
+                RouteEffect::BeginDispatch { generation, .. } => {
+                    match chain.take_if(|(g, _)| *g == generation) {
+                        Some((_, outcome)) => Some(Ok((outcome, None))),
+                        None => Some(self.step(route_id, StepWork::Begin { generation }).await),
+                    }
+                }
+                RouteEffect::Launch {
+                    attempt,
+                    invocation_generation,
+                    ..
+                } => {
+                    self.launch(route_id, attempt, invocation_generation, launch.take())
+                        .await
+                }
+                RouteEffect::EvaluateCandidates { generation, .. } => {
+                    Some(self.step(route_id, StepWork::Evaluate { generation }).await)
+                }
+            };
+            let Some(outcome) = follow else { continue };
+            match outcome {
+                Ok((
+                    TxOutcome::Committed {
+                        prev,
+                        transition,
+                        kind,
+                        release_holds,
+                        launch: next_launch,
+                        ..
+                    },
+                    next_chain,
+                )) => {
+                    self.after_commit(route_id, Some(&prev), &transition, kind, release_holds);
+                    chain = next_chain;
+                    launch = next_launch;
+                    latest = transition.next.clone();
+                    queue.extend(transition.effects);
+                }
+                Ok((TxOutcome::Unchanged { effects, .. }, _)) => queue.extend(effects),
+                Ok((TxOutcome::Rejected { state, error, .. }, _)) => {
+                    tracing::debug!(route_id, ?error, "follow-up step lost a race");
+                    latest = state;
+                }
+                Err(e) => {
+                    self.note_failure(route_id, &e).await;
+                    tracing::warn!(route_id, error = %e, "follow-up step failed; effects stop here");
+                    break;
+                }
+            }
+        }
+        latest
+    }
+
+    /// Hands the attempt recorded as started to its dispatcher, then records what it did.
+    async fn launch(
+        &self,
+        route_id: &str,
+        attempt: u32,
+        generation: u64,
+        context: Option<Box<LaunchContext>>,
+    ) -> Option<Result<Stepped, EngineError>> {
+        let context = match context {
+            Some(c) => *c,
+            None => match self.launch_context(route_id).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(route_id, error = %e, "cannot read the attempt to launch");
+                    return None;
+                }
+            },
+        };
+        let Some(target) = context.target else {
+            tracing::warn!(
+                route_id,
+                attempt,
+                "the candidate has no target; waiting for a report"
+            );
+            return None;
+        };
+        let dispatcher = self.dispatchers.get(target.dispatcher)?.clone();
+        let request = LaunchRequest {
+            route_id: route_id.to_owned(),
+            invocation_id: context.invocation_id,
+            attempt,
+            invocation_generation: generation,
+            target,
+            now: self.now(),
+        };
+        match dispatcher.launch(request).await {
+            Ok(Some(launched)) => Some(
+                self.step(
+                    route_id,
+                    StepWork::Launched {
+                        attempt,
+                        generation,
+                        launched,
+                    },
+                )
+                .await,
+            ),
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(route_id, attempt, error = %e, "launch failed; the attempt stays started for a person");
+                None
+            }
+        }
+    }
+
+    async fn launch_context(&self, route_id: &str) -> Result<LaunchContext, EngineError> {
+        let (route, profile) = self
+            .store
+            .route_and_profile(route_id)
+            .await?
+            .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
+        Ok(LaunchContext {
+            target: profile.and_then(|p| super::tx::target_of(&p, &route.state.candidate().id).cloned()),
+            invocation_id: route.caller.invocation_id,
+        })
+    }
+}

@@ -1,0 +1,390 @@
+//! The route engine: the one transition owner of every route, and what runs after each commit.
+//!
+//! Architecture invariants (each has a test in `server/tests/`):
+//! - One transition owner. Every route change goes through the writer task ([`writer`]): in
+//!   ONE transaction, read the route, `policy::route::step`, then the compare-and-set on its
+//!   generation, the history row, the dispatch record, the timer row and the circuit rows
+//!   ([`tx`]). A stale generation writes nothing and answers with the current snapshot. No
+//!   timer or circuit row is written anywhere else: timers fire through the writer too, and a
+//!   timer that no longer applies is removed in the transaction that finds out.
+//! - Persist, then act. Effects ([`effects`]) run only after the commit. A timer is "armed" by
+//!   its row in that same transaction; the effect only wakes the scheduler. If the commit
+//!   fails, nothing is armed, launched or repeated, and the error is shown on the route.
+//! - A dispatch is recorded as started (`DispatchStarted` committed) before its dispatcher
+//!   ([`dispatch`]) runs it. After a restart ([`reconcile`]), provably unstarted attempts are
+//!   begun again and started, unsettled ones go to `action_required` (`ambiguous_dispatch`),
+//!   unless their report is already durable (a scheduled report timer).
+//! - Circuits are an eligibility input ([`circuits`]; the decisions are `policy::circuit`'s):
+//!   an open circuit parks a pending attempt (`dispatch_held`, a `circuit_hold` timer, the
+//!   hold in the snapshot) and makes its candidate eligible only later; an expired one lets
+//!   exactly one route take the probe lease (a compare-and-set on the circuit row).
+//!
+//! Submissions run in spawned tasks and the writer answers through channels, so a dropped
+//! HTTP request can never leave the connection inside an open transaction, and effects always
+//! complete.
+//!
+//! Durability: the database runs in WAL mode with `synchronous = NORMAL` (see `db.rs`): a
+//! commit survives a crash of the process (the crash test kills it with SIGKILL), while a
+//! power loss may drop the last commits before a checkpoint, never corrupt the file or tear a
+//! transaction.
+
+mod circuits;
+pub(crate) mod dispatch;
+mod effects;
+mod error;
+mod reconcile;
+mod tx;
+mod writer;
+
+pub use error::EngineError;
+pub use reconcile::ReconcileReport;
+
+use crate::{
+    clock::Clock,
+    store::{DueTimer, Store},
+};
+use chrono::{DateTime, Utc};
+use classifier::{Envelope, Verdict};
+use dispatch::Dispatchers;
+use policy::{
+    api::{ActionOutcome, CircuitView, ManualActionRequest, RouteDetail, RouteFilter, RouteSummary},
+    input::ValidatedStartRoute,
+    route::{EventKind, RouteEvent},
+    wire::{RouteEventPayload, RouteSnapshot},
+};
+use serde::{Deserialize, Serialize};
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex as StdMutex, Weak,
+    },
+};
+use tokio::sync::{broadcast, mpsc, oneshot, Mutex, Notify};
+use tx::Stepped;
+use writer::{Job, StepWork};
+
+/// One accepted change, as the event stream sends it (`route_id` plus the policy payload).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteStreamEvent {
+    pub route_id: String,
+    #[serde(flatten)]
+    pub payload: RouteEventPayload,
+}
+
+/// What can be submitted to a route.
+#[derive(Debug, Clone)]
+pub enum Input {
+    Event(RouteEvent),
+    /// An evidence envelope for the route's current invocation; classified inside the
+    /// transaction against the route's current generation and the profile's current policy.
+    Evidence(Box<Envelope>),
+}
+
+/// The result of a submitted input.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The authoritative snapshot after the input and the transitions its effects caused.
+    pub snapshot: RouteSnapshot,
+    /// Whether the input itself changed the route.
+    pub changed: bool,
+    pub verdict: Option<Box<Verdict>>,
+}
+
+/// Counters of the group-commit writer, for benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Transactions that carried more than one job and committed.
+    pub group_commits: u64,
+    /// Jobs committed by those transactions.
+    pub grouped_jobs: u64,
+    /// Jobs that ran in a transaction of their own (a batch of one, or the fallback after a
+    /// batch failed).
+    pub single_jobs: u64,
+}
+
+#[derive(Default)]
+struct Stats {
+    group_commits: AtomicU64,
+    grouped_jobs: AtomicU64,
+    single_jobs: AtomicU64,
+    /// Transactions the writer committed.
+    commits: AtomicU64,
+}
+
+/// The engine. Cheap to share (`Arc`).
+pub struct Engine {
+    store: Store,
+    clock: Arc<dyn Clock>,
+    dispatchers: Dispatchers,
+    /// Wakes the scheduler (a new or earlier timer, released holds).
+    wake: Notify,
+    /// One writer at a time in this process (SQLite has one anyway; waiting here is cheaper
+    /// than SQLite's busy loop): the writer task and profile writes take it.
+    write: Mutex<()>,
+    events: broadcast::Sender<RouteStreamEvent>,
+    /// Durable-write failures by route, also when they could not be written themselves.
+    durable_errors: StdMutex<HashMap<String, String>>,
+    /// The writer task's queue, started on first use (inside the runtime), and started again
+    /// should the task ever have died.
+    jobs: StdMutex<Option<mpsc::UnboundedSender<Vec<Job>>>>,
+    stats: Stats,
+    checkpointing: AtomicBool,
+    me: Weak<Engine>,
+}
+
+impl Engine {
+    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Arc<Engine> {
+        let (events, _) = broadcast::channel(1024);
+        Arc::new_cyclic(|me| Engine {
+            dispatchers: Dispatchers::new(store.clone()),
+            store,
+            clock,
+            wake: Notify::new(),
+            write: Mutex::new(()),
+            events,
+            durable_errors: StdMutex::new(HashMap::new()),
+            jobs: StdMutex::new(None),
+            stats: Stats::default(),
+            checkpointing: AtomicBool::new(false),
+            me: me.clone(),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    /// Wakes the scheduler (after a clock change, a new timer or released holds).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    pub(crate) fn wake_handle(&self) -> &Notify {
+        &self.wake
+    }
+
+    /// The in-process writer lock: profile writes take it too, so SQLite never sees two writers
+    /// from this process.
+    pub(crate) async fn writer(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.write.lock().await
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<RouteStreamEvent> {
+        self.events.subscribe()
+    }
+
+    /// What the group-commit writer has done so far.
+    pub fn write_stats(&self) -> WriteStats {
+        WriteStats {
+            group_commits: self.stats.group_commits.load(Ordering::Relaxed),
+            grouped_jobs: self.stats.grouped_jobs.load(Ordering::Relaxed),
+            single_jobs: self.stats.single_jobs.load(Ordering::Relaxed),
+        }
+    }
+
+    fn arc(&self) -> Arc<Engine> {
+        // `self` is only reachable through the Arc built in `new`.
+        self.me
+            .upgrade()
+            .unwrap_or_else(|| unreachable!("engine used after drop"))
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Submitting
+    // --------------------------------------------------------------------------------------------
+
+    /// Submits one input to a route through the transition owner, then performs the effects.
+    /// Runs in its own task: a caller that goes away cannot interrupt a transaction.
+    pub async fn submit(&self, route_id: &str, input: Input) -> Result<Applied, EngineError> {
+        let engine = self.arc();
+        let route_id = route_id.to_owned();
+        tokio::spawn(async move {
+            let stepped = engine.step(&route_id, StepWork::Input(input)).await;
+            engine.settle(&route_id, stepped).await
+        })
+        .await
+        .map_err(|_| EngineError::Task)?
+    }
+
+    /// Fires due timers as one delivery to the writer, so they share group commits however the
+    /// runtime schedules things; then performs each one's effects. One answer per timer, in
+    /// order.
+    pub async fn fire_all(&self, timers: Vec<DueTimer>) -> Vec<Result<Applied, EngineError>> {
+        let work = timers
+            .into_iter()
+            .map(|t| (t.route_id.clone(), StepWork::Fire(t)))
+            .collect();
+        self.deliver(work).await
+    }
+
+    /// Submits inputs to many routes as one delivery (one answer per input, in order).
+    pub async fn submit_all(&self, inputs: Vec<(String, Input)>) -> Vec<Result<Applied, EngineError>> {
+        let work = inputs
+            .into_iter()
+            .map(|(id, input)| (id, StepWork::Input(input)))
+            .collect();
+        self.deliver(work).await
+    }
+
+    async fn deliver(&self, work: Vec<(String, StepWork)>) -> Vec<Result<Applied, EngineError>> {
+        let engine = self.arc();
+        let n = work.len();
+        let all = tokio::spawn(async move {
+            let mut jobs = Vec::with_capacity(work.len());
+            let mut answers = Vec::with_capacity(work.len());
+            for (route_id, work) in work {
+                let (reply, answer) = oneshot::channel();
+                jobs.push(Job::Step {
+                    route_id: route_id.clone(),
+                    work,
+                    reply,
+                });
+                answers.push((route_id, answer));
+            }
+            // If the writer is gone, every answer below reports it.
+            let _ = engine.enqueue(jobs);
+            futures_util::future::join_all(answers.into_iter().map(|(route_id, answer)| {
+                let engine = engine.clone();
+                async move {
+                    let stepped = answer.await.unwrap_or(Err(EngineError::Task));
+                    engine.settle(&route_id, stepped).await
+                }
+            }))
+            .await
+        })
+        .await;
+        all.unwrap_or_else(|_| (0..n).map(|_| Err(EngineError::Task)).collect())
+    }
+
+    /// One step through the writer task (committed in a group with whatever else is queued).
+    async fn step(&self, route_id: &str, work: StepWork) -> Result<Stepped, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.enqueue(vec![Job::Step {
+            route_id: route_id.to_owned(),
+            work,
+            reply,
+        }])?;
+        answer.await.map_err(|_| EngineError::Task)?
+    }
+
+    /// Queues jobs as one delivery: the writer sees all of them at once.
+    fn enqueue(&self, batch: Vec<Job>) -> Result<(), EngineError> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = match jobs.as_ref() {
+            Some(tx) if !tx.is_closed() => tx,
+            _ => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(writer::write_loop(self.me.clone(), rx));
+                jobs.insert(tx)
+            }
+        };
+        tx.send(batch).map_err(|_| EngineError::Task)
+    }
+
+    // --------------------------------------------------------------------------------------------
+    // Routes
+    // --------------------------------------------------------------------------------------------
+
+    /// Starts routed work on a profile for a caller.
+    pub async fn start_route(&self, request: ValidatedStartRoute) -> Result<RouteSummary, EngineError> {
+        let engine = self.arc();
+        tokio::spawn(async move { engine.start_here(request).await })
+            .await
+            .map_err(|_| EngineError::Task)?
+    }
+
+    async fn start_here(&self, request: ValidatedStartRoute) -> Result<RouteSummary, EngineError> {
+        let ((route, profile, transition), chain) = {
+            let (reply, answer) = oneshot::channel();
+            self.enqueue(vec![Job::Start { request, reply }])?;
+            answer.await.map_err(|_| EngineError::Task)??
+        };
+        self.after_commit(&route.id, None, &transition, EventKind::Started, false);
+        let latest = self
+            .run_effects(
+                &route.id,
+                transition.effects.clone(),
+                transition.next.clone(),
+                chain,
+                None,
+            )
+            .await;
+        let mut summary = route.summary(profile.name);
+        summary.snapshot = latest.snapshot();
+        Ok(summary)
+    }
+
+    /// A route in a list.
+    pub async fn route_summary(&self, id: &str) -> Result<RouteSummary, EngineError> {
+        let mut summary = self
+            .store
+            .route_summary(id)
+            .await?
+            .ok_or_else(|| EngineError::RouteNotFound(id.to_owned()))?;
+        self.add_durable_error(&mut summary);
+        Ok(summary)
+    }
+
+    /// A route with its history and dispatch records.
+    pub async fn route_detail(&self, id: &str) -> Result<RouteDetail, EngineError> {
+        let mut detail = self
+            .store
+            .route_detail(id)
+            .await?
+            .ok_or_else(|| EngineError::RouteNotFound(id.to_owned()))?;
+        self.add_durable_error(&mut detail.route);
+        Ok(detail)
+    }
+
+    pub async fn list_routes(&self, filter: &RouteFilter) -> Result<Vec<RouteSummary>, EngineError> {
+        let mut routes = self.store.list_routes(filter).await?;
+        for r in &mut routes {
+            self.add_durable_error(r);
+        }
+        Ok(routes)
+    }
+
+    fn add_durable_error(&self, summary: &mut RouteSummary) {
+        if summary.durable_error.is_none() {
+            summary.durable_error = self
+                .durable_errors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&summary.id)
+                .cloned();
+        }
+    }
+
+    /// A person's action, fenced by `expected_generation`. A stale or disallowed one is a
+    /// `Conflict` with the current snapshot; a repeat of the action that is already in force
+    /// is `Applied` (idempotent).
+    pub async fn perform_action(
+        &self,
+        route_id: &str,
+        request: ManualActionRequest,
+    ) -> Result<ActionOutcome, EngineError> {
+        let event = RouteEvent::Manual {
+            action: request.action,
+            expected_generation: request.expected_generation,
+        };
+        match self.submit(route_id, Input::Event(event)).await {
+            Ok(applied) => Ok(ActionOutcome::Applied(applied.snapshot)),
+            Err(EngineError::Rejected { snapshot, .. }) => Ok(ActionOutcome::Conflict(*snapshot)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Circuits, for the API and the UI.
+    pub async fn circuits(&self) -> Result<Vec<CircuitView>, EngineError> {
+        Ok(self.store.circuits().await?)
+    }
+}

@@ -1,0 +1,70 @@
+//! Restart reconciliation: once, at boot, before the scheduler runs and the server serves.
+//!
+//! - Waits are re-armed by their timer rows (written with their state); any row that is
+//!   missing is restored.
+//! - Probe leases of the previous process are given back (their probes are ambiguous), which
+//!   makes every held attempt look again.
+//! - Every route with an attempt pending or in flight, or switching, gets `Restarted`: a
+//!   provably unstarted attempt is begun again (through the gate), switching is evaluated
+//!   again, and a started, unsettled attempt goes to `action_required`
+//!   (`ambiguous_dispatch`), never repeated. An attempt whose report is already durable (a
+//!   scheduled `report` timer) is left to its timer.
+//!
+//! The routes go to the writer in deliveries of one group commit each, so 100,000 routes take
+//! about a second.
+
+use super::{
+    writer::{Job, MAX_BATCH},
+    Applied, Engine, EngineError, Input,
+};
+use policy::route::RouteEvent;
+use tokio::sync::oneshot;
+
+/// What [`Engine::reconcile`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReconcileReport {
+    /// Waits whose timers are armed.
+    pub rearmed: u64,
+    /// Routes taken up again without a change of their own: an unstarted attempt begun again,
+    /// switching evaluated again (or nothing was left to do).
+    pub redispatched: u64,
+    /// Started, unsettled attempts sent to `action_required`.
+    pub ambiguous: u64,
+}
+
+impl Engine {
+    /// Applies `Restarted` to every route that needs it, once, at boot.
+    pub async fn reconcile(&self) -> Result<ReconcileReport, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.enqueue(vec![Job::Reconcile { reply }])?;
+        answer.await.map_err(|_| EngineError::Task)??;
+        let mut report = ReconcileReport {
+            rearmed: self.store.waiting_routes().await?,
+            ..ReconcileReport::default()
+        };
+        let ids = self.store.routes_to_reconcile().await?;
+        for chunk in ids.chunks(MAX_BATCH) {
+            let inputs = chunk
+                .iter()
+                .map(|id| (id.clone(), Input::Event(RouteEvent::Restarted)))
+                .collect();
+            for answer in self.submit_all(inputs).await {
+                match answer {
+                    Ok(Applied {
+                        changed: true,
+                        snapshot,
+                        ..
+                    }) => {
+                        report.ambiguous += u64::from(
+                            snapshot.action_reason == Some(policy::route::ActionReason::AmbiguousDispatch),
+                        );
+                    }
+                    Ok(Applied { changed: false, .. }) => report.redispatched += 1,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        self.wake();
+        Ok(report)
+    }
+}

@@ -1,0 +1,676 @@
+//! A step inside the writer's transaction: the read/write cache a transaction shares among its
+//! jobs ([`Pending`]), and the bodies of the jobs (apply an input, begin a dispatch through the
+//! gate, fire a timer, record a launch, start a route). Everything here runs between `BEGIN
+//! IMMEDIATE` and `COMMIT`; nothing here performs an effect.
+//!
+//! Why a cache: sqlx runs each statement on the connection's own thread, and the two thread
+//! hand-offs per statement, not SQLite's work, were most of a step's cost. So a group reads all
+//! its routes with one statement and sends all its writes in one round trip just before it
+//! commits; writes are sent early only when a read must see them (before the circuits are read,
+//! and before a new route's invocation is checked).
+//!
+//! The cached routes stay true because the writer holds SQLite's write lock for the whole
+//! transaction: nothing else can change them, and each step this transaction queues is applied
+//! to the cached row too. The compare-and-sets are still sent: each returns a tagged row when
+//! it wins, and a flush that counts fewer wins than it queued fails (the transaction is rolled
+//! back), so the generation fence is checked by SQLite, not only assumed.
+
+use super::{
+    circuits,
+    dispatch::{Launched, Report},
+    EngineError, Input,
+};
+use crate::store::{
+    due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, RouteRow, TimerKind, Tx, Writes,
+};
+use chrono::{DateTime, Utc};
+use classifier::{classify, Verdict};
+use policy::{
+    api::{CandidateTarget, CircuitView, DispatchOutcome, DispatcherKind, Profile},
+    document::ValidatedPolicyDocument,
+    input::ValidatedStartRoute,
+    route::{
+        start, step, DispatchState, EventKind, FailureReport, RouteEffect, RouteEvent, RouteState,
+        Transition, TransitionError,
+    },
+};
+use std::collections::HashMap;
+
+/// What one step did.
+// (Short-lived and moved once; boxing `Committed` buys nothing.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum TxOutcome {
+    Committed {
+        prev: RouteState,
+        transition: Transition,
+        kind: EventKind,
+        verdict: Option<Box<Verdict>>,
+        /// Held dispatches must look again after the commit (a circuit opened or closed).
+        release_holds: bool,
+        /// What `Launch` needs, when the step asks for one: read in this same transaction, so
+        /// the launch need not read it again.
+        launch: Option<Box<LaunchContext>>,
+    },
+    Unchanged {
+        state: RouteState,
+        effects: Vec<RouteEffect>,
+        verdict: Option<Box<Verdict>>,
+    },
+    Rejected {
+        state: RouteState,
+        error: Option<TransitionError>,
+        verdict: Option<Box<Verdict>>,
+    },
+}
+
+/// The attempt's candidate target and the caller's invocation id, for its dispatcher.
+#[derive(Debug, Clone)]
+pub(crate) struct LaunchContext {
+    pub(crate) target: Option<CandidateTarget>,
+    pub(crate) invocation_id: String,
+}
+
+/// The dispatch a committed step asked to begin (its generation), already begun in the same
+/// transaction: a step that makes an attempt pending and the gate that follows it are one job.
+pub(crate) type Chain = Option<(u64, TxOutcome)>;
+
+/// A job's result: its step and the dispatch it chained.
+pub(crate) type Stepped = (TxOutcome, Chain);
+
+/// A new route's row, its profile and its first transition.
+pub(crate) type Started = (RouteRow, Profile, Transition);
+
+/// What one writer transaction has read and what it has queued to write. A group commit shares
+/// one for all its jobs; a job run alone has its own.
+#[derive(Default)]
+pub(crate) struct Pending {
+    pub(crate) writes: Writes,
+    /// A flush gave back a probe lease and released the holds: wake the scheduler after the
+    /// commit.
+    pub(crate) released: bool,
+    /// Routes (and their profiles) read or written in this transaction, by id.
+    routes: HashMap<String, (RouteRow, Option<Profile>)>,
+    /// The circuits that are not closed, read at most once between two circuit writes; `None`
+    /// until read or after a circuit write.
+    circuits: Option<HashMap<String, CircuitView>>,
+}
+
+impl Pending {
+    /// Reads the routes of `ids` (and their profiles) with one statement.
+    pub(crate) async fn preload(&mut self, tx: &mut Tx<'_>, ids: &[&str]) -> Result<(), EngineError> {
+        let ids: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| !self.routes.contains_key(*id))
+            .collect();
+        for (route, profile) in tx.routes_and_profiles(&ids).await? {
+            self.routes.insert(route.id.clone(), (route, profile));
+        }
+        Ok(())
+    }
+
+    /// A route and its profile as this transaction sees them.
+    async fn route(
+        &mut self,
+        tx: &mut Tx<'_>,
+        route_id: &str,
+    ) -> Result<Option<(RouteRow, Option<Profile>)>, EngineError> {
+        if !self.routes.contains_key(route_id) {
+            self.preload(tx, &[route_id]).await?;
+        }
+        Ok(self.routes.get(route_id).cloned())
+    }
+
+    /// A route and its profile; a missing one of either is an error.
+    pub(crate) async fn route_and_profile(
+        &mut self,
+        tx: &mut Tx<'_>,
+        route_id: &str,
+    ) -> Result<(RouteRow, Profile), EngineError> {
+        let (route, profile) = self
+            .route(tx, route_id)
+            .await?
+            .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
+        let profile = profile.ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?;
+        Ok((route, profile))
+    }
+
+    /// Queues the compare-and-set and applies it to the cached row.
+    fn cas_route(&mut self, id: &str, expected: u64, next: &RouteState, now: DateTime<Utc>) {
+        self.writes.cas_route(id, expected, next, now);
+        if let Some((row, _)) = self.routes.get_mut(id) {
+            row.state = next.clone();
+            row.durable_error = None;
+            row.updated_at = now;
+        }
+    }
+
+    /// Queues a new route's row and caches it.
+    fn insert_route(&mut self, route: &RouteRow, profile: &Profile) {
+        self.writes.insert_route(route);
+        self.routes
+            .insert(route.id.clone(), (route.clone(), Some(profile.clone())));
+    }
+
+    /// Queues giving back the route's probe leases, unless the circuits read in this
+    /// transaction show it holds none.
+    fn release_probe_leases(&mut self, route_id: &str, now: DateTime<Utc>) {
+        let holds_none = self.circuits.as_ref().is_some_and(|c| {
+            c.values()
+                .all(|row| row.probe_route_id.as_deref() != Some(route_id))
+        });
+        if !holds_none {
+            self.writes.release_probe_leases(route_id, now);
+            self.circuits = None;
+        }
+    }
+
+    /// The circuits of `keys` that are not closed, as this transaction sees them.
+    pub(crate) async fn circuits(
+        &mut self,
+        tx: &mut Tx<'_>,
+        keys: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<CircuitView>, EngineError> {
+        if self.circuits.is_none() {
+            self.flush(tx, now).await?;
+            self.circuits = Some(tx.open_circuits().await?);
+        }
+        let open = self.circuits.as_ref();
+        Ok(keys
+            .iter()
+            .filter_map(|k| open.and_then(|c| c.get(k)).cloned())
+            .collect())
+    }
+
+    /// Sends the queued writes first, then forgets the circuits: the caller is about to write
+    /// one directly.
+    pub(crate) async fn before_circuit_write(
+        &mut self,
+        tx: &mut Tx<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<(), EngineError> {
+        self.flush(tx, now).await?;
+        self.circuits = None;
+        Ok(())
+    }
+
+    /// Sends the queued writes in one round trip and checks every compare-and-set won.
+    pub(crate) async fn flush(&mut self, tx: &mut Tx<'_>, now: DateTime<Utc>) -> Result<(), EngineError> {
+        if self.writes.is_empty() {
+            return Ok(());
+        }
+        let writes = std::mem::take(&mut self.writes);
+        let expected = writes.cas_count();
+        let returned = tx.run(writes).await?;
+        if returned.cas_won != expected {
+            return Err(EngineError::Conflict(format!(
+                "{} of {expected} route compare-and-sets lost to another writer; nothing was written",
+                expected - returned.cas_won.min(expected)
+            )));
+        }
+        if returned.leases_released > 0 {
+            tx.release_holds(now).await?;
+            self.released = true;
+        }
+        Ok(())
+    }
+}
+
+/// The target of a candidate in a profile.
+pub(crate) fn target_of<'a>(profile: &'a Profile, candidate_id: &str) -> Option<&'a CandidateTarget> {
+    profile.targets.iter().find(|t| t.id == candidate_id)
+}
+
+// ------------------------------------------------------------------------------------------------
+// Job bodies
+// ------------------------------------------------------------------------------------------------
+
+/// An input to a route, then the dispatch its step asks to begin (same transaction).
+pub(crate) async fn apply(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    route_id: &str,
+    input: Input,
+    now: DateTime<Utc>,
+) -> Result<Stepped, EngineError> {
+    let (route, profile) = pending.route_and_profile(tx, route_id).await?;
+    let outcome = transact(tx, pending, route.clone(), &profile, input, now).await?;
+    chain(tx, pending, route, &profile, outcome, now).await
+}
+
+/// The chain of a step: the dispatch its committed transition asks to begin, if nothing with
+/// reads or writes of its own comes first (timer wake-ups, notices and aborting an old attempt
+/// are in memory only). The commit then covers the step, the gate and its outcome; `Launch`
+/// still runs only after it.
+async fn chain(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    mut route: RouteRow,
+    profile: &Profile,
+    outcome: TxOutcome,
+    now: DateTime<Utc>,
+) -> Result<Stepped, EngineError> {
+    let TxOutcome::Committed { transition, .. } = &outcome else {
+        return Ok((outcome, None));
+    };
+    for effect in &transition.effects {
+        match effect {
+            RouteEffect::ArmTimer { .. }
+            | RouteEffect::CancelTimer
+            | RouteEffect::NotifyPerson { .. }
+            | RouteEffect::AbortDispatch { .. } => {}
+            RouteEffect::BeginDispatch { generation, .. } => {
+                // The row as this transaction writes it: no need to read it.
+                route.state = transition.next.clone();
+                let begun = begin_loaded(tx, pending, route, Some(profile), *generation, now).await?;
+                let generation = *generation;
+                return Ok((outcome, Some((generation, begun))));
+            }
+            _ => return Ok((outcome, None)),
+        }
+    }
+    Ok((outcome, None))
+}
+
+/// The dispatch gate for the pending attempt at `generation`, and its step: `dispatch_started`
+/// when nothing holds it, `dispatch_held` when a circuit does (a stale request steps nothing).
+pub(crate) async fn begin(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    route_id: &str,
+    generation: u64,
+    now: DateTime<Utc>,
+) -> Result<TxOutcome, EngineError> {
+    let Some((route, profile)) = pending.route(tx, route_id).await? else {
+        return Err(EngineError::RouteNotFound(route_id.to_owned()));
+    };
+    begin_loaded(tx, pending, route, profile.as_ref(), generation, now).await
+}
+
+async fn begin_loaded(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    route: RouteRow,
+    profile: Option<&Profile>,
+    generation: u64,
+    now: DateTime<Utc>,
+) -> Result<TxOutcome, EngineError> {
+    let pending_now = route
+        .state
+        .attempt()
+        .is_some_and(|a| a.dispatch == DispatchState::Pending);
+    if route.state.generation() != generation || !pending_now {
+        return Ok(TxOutcome::Rejected {
+            state: route.state,
+            error: None,
+            verdict: None,
+        });
+    }
+    let profile = profile.ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?;
+    let event = match circuits::gate(tx, pending, &route, profile, now).await? {
+        None => RouteEvent::DispatchStarted { generation },
+        Some(hold) => RouteEvent::DispatchHeld { generation, hold },
+    };
+    transact(tx, pending, route, profile, Input::Event(event), now).await
+}
+
+/// Switching: each candidate's eligibility (circuits read in this transaction), then the step
+/// that picks one.
+pub(crate) async fn evaluate(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    route_id: &str,
+    generation: u64,
+    now: DateTime<Utc>,
+) -> Result<Stepped, EngineError> {
+    let (_, profile) = pending.route_and_profile(tx, route_id).await?;
+    let candidates = circuits::options(tx, pending, &profile, route_id, now).await?;
+    let event = RouteEvent::CandidatesEvaluated {
+        expected_generation: generation,
+        candidates,
+    };
+    apply(tx, pending, route_id, Input::Event(event), now).await
+}
+
+/// A due timer: the deadline's step, the held attempt's gate, or the scheduled report. A timer
+/// that no longer applies (the route moved on) is removed in the same transaction.
+pub(crate) async fn fire(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    timer: &DueTimer,
+    now: DateTime<Utc>,
+) -> Result<Stepped, EngineError> {
+    let g = timer.generation;
+    let stepped = match timer.kind {
+        TimerKind::Deadline => {
+            let input = Input::Event(RouteEvent::DeadlineReached { generation: g });
+            apply(tx, pending, &timer.route_id, input, now).await?
+        }
+        TimerKind::CircuitHold => (begin(tx, pending, &timer.route_id, g, now).await?, None),
+        TimerKind::Report => {
+            let report: Report = timer
+                .payload
+                .as_deref()
+                .and_then(|p| serde_json::from_str(p).ok())
+                .ok_or_else(|| {
+                    EngineError::Corrupt(format!("timers row `{}`: unreadable report", timer.route_id))
+                })?;
+            apply(tx, pending, &timer.route_id, report.into_input(g), now).await?
+        }
+    };
+    // An early deadline stays armed; anything else that did not re-arm this timer is done.
+    let early = matches!(
+        &stepped.0,
+        TxOutcome::Rejected {
+            error: Some(TransitionError::DeadlineNotReached { .. }),
+            ..
+        }
+    );
+    if !early {
+        pending.writes.delete_fired_timer(&timer.route_id, timer.kind, g);
+    }
+    Ok(stepped)
+}
+
+/// What a dispatcher did with the attempt started at `generation`: the launch is recorded, and
+/// its report is applied now or armed as a durable `report` timer (only while the route is
+/// still running that attempt).
+pub(crate) async fn launched(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    route_id: &str,
+    attempt: u32,
+    generation: u64,
+    launched: Launched,
+    now: DateTime<Utc>,
+) -> Result<Stepped, EngineError> {
+    if launched.audit {
+        pending
+            .writes
+            .simulated_launch(route_id, attempt, generation, now);
+    }
+    let (route, _) = pending.route_and_profile(tx, route_id).await?;
+    let running = route.state.generation() == generation
+        && route
+            .state
+            .attempt()
+            .is_some_and(|a| a.number == attempt && a.dispatch == DispatchState::Started);
+    match launched.report {
+        Some((due, report)) if due <= now => {
+            apply(tx, pending, route_id, report.into_input(generation), now).await
+        }
+        Some((due, report)) if running => {
+            let payload = crate::store::to_json(&report);
+            pending.writes.upsert_timer(
+                route_id,
+                TimerKind::Report,
+                generation,
+                due_ms(due),
+                Some(payload),
+            );
+            Ok((unchanged(route.state), None))
+        }
+        _ => Ok((unchanged(route.state), None)),
+    }
+}
+
+fn unchanged(state: RouteState) -> TxOutcome {
+    TxOutcome::Unchanged {
+        state,
+        effects: Vec::new(),
+        verdict: None,
+    }
+}
+
+/// A new route: its row, its first transition and its history row; then the dispatch that
+/// transition asks to begin.
+pub(crate) async fn start_route(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    request: &ValidatedStartRoute,
+    now: DateTime<Utc>,
+) -> Result<(Started, Chain), EngineError> {
+    let profile = tx
+        .profile(request.profile_id())
+        .await?
+        .ok_or_else(|| EngineError::ProfileNotFound(request.profile_id().to_owned()))?;
+    // An earlier job of this transaction may have started this invocation.
+    pending.flush(tx, now).await?;
+    if tx
+        .route_of_invocation(request.caller_kind(), &request.caller().invocation_id)
+        .await?
+        .is_some()
+    {
+        return Err(EngineError::Conflict(
+            "this caller invocation already has a route; start new work with a new invocation id".to_owned(),
+        ));
+    }
+    let id = new_id("rt", now);
+    let options = circuits::options(tx, pending, &profile, &id, now).await?;
+    let transition = start(&options).map_err(|e| EngineError::Conflict(e.to_string()))?;
+    let route = RouteRow {
+        id: id.clone(),
+        profile_id: profile.id.clone(),
+        caller: request.caller().clone(),
+        title: request.title().map(str::to_owned),
+        state: transition.next.clone(),
+        durable_error: None,
+        created_at: now,
+        updated_at: now,
+    };
+    pending.insert_route(&route, &profile);
+    let writes = &mut pending.writes;
+    writes.history(HistoryInsert {
+        route_id: &id,
+        at: now,
+        event: EventKind::Started,
+        from: None,
+        next: &transition.next,
+        profile_revision: profile.revision,
+        decision_json: None,
+        classification_json: None,
+    });
+    if let Some(a) = transition.next.attempt() {
+        writes.insert_dispatch(DispatchInsert {
+            route_id: &id,
+            attempt: a.number,
+            candidate_id: &transition.next.candidate().id,
+            kind: a.kind,
+            dispatcher: dispatcher_of(&profile, &transition.next),
+            generation: transition.next.generation(),
+            at: now,
+        });
+    }
+    let started_outcome = TxOutcome::Committed {
+        prev: transition.next.clone(),
+        transition: transition.clone(),
+        kind: EventKind::Started,
+        verdict: None,
+        release_holds: false,
+        launch: None,
+    };
+    let (_, chained) = chain(tx, pending, route.clone(), &profile, started_outcome, now).await?;
+    Ok(((route, profile, transition), chained))
+}
+
+fn dispatcher_of(profile: &Profile, state: &RouteState) -> DispatcherKind {
+    target_of(profile, &state.candidate().id).map_or(DispatcherKind::External, |t| t.dispatcher)
+}
+
+/// The transition owner's body: classify evidence against the route's current generation and
+/// the profile's current policy, step the route machine, and queue the compare-and-set, the
+/// history row, the dispatch records, the timer row and the circuit changes.
+pub(crate) async fn transact(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    route: RouteRow,
+    profile: &Profile,
+    input: Input,
+    now: DateTime<Utc>,
+) -> Result<TxOutcome, EngineError> {
+    let route_id = route.id.as_str();
+    let prev = route.state;
+    let (event, verdict) = match input {
+        Input::Event(e) => (e, None),
+        Input::Evidence(env) => {
+            let mut env = *env;
+            env.active_generation = Some(prev.generation());
+            let verdict = classify(&env, now);
+            let policy = ValidatedPolicyDocument::try_from(profile.policy.clone())
+                .ok()
+                .and_then(|doc| doc.candidate(&prev.candidate().id).cloned());
+            let report = FailureReport {
+                evidence_generation: env.generation.unwrap_or(0),
+                classification: verdict.classification.clone(),
+                gate: verdict.gate,
+                policy,
+            };
+            (RouteEvent::Failed(Box::new(report)), Some(Box::new(verdict)))
+        }
+    };
+    let kind = event.kind();
+    let transition = match step(&prev, event, now) {
+        Ok(t) => t,
+        Err(error) => {
+            return Ok(TxOutcome::Rejected {
+                state: prev,
+                error: Some(error),
+                verdict,
+            })
+        }
+    };
+    if !transition.changed {
+        // An unchanged hold keeps its timer (a restart may have come between).
+        if let (EventKind::DispatchHeld, Some(hold)) = (kind, prev.hold()) {
+            pending.writes.upsert_timer(
+                route_id,
+                TimerKind::CircuitHold,
+                prev.generation(),
+                due_ms(hold.until),
+                None,
+            );
+        }
+        return Ok(TxOutcome::Unchanged {
+            state: prev,
+            effects: transition.effects,
+            verdict,
+        });
+    }
+    pending.cas_route(route_id, prev.generation(), &transition.next, now);
+    // Circuits (rare: a success closes, a scoped failure opens; these read, so they flush
+    // first), then the rest of the step's writes, queued for the job's one round trip.
+    let changes = circuits::maintain(
+        tx,
+        pending,
+        route_id,
+        &prev,
+        &transition.next,
+        kind,
+        verdict.as_deref(),
+        profile,
+        now,
+    )
+    .await?;
+    if !changes.keeps_probing {
+        // A lease given back releases the holds when the writes are flushed.
+        pending.release_probe_leases(route_id, now);
+    }
+    let writes = &mut pending.writes;
+    writes.history(HistoryInsert {
+        route_id,
+        at: now,
+        event: kind,
+        from: Some(prev.state_name()),
+        next: &transition.next,
+        profile_revision: profile.revision,
+        decision_json: transition.decision.as_ref().map(crate::store::to_json),
+        classification_json: verdict.as_ref().map(|v| crate::store::to_json(&v.classification)),
+    });
+    maintain_dispatches(writes, route_id, &prev, &transition.next, kind, profile, now);
+    maintain_timer(writes, route_id, &prev, &transition.next);
+    if changes.release {
+        writes.release_holds(now);
+    }
+    let launch = transition
+        .effects
+        .iter()
+        .any(|e| matches!(e, RouteEffect::Launch { .. }))
+        .then(|| {
+            Box::new(LaunchContext {
+                target: target_of(profile, &transition.next.candidate().id).cloned(),
+                invocation_id: route.caller.invocation_id.clone(),
+            })
+        });
+    Ok(TxOutcome::Committed {
+        prev,
+        transition,
+        kind,
+        verdict,
+        release_holds: changes.release,
+        launch,
+    })
+}
+
+/// Keeps the route's one timer row in step with `next`: a wait's deadline, a held attempt's
+/// re-check, or none. A step from a state that can have had no row (no deadline, no hold, no
+/// attempt in flight whose report may be scheduled) skips the statement.
+fn maintain_timer(writes: &mut Writes, route_id: &str, prev: &RouteState, next: &RouteState) {
+    if let Some(d) = next.deadline() {
+        writes.upsert_timer(route_id, TimerKind::Deadline, next.generation(), due_ms(d), None);
+    } else if let Some(hold) = next.hold() {
+        writes.upsert_timer(
+            route_id,
+            TimerKind::CircuitHold,
+            next.generation(),
+            due_ms(hold.until),
+            None,
+        );
+    } else if prev.deadline().is_some() || prev.hold().is_some() || prev.attempt().is_some() {
+        writes.delete_timer(route_id);
+    }
+}
+
+fn maintain_dispatches(
+    writes: &mut Writes,
+    route_id: &str,
+    prev: &RouteState,
+    next: &RouteState,
+    kind: EventKind,
+    profile: &Profile,
+    now: DateTime<Utc>,
+) {
+    let p = prev.attempt();
+    let n = next.attempt();
+    if let Some(p) = p {
+        if n.map(|n| n.number) != Some(p.number) {
+            let outcome = match (p.dispatch, kind) {
+                (_, EventKind::Succeeded) => DispatchOutcome::Succeeded,
+                (DispatchState::Started, EventKind::Failed) => DispatchOutcome::Failed,
+                (DispatchState::Started, EventKind::Restarted) => DispatchOutcome::Ambiguous,
+                (DispatchState::Pending, _) => DispatchOutcome::Superseded,
+                (DispatchState::Started, _) => DispatchOutcome::Aborted,
+            };
+            writes.settle_dispatch(route_id, p.number, outcome, now);
+        }
+    }
+    if let Some(n) = n {
+        let is_new = p.map(|p| p.number) != Some(n.number);
+        if is_new {
+            writes.insert_dispatch(DispatchInsert {
+                route_id,
+                attempt: n.number,
+                candidate_id: &next.candidate().id,
+                kind: n.kind,
+                dispatcher: dispatcher_of(profile, next),
+                generation: next.generation(),
+                at: now,
+            });
+        }
+        let started_now = n.dispatch == DispatchState::Started
+            && (is_new || p.is_some_and(|p| p.dispatch == DispatchState::Pending));
+        if started_now {
+            writes.mark_dispatch_started(route_id, n.number, next.generation(), now);
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! The one writer task and its group commit.
+//!
+//! All route writes go through one task that owns one connection ([`crate::store::Writer`]):
+//! SQLite serializes writers anyway, and a pool of connections taking turns only adds lock
+//! waits. Each step is a [`Job`] on the writer's queue; the writer takes every job queued while
+//! its previous transaction ran (up to [`MAX_BATCH`]) and runs them in ONE transaction, each
+//! job still with its own compare-and-set and history row, in queue order, seeing the jobs
+//! before it. A job the route machine rejects (a stale generation) writes nothing and is
+//! answered `Rejected`; the others commit. If any job fails (a storage error, a missing route)
+//! or the commit fails, the whole transaction is rolled back and every job of the batch runs
+//! again alone, in its own transaction, exactly as a single step would: one job can neither sink
+//! nor half-commit another. Answers (and so effects, timer wake-ups and events) go out only
+//! after the commit, so "persist, then act" holds for every job of a group.
+//!
+//! Why: a commit costs about as much as a whole step's statements, so under load (many routes,
+//! a burst of due timers) grouping makes a transition cheaper than a bare one-row commit; a lone
+//! step still pays one commit.
+//!
+//! Jobs travel in vectors: the jobs of one vector reach the writer together (a scheduler pass's
+//! due timers, say) and so share a group commit however the runtime schedules the submitters.
+
+use super::{
+    dispatch::Launched,
+    tx::{self, Chain, Pending, Started, Stepped},
+    Engine, EngineError, Input,
+};
+use crate::store::{DueTimer, Writer};
+use chrono::{DateTime, Utc};
+use policy::input::ValidatedStartRoute;
+use std::sync::{atomic::Ordering, Weak};
+use tokio::sync::{mpsc, oneshot};
+
+/// Most jobs one group commit takes. Large enough to absorb a burst of due timers, small
+/// enough that one transaction never holds the write lock for long.
+pub(super) const MAX_BATCH: usize = 256;
+
+/// Writer commits between two WAL checkpoints (see [`Engine::committed`]).
+const CHECKPOINT_EVERY: u64 = 32;
+
+/// What a job does to one route.
+pub(super) enum StepWork {
+    /// Apply an input (an event or evidence), then the dispatch it asks to begin.
+    Input(Input),
+    /// The dispatch gate for the pending attempt at this generation.
+    Begin { generation: u64 },
+    /// Switching at this generation: evaluate the candidates and pick one.
+    Evaluate { generation: u64 },
+    /// A due timer.
+    Fire(DueTimer),
+    /// A dispatcher launched the attempt started at `generation`: record it, apply or arm its
+    /// report.
+    Launched {
+        attempt: u32,
+        generation: u64,
+        launched: Launched,
+    },
+}
+
+/// A unit of work for the writer task, with the channel its submitter waits on.
+pub(super) enum Job {
+    Step {
+        route_id: String,
+        work: StepWork,
+        reply: oneshot::Sender<Result<Stepped, EngineError>>,
+    },
+    Start {
+        request: ValidatedStartRoute,
+        reply: oneshot::Sender<Result<(Started, Chain), EngineError>>,
+    },
+    /// Restart reconciliation's global part: restore missing wait timers and give back the
+    /// previous process's probe leases. Answers whether any lease came back.
+    Reconcile {
+        reply: oneshot::Sender<Result<bool, EngineError>>,
+    },
+}
+
+/// A job's result, before it is sent back.
+// (Short-lived and moved once, like `TxOutcome`.)
+#[allow(clippy::large_enum_variant)]
+enum Done {
+    Step(Result<Stepped, EngineError>),
+    Start(Result<(Started, Chain), EngineError>),
+    Reconcile(Result<bool, EngineError>),
+}
+
+impl Done {
+    fn is_ok(&self) -> bool {
+        match self {
+            Done::Step(r) => r.is_ok(),
+            Done::Start(r) => r.is_ok(),
+            Done::Reconcile(r) => r.is_ok(),
+        }
+    }
+}
+
+impl Job {
+    /// The existing route the job steps (a new route has none yet).
+    fn route_id(&self) -> Option<&str> {
+        match self {
+            Job::Step { route_id, .. } => Some(route_id),
+            Job::Start { .. } | Job::Reconcile { .. } => None,
+        }
+    }
+
+    fn failed(&self, e: EngineError) -> Done {
+        match self {
+            Job::Step { .. } => Done::Step(Err(e)),
+            Job::Start { .. } => Done::Start(Err(e)),
+            Job::Reconcile { .. } => Done::Reconcile(Err(e)),
+        }
+    }
+
+    fn reply(self, done: Done) {
+        // A submitter that went away no longer needs the answer; the work is done either way.
+        match (self, done) {
+            (Job::Step { reply, .. }, Done::Step(r)) => {
+                let _ = reply.send(r);
+            }
+            (Job::Start { reply, .. }, Done::Start(r)) => {
+                let _ = reply.send(r);
+            }
+            (Job::Reconcile { reply }, Done::Reconcile(r)) => {
+                let _ = reply.send(r);
+            }
+            // `Done` is always built from its own job; a mismatch cannot happen. Dropping the
+            // sender makes the submitter see `EngineError::Task`.
+            _ => {}
+        }
+    }
+}
+
+/// The writer task: takes every job queued while the previous batch ran and commits them
+/// together. Ends when the engine is dropped (its queue closes).
+pub(super) async fn write_loop(engine: Weak<Engine>, mut jobs: mpsc::UnboundedReceiver<Vec<Job>>) {
+    let mut writer: Option<Writer> = None;
+    while let Some(mut batch) = jobs.recv().await {
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(more) => batch.extend(more),
+                Err(_) => break,
+            }
+        }
+        let Some(engine) = engine.upgrade() else { return };
+        while !batch.is_empty() {
+            let rest = batch.split_off(batch.len().min(MAX_BATCH));
+            engine.run_batch(&mut writer, batch).await;
+            batch = rest;
+        }
+    }
+}
+
+impl Engine {
+    /// Runs one batch: all jobs in one transaction if every one of them succeeds, otherwise (or
+    /// if the commit fails) rolled back and each job run again in its own transaction.
+    async fn run_batch(&self, slot: &mut Option<Writer>, batch: Vec<Job>) {
+        let _writer = self.write.lock().await;
+        if slot.is_none() {
+            *slot = self.store.writer().await.ok();
+        }
+        let Some(writer) = slot.as_mut() else {
+            for job in batch {
+                let done = match self.store.writer().await {
+                    Ok(mut w) => self.run_alone(&mut w, &job).await,
+                    Err(e) => job.failed(e.into()),
+                };
+                job.reply(done);
+            }
+            return;
+        };
+        if batch.len() > 1 {
+            if let Some(done) = self.run_group(writer, &batch).await {
+                self.committed();
+                self.stats.group_commits.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .grouped_jobs
+                    .fetch_add(u64::try_from(batch.len()).unwrap_or(0), Ordering::Relaxed);
+                for (job, done) in batch.into_iter().zip(done) {
+                    job.reply(done);
+                }
+                return;
+            }
+        }
+        for job in batch {
+            let done = self.run_alone(writer, &job).await;
+            job.reply(done);
+        }
+    }
+
+    /// All jobs in one transaction; `None` (rolled back) if any job failed or the commit did.
+    async fn run_group(&self, writer: &mut Writer, batch: &[Job]) -> Option<Vec<Done>> {
+        let mut tx = writer.begin().await.ok()?;
+        let now = self.now();
+        let mut pending = Pending::default();
+        let ids: Vec<&str> = batch.iter().filter_map(Job::route_id).collect();
+        let mut out = Vec::with_capacity(batch.len());
+        let mut ok = pending.preload(&mut tx, &ids).await.is_ok();
+        for job in batch {
+            if !ok {
+                break;
+            }
+            let done = run_job(&mut tx, &mut pending, job, now).await;
+            ok = done.is_ok();
+            out.push(done);
+        }
+        ok = ok && pending.flush(&mut tx, now).await.is_ok();
+        if !ok {
+            tx.rollback().await;
+            return None;
+        }
+        tx.commit().await.ok()?;
+        if pending.released {
+            self.wake();
+        }
+        Some(out)
+    }
+
+    /// One job in its own transaction.
+    async fn run_alone(&self, writer: &mut Writer, job: &Job) -> Done {
+        self.stats.single_jobs.fetch_add(1, Ordering::Relaxed);
+        let now = self.now();
+        let mut tx = match writer.begin().await {
+            Ok(tx) => tx,
+            Err(e) => return job.failed(e.into()),
+        };
+        let mut pending = Pending::default();
+        let mut done = run_job(&mut tx, &mut pending, job, now).await;
+        if done.is_ok() {
+            if let Err(e) = pending.flush(&mut tx, now).await {
+                done = job.failed(e);
+            }
+        }
+        if !done.is_ok() {
+            tx.rollback().await;
+            return done;
+        }
+        match tx.commit().await {
+            Ok(()) => {
+                self.committed();
+                if pending.released {
+                    self.wake();
+                }
+                done
+            }
+            Err(e) => job.failed(e.into()),
+        }
+    }
+
+    /// Counts a writer commit and, every `CHECKPOINT_EVERY` of them, copies the WAL back into
+    /// the database file on another connection (a passive checkpoint never blocks the writer).
+    ///
+    /// Why: with `synchronous = NORMAL` a checkpoint is the only `fsync`, and SQLite runs it
+    /// inside whichever commit crosses 1,000 WAL pages, so every job of that group (a burst of
+    /// due timers, say) waits for the disk. That automatic checkpoint stays (it completes while
+    /// nothing else writes, so the next commit starts the WAL over and it stays small), but with
+    /// the bulk already copied and synced beside it, it has little left to do.
+    fn committed(&self) {
+        let n = self.stats.commits.fetch_add(1, Ordering::Relaxed) + 1;
+        if !n.is_multiple_of(CHECKPOINT_EVERY) || self.checkpointing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let store = self.store.clone();
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.checkpoint().await {
+                tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+            }
+            if let Some(engine) = me.upgrade() {
+                engine.checkpointing.store(false, Ordering::Release);
+            }
+        });
+    }
+}
+
+/// A job's body, inside an open transaction: its reads go through `pending` and its writes are
+/// queued there. The caller flushes them before the commit; a job that returns an error fails
+/// the whole transaction.
+async fn run_job(
+    tx: &mut crate::store::Tx<'_>,
+    pending: &mut Pending,
+    job: &Job,
+    now: DateTime<Utc>,
+) -> Done {
+    match job {
+        Job::Step { route_id, work, .. } => Done::Step(match work {
+            StepWork::Input(input) => tx::apply(tx, pending, route_id, input.clone(), now).await,
+            StepWork::Begin { generation } => tx::begin(tx, pending, route_id, *generation, now)
+                .await
+                .map(|outcome| (outcome, None)),
+            StepWork::Evaluate { generation } => tx::evaluate(tx, pending, route_id, *generation, now).await,
+            StepWork::Fire(timer) => tx::fire(tx, pending, timer, now).await,
+            StepWork::Launched {
+                attempt,
+                generation,
+                launched,
+            } => {
+                tx::launched(
+                    tx,
+                    pending,
+                    route_id,
+                    *attempt,
+                    *generation,
+                    launched.clone(),
+                    now,
+                )
+                .await
+            }
+        }),
+        Job::Start { request, .. } => Done::Start(tx::start_route(tx, pending, request, now).await),
+        Job::Reconcile { .. } => Done::Reconcile(
+            async {
+                pending.flush(tx, now).await?;
+                tx.restore_wait_timers().await?;
+                Ok(tx.release_all_probe_leases(now).await?)
+            }
+            .await,
+        ),
+    }
+}

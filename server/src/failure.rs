@@ -1,0 +1,121 @@
+//! Every way a request can fail, classified once by how the client must react ([`Failure`]),
+//! and its two renderings: the REST response and the UI port's `BackendError`. The REST API
+//! and the server functions therefore always agree (a stale generation is a conflict with the
+//! current snapshot on both, never a 200 on one and a message on the other).
+//!
+//! Internal causes (storage, corruption, a failed task) are logged here, once, and never sent:
+//! the client learns only that it may try again. Messages never repeat request input.
+
+use crate::engine::EngineError;
+use app::backend::BackendError;
+use axum::{
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use policy::{
+    api::{ApiError, ApiErrorBody},
+    document::ValidationErrors,
+    wire::RouteSnapshot,
+};
+
+/// Why a request did not do what it asked, by how the client reacts.
+#[derive(Debug)]
+pub enum Failure {
+    /// No such route or profile (404).
+    NotFound(&'static str),
+    /// The input was rejected; every problem with its field path (422).
+    Invalid(ValidationErrors),
+    /// The body is not JSON of the expected shape (400).
+    BadRequest(String),
+    /// The request conflicts with what exists; the message is safe to show (409).
+    Conflict(String),
+    /// The route changed first or the request does not apply to it now (409, with the route's
+    /// current snapshot as the body).
+    Stale(Box<RouteSnapshot>),
+    /// The decision could not be written durably; nothing ran (503).
+    Unavailable,
+    /// Something failed inside the server (500).
+    Internal,
+}
+
+impl From<EngineError> for Failure {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::RouteNotFound(_) => Failure::NotFound("route"),
+            EngineError::ProfileNotFound(_) => Failure::NotFound("profile"),
+            EngineError::Invalid(errors) => Failure::Invalid(errors),
+            EngineError::Rejected { snapshot, .. } => Failure::Stale(snapshot),
+            EngineError::Conflict(m) => Failure::Conflict(m),
+            EngineError::Storage(err) => {
+                tracing::error!(error = %err, "storage failure");
+                Failure::Unavailable
+            }
+            other @ (EngineError::Corrupt(_) | EngineError::Task) => {
+                tracing::error!(error = %other, "request failed");
+                Failure::Internal
+            }
+        }
+    }
+}
+
+impl From<ValidationErrors> for Failure {
+    fn from(errors: ValidationErrors) -> Self {
+        Failure::Invalid(errors)
+    }
+}
+
+fn error_body(status: StatusCode, code: &str, message: String) -> Response {
+    (
+        status,
+        Json(ApiError {
+            error: ApiErrorBody {
+                code: code.to_owned(),
+                message,
+            },
+        }),
+    )
+        .into_response()
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        match self {
+            Failure::NotFound(what) => {
+                error_body(StatusCode::NOT_FOUND, "not_found", format!("No such {what}."))
+            }
+            Failure::Invalid(errors) => (StatusCode::UNPROCESSABLE_ENTITY, Json(errors)).into_response(),
+            Failure::BadRequest(m) => error_body(StatusCode::BAD_REQUEST, "bad_request", m),
+            Failure::Conflict(m) => error_body(StatusCode::CONFLICT, "conflict", m),
+            Failure::Stale(snapshot) => (StatusCode::CONFLICT, Json(*snapshot)).into_response(),
+            Failure::Unavailable => error_body(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                "The decision could not be written durably; nothing was scheduled or launched. Try again."
+                    .to_owned(),
+            ),
+            Failure::Internal => error_body(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Something went wrong on the server.".to_owned(),
+            ),
+        }
+    }
+}
+
+impl From<Failure> for BackendError {
+    fn from(f: Failure) -> Self {
+        match f {
+            Failure::NotFound(what) => BackendError::NotFound { what },
+            Failure::Invalid(errors) => BackendError::Invalid(errors),
+            Failure::Conflict(m) | Failure::BadRequest(m) => BackendError::Conflict(m),
+            Failure::Stale(snapshot) => BackendError::RouteChanged(snapshot),
+            Failure::Unavailable | Failure::Internal => BackendError::Unavailable,
+        }
+    }
+}
+
+/// The UI port's error for an engine error: through [`Failure`], so it is the REST API's.
+pub fn backend_error(e: EngineError) -> BackendError {
+    Failure::from(e).into()
+}

@@ -1,0 +1,140 @@
+//! Circuit rows. Every decision about a circuit is `policy::circuit`'s; this persists them:
+//! the rows the gate reads, the probe lease's compare-and-set, the row a failure writes, and
+//! closing on success. Written only inside the writer's transaction.
+
+use super::{from_ms, ms, non_negative, ts, Store, StoreError, Tx};
+use chrono::{DateTime, Utc};
+use policy::api::{CircuitState, CircuitView};
+use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
+use std::collections::HashMap;
+
+const TABLE: &str = "circuits";
+const COLUMNS: &str = "key, state, open_until_ms, failures, code, probe_route_id";
+
+fn circuit_row(row: &SqliteRow) -> Result<CircuitView, StoreError> {
+    let key: String = row.try_get("key")?;
+    let state: String = row.try_get("state")?;
+    let failures = non_negative(TABLE, &key, "failures", row.try_get::<i64, _>("failures")?)?;
+    Ok(CircuitView {
+        state: CircuitState::parse(&state)
+            .ok_or_else(|| StoreError::corrupt(TABLE, &key, format!("unknown circuit state `{state}`")))?,
+        open_until: row.try_get::<Option<i64>, _>("open_until_ms")?.map(from_ms),
+        failures: u32::try_from(failures).unwrap_or(u32::MAX),
+        code: row.try_get("code")?,
+        probe_route_id: row.try_get("probe_route_id")?,
+        key,
+    })
+}
+
+async fn load(conn: &mut SqliteConnection, sql: &str) -> Result<Vec<CircuitView>, StoreError> {
+    let rows = sqlx::query(sql).fetch_all(&mut *conn).await?;
+    rows.iter().map(circuit_row).collect()
+}
+
+impl Tx<'_> {
+    /// The circuits that are not closed (the only ones that hold or block anything), by key.
+    pub(crate) async fn open_circuits(&mut self) -> Result<HashMap<String, CircuitView>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM circuits WHERE state <> 'closed'");
+        Ok(load(self.conn, &sql)
+            .await?
+            .into_iter()
+            .map(|c| (c.key.clone(), c))
+            .collect())
+    }
+
+    /// The probe lease's compare-and-set: `route_id` takes the lease of the expired circuit
+    /// `key` only if it is still open (exactly one route wins).
+    pub(crate) async fn take_probe(
+        &mut self,
+        key: &str,
+        route_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE circuits SET state = 'probing', probe_route_id = ?, updated_at = ? WHERE key = ? AND state = 'open'",
+        )
+        .bind(route_id)
+        .bind(ts(now))
+        .bind(key)
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Writes a circuit as `policy::circuit` decided it.
+    pub(crate) async fn put_circuit(
+        &mut self,
+        c: &CircuitView,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO circuits (key, state, open_until_ms, failures, code, probe_route_id, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, \
+             open_until_ms = excluded.open_until_ms, failures = excluded.failures, code = excluded.code, \
+             probe_route_id = excluded.probe_route_id, updated_at = excluded.updated_at",
+        )
+        .bind(&c.key)
+        .bind(c.state.as_str())
+        .bind(c.open_until.map(ms))
+        .bind(i64::from(c.failures))
+        .bind(&c.code)
+        .bind(&c.probe_route_id)
+        .bind(ts(now))
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Closes the circuits `keys` (a success on the resource); whether any was not closed.
+    pub(crate) async fn close_circuits(
+        &mut self,
+        keys: &[String],
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let mut closed = false;
+        for key in keys {
+            let done = sqlx::query(
+                "UPDATE circuits SET state = 'closed', open_until_ms = NULL, failures = 0, code = NULL, \
+                 probe_route_id = NULL, updated_at = ? WHERE key = ? AND state <> 'closed'",
+            )
+            .bind(ts(now))
+            .bind(key)
+            .execute(&mut *self.conn)
+            .await?;
+            closed |= done.rows_affected() > 0;
+        }
+        Ok(closed)
+    }
+
+    /// Gives back every probe lease (restart reconciliation: the previous process's probes are
+    /// ambiguous) and, if any was held, releases the holds; whether any was.
+    pub(crate) async fn release_all_probe_leases(&mut self, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE circuits SET state = 'open', probe_route_id = NULL, updated_at = ? WHERE state = 'probing'",
+        )
+        .bind(ts(now))
+        .execute(&mut *self.conn)
+        .await?;
+        if done.rows_affected() > 0 {
+            self.release_holds(now).await?;
+        }
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Makes every held dispatch due now, for a re-check.
+    pub(crate) async fn release_holds(&mut self, now: DateTime<Utc>) -> Result<(), StoreError> {
+        sqlx::query(super::writes::RELEASE_HOLDS_SQL)
+            .bind(ms(now))
+            .execute(&mut *self.conn)
+            .await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Every circuit, for the API and the UI.
+    pub(crate) async fn circuits(&self) -> Result<Vec<CircuitView>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        load(&mut conn, &format!("SELECT {COLUMNS} FROM circuits ORDER BY key")).await
+    }
+}

@@ -1,0 +1,273 @@
+//! Profile rows and their revisions. Profile writes run in short transactions of their own
+//! (the engine's writer lock keeps them from contending with route commits in this process).
+
+use super::{gen_i64, non_negative, parse_ts, to_json, ts, Store, StoreError, Tx};
+use policy::{
+    api::{CandidateTarget, Profile, ProfileSummary},
+    wire::PolicyDocument,
+};
+use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
+
+const TABLE: &str = "profiles";
+
+/// Column names of a profile in a result row (plain, or prefixed when joined to a route).
+pub(super) struct ProfileColumns {
+    id: &'static str,
+    name: &'static str,
+    description: &'static str,
+    revision: &'static str,
+    candidates_json: &'static str,
+    policy_json: &'static str,
+    normalized_from_legacy: &'static str,
+    created_at: &'static str,
+    updated_at: &'static str,
+}
+
+impl ProfileColumns {
+    const PLAIN: ProfileColumns = ProfileColumns {
+        id: "id",
+        name: "name",
+        description: "description",
+        revision: "revision",
+        candidates_json: "candidates_json",
+        policy_json: "policy_json",
+        normalized_from_legacy: "normalized_from_legacy",
+        created_at: "created_at",
+        updated_at: "updated_at",
+    };
+
+    pub(super) const JOINED: ProfileColumns = ProfileColumns {
+        id: "p_id",
+        name: "p_name",
+        description: "p_description",
+        revision: "p_revision",
+        candidates_json: "p_candidates_json",
+        policy_json: "p_policy_json",
+        normalized_from_legacy: "p_normalized_from_legacy",
+        created_at: "p_created_at",
+        updated_at: "p_updated_at",
+    };
+
+    /// `p.<column> AS <name>, ...` for a query that joins `profiles p`.
+    pub(super) fn select_list(&self) -> String {
+        [
+            ("id", self.id),
+            ("name", self.name),
+            ("description", self.description),
+            ("revision", self.revision),
+            ("candidates_json", self.candidates_json),
+            ("policy_json", self.policy_json),
+            ("normalized_from_legacy", self.normalized_from_legacy),
+            ("created_at", self.created_at),
+            ("updated_at", self.updated_at),
+        ]
+        .iter()
+        .map(|(column, name)| format!("p.{column} AS {name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+
+    pub(super) fn decode(&self, row: &SqliteRow) -> Result<Profile, StoreError> {
+        let id: String = row.try_get(self.id)?;
+        let policy: PolicyDocument = super::json(
+            TABLE,
+            &id,
+            "policy document",
+            row.try_get::<&str, _>(self.policy_json)?,
+        )?;
+        let targets: Vec<CandidateTarget> = super::json(
+            TABLE,
+            &id,
+            "candidate targets",
+            row.try_get::<&str, _>(self.candidates_json)?,
+        )?;
+        Ok(Profile {
+            name: row.try_get(self.name)?,
+            description: row.try_get(self.description)?,
+            revision: non_negative(TABLE, &id, "revision", row.try_get::<i64, _>(self.revision)?)?,
+            targets,
+            policy,
+            normalized_from_legacy: row.try_get::<i64, _>(self.normalized_from_legacy)? != 0,
+            created_at: parse_ts(TABLE, &id, row.try_get::<&str, _>(self.created_at)?)?,
+            updated_at: parse_ts(TABLE, &id, row.try_get::<&str, _>(self.updated_at)?)?,
+            id,
+        })
+    }
+}
+
+async fn load(conn: &mut SqliteConnection, id: &str) -> Result<Option<Profile>, StoreError> {
+    let row = sqlx::query(
+        "SELECT id, name, description, revision, candidates_json, policy_json, normalized_from_legacy, \
+         created_at, updated_at FROM profiles WHERE id = ?",
+    )
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    row.as_ref().map(|r| ProfileColumns::PLAIN.decode(r)).transpose()
+}
+
+async fn upsert(conn: &mut SqliteConnection, p: &Profile) -> Result<(), StoreError> {
+    let targets = to_json(&p.targets);
+    let policy = to_json(&p.policy);
+    sqlx::query(
+        "INSERT INTO profiles (id, name, description, revision, candidates_json, policy_json, \
+         normalized_from_legacy, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT(id) DO UPDATE SET name = excluded.name, description = excluded.description, \
+         revision = excluded.revision, candidates_json = excluded.candidates_json, \
+         policy_json = excluded.policy_json, normalized_from_legacy = excluded.normalized_from_legacy, \
+         updated_at = excluded.updated_at",
+    )
+    .bind(&p.id)
+    .bind(&p.name)
+    .bind(&p.description)
+    .bind(gen_i64(p.revision))
+    .bind(&targets)
+    .bind(&policy)
+    .bind(i64::from(p.normalized_from_legacy))
+    .bind(ts(p.created_at))
+    .bind(ts(p.updated_at))
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO profile_revisions (profile_id, revision, candidates_json, policy_json, created_at) \
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(&p.id)
+    .bind(gen_i64(p.revision))
+    .bind(&targets)
+    .bind(&policy)
+    .bind(ts(p.updated_at))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// How a profile update ended, when it did not fail on storage.
+#[derive(Debug)]
+pub(crate) enum ProfileUpdate {
+    Written(Profile),
+    NotFound,
+    /// The edit was based on `expected`, but `current` is the current revision.
+    StaleRevision {
+        current: u64,
+        expected: u64,
+    },
+}
+
+/// How a profile deletion ended, when it did not fail on storage.
+#[derive(Debug)]
+pub(crate) enum ProfileDelete {
+    Deleted,
+    NotFound,
+    /// Routes (of any state) use the profile, so it is kept.
+    InUse {
+        routes: u64,
+    },
+}
+
+impl Tx<'_> {
+    /// A profile as this transaction sees it.
+    pub(crate) async fn profile(&mut self, id: &str) -> Result<Option<Profile>, StoreError> {
+        load(self.conn, id).await
+    }
+}
+
+impl Store {
+    pub(crate) async fn profile(&self, id: &str) -> Result<Option<Profile>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        load(&mut conn, id).await
+    }
+
+    /// All profiles, by name, with how many routes (open and all) use each.
+    pub(crate) async fn list_profiles(&self) -> Result<Vec<ProfileSummary>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT p.id, p.name, p.description, p.revision, p.candidates_json, p.updated_at, \
+             (SELECT COUNT(*) FROM routes r WHERE r.profile_id = p.id AND r.state NOT IN ('completed', 'abandoned')) \
+             AS open_routes, (SELECT COUNT(*) FROM routes r WHERE r.profile_id = p.id) AS routes \
+             FROM profiles p ORDER BY p.name, p.id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let id: String = row.try_get("id")?;
+                let targets: Vec<CandidateTarget> = super::json(
+                    TABLE,
+                    &id,
+                    "candidate targets",
+                    row.try_get::<&str, _>("candidates_json")?,
+                )?;
+                Ok(ProfileSummary {
+                    name: row.try_get("name")?,
+                    description: row.try_get("description")?,
+                    revision: non_negative(TABLE, &id, "revision", row.try_get::<i64, _>("revision")?)?,
+                    candidate_ids: targets.into_iter().map(|t| t.id).collect(),
+                    open_routes: non_negative(
+                        TABLE,
+                        &id,
+                        "open routes",
+                        row.try_get::<i64, _>("open_routes")?,
+                    )?,
+                    routes: non_negative(TABLE, &id, "routes", row.try_get::<i64, _>("routes")?)?,
+                    updated_at: parse_ts(TABLE, &id, row.try_get::<&str, _>("updated_at")?)?,
+                    id,
+                })
+            })
+            .collect()
+    }
+
+    /// Stores revision 1 of a new profile.
+    pub(crate) async fn insert_profile(&self, profile: &Profile) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        upsert(&mut tx, profile).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Replaces profile `id` with `next(current)`, unless `expected` names another revision
+    /// than the current one.
+    pub(crate) async fn update_profile(
+        &self,
+        id: &str,
+        expected: Option<u64>,
+        next: impl FnOnce(&Profile) -> Profile + Send,
+    ) -> Result<ProfileUpdate, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let Some(current) = load(&mut tx, id).await? else {
+            return Ok(ProfileUpdate::NotFound);
+        };
+        if let Some(expected) = expected.filter(|e| *e != current.revision) {
+            return Ok(ProfileUpdate::StaleRevision {
+                current: current.revision,
+                expected,
+            });
+        }
+        let profile = next(&current);
+        upsert(&mut tx, &profile).await?;
+        tx.commit().await?;
+        Ok(ProfileUpdate::Written(profile))
+    }
+
+    /// Deletes profile `id` if no route uses it.
+    pub(crate) async fn delete_profile(&self, id: &str) -> Result<ProfileDelete, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let routes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM routes WHERE profile_id = ?")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if routes > 0 {
+            return Ok(ProfileDelete::InUse {
+                routes: u64::try_from(routes).unwrap_or(0),
+            });
+        }
+        let done = sqlx::query("DELETE FROM profiles WHERE id = ?")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(ProfileDelete::NotFound);
+        }
+        tx.commit().await?;
+        Ok(ProfileDelete::Deleted)
+    }
+}

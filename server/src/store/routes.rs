@@ -1,0 +1,276 @@
+//! Route rows: reading them (one, a group with their profiles, filtered lists, summaries), the
+//! duplicate-invocation check, and the durable-error note. Route rows are written only through
+//! [`super::Writes`] (insert and compare-and-set), inside the writer's transaction.
+
+use super::{dispatches, history, parse_ts, profiles::ProfileColumns, Store, StoreError, Tx};
+use chrono::{DateTime, Utc};
+use policy::{
+    api::{Caller, CallerKind, Profile, RouteDetail, RouteFilter, RouteSummary},
+    route::{RouteState, StateName},
+};
+use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
+use std::collections::HashMap;
+
+/// A route row as the engine needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct RouteRow {
+    pub(crate) id: String,
+    pub(crate) profile_id: String,
+    pub(crate) caller: Caller,
+    pub(crate) title: Option<String>,
+    pub(crate) state: RouteState,
+    pub(crate) durable_error: Option<String>,
+    pub(crate) created_at: DateTime<Utc>,
+    pub(crate) updated_at: DateTime<Utc>,
+}
+
+impl RouteRow {
+    /// The list view of this route.
+    pub(crate) fn summary(&self, profile_name: String) -> RouteSummary {
+        RouteSummary {
+            id: self.id.clone(),
+            profile_id: self.profile_id.clone(),
+            profile_name,
+            caller: self.caller.clone(),
+            title: self.title.clone(),
+            snapshot: self.state.snapshot(),
+            durable_error: self.durable_error.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+const ROUTE_COLUMNS: &str =
+    "r.id, r.profile_id, r.caller_kind, r.caller_reference, r.invocation_id, r.title, \
+     r.state_json, r.durable_error, r.created_at, r.updated_at";
+
+const TABLE: &str = "routes";
+
+fn route_row(row: &SqliteRow) -> Result<RouteRow, StoreError> {
+    let id: String = row.try_get("id")?;
+    let kind: String = row.try_get("caller_kind")?;
+    let kind = CallerKind::parse(&kind)
+        .ok_or_else(|| StoreError::corrupt(TABLE, &id, format!("unknown caller kind `{kind}`")))?;
+    Ok(RouteRow {
+        profile_id: row.try_get("profile_id")?,
+        caller: Caller {
+            kind,
+            reference: row.try_get("caller_reference")?,
+            invocation_id: row.try_get("invocation_id")?,
+        },
+        title: row.try_get("title")?,
+        state: super::json(TABLE, &id, "route state", row.try_get::<&str, _>("state_json")?)?,
+        durable_error: row.try_get("durable_error")?,
+        created_at: parse_ts(TABLE, &id, row.try_get::<&str, _>("created_at")?)?,
+        updated_at: parse_ts(TABLE, &id, row.try_get::<&str, _>("updated_at")?)?,
+        id,
+    })
+}
+
+/// Routes and their profiles, by route id, with one statement. Missing ids are simply absent;
+/// a route whose profile is gone has `None`.
+async fn load_routes_and_profiles(
+    conn: &mut SqliteConnection,
+    ids: &[&str],
+) -> Result<Vec<(RouteRow, Option<Profile>)>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!(
+        "SELECT {ROUTE_COLUMNS}, {} FROM routes r LEFT JOIN profiles p ON p.id = r.profile_id WHERE r.id IN ({marks})",
+        ProfileColumns::JOINED.select_list()
+    );
+    let mut q = sqlx::query(&sql);
+    for id in ids {
+        q = q.bind(*id);
+    }
+    let rows = q.fetch_all(&mut *conn).await?;
+    // One profile is shared by many routes: decode each (id, revision) once.
+    let mut profiles: HashMap<(String, i64), Profile> = HashMap::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let route = route_row(row)?;
+        let profile = match row.try_get::<Option<String>, _>("p_id")? {
+            Some(pid) => {
+                let key = (pid, row.try_get::<i64, _>("p_revision")?);
+                if let Some(p) = profiles.get(&key) {
+                    Some(p.clone())
+                } else {
+                    let p = ProfileColumns::JOINED.decode(row)?;
+                    profiles.insert(key, p.clone());
+                    Some(p)
+                }
+            }
+            None => None,
+        };
+        out.push((route, profile));
+    }
+    Ok(out)
+}
+
+impl Tx<'_> {
+    /// Routes and their profiles, with one statement (a group commit reads all its routes at
+    /// once).
+    pub(crate) async fn routes_and_profiles(
+        &mut self,
+        ids: &[&str],
+    ) -> Result<Vec<(RouteRow, Option<Profile>)>, StoreError> {
+        load_routes_and_profiles(self.conn, ids).await
+    }
+
+    /// The route that already serves this caller invocation, if any.
+    pub(crate) async fn route_of_invocation(
+        &mut self,
+        kind: CallerKind,
+        invocation_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT id FROM routes WHERE caller_kind = ? AND invocation_id = ?")
+                .bind(kind.as_str())
+                .bind(invocation_id)
+                .fetch_optional(&mut *self.conn)
+                .await?,
+        )
+    }
+
+    /// Restores the timer row of every wait that lost it (restart reconciliation; the rows are
+    /// written with the state, so this is a safety net).
+    pub(crate) async fn restore_wait_timers(&mut self) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO timers (route_id, kind, generation, due_ms) \
+             SELECT id, 'deadline', generation, deadline_ms FROM routes \
+             WHERE state IN ('waiting_for_reset', 'retry_wait') AND deadline_ms IS NOT NULL",
+        )
+        .execute(&mut *self.conn)
+        .await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// One route and its profile (`None` for a profile that is gone).
+    pub(crate) async fn route_and_profile(
+        &self,
+        id: &str,
+    ) -> Result<Option<(RouteRow, Option<Profile>)>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        Ok(load_routes_and_profiles(&mut conn, &[id])
+            .await?
+            .into_iter()
+            .next())
+    }
+
+    /// A route in a list (with its profile's name).
+    pub(crate) async fn route_summary(&self, id: &str) -> Result<Option<RouteSummary>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        summary(&mut conn, id).await
+    }
+
+    /// A route with its history and dispatch records.
+    pub(crate) async fn route_detail(&self, id: &str) -> Result<Option<RouteDetail>, StoreError> {
+        let mut conn = self.pool.acquire().await?;
+        let Some(route) = summary(&mut conn, id).await? else {
+            return Ok(None);
+        };
+        Ok(Some(RouteDetail {
+            route,
+            history: history::load(&mut conn, id).await?,
+            dispatches: dispatches::load(&mut conn, id).await?,
+        }))
+    }
+
+    /// Routes matching `filter`, most recently changed first.
+    pub(crate) async fn list_routes(&self, filter: &RouteFilter) -> Result<Vec<RouteSummary>, StoreError> {
+        let mut sql = format!(
+            "SELECT {ROUTE_COLUMNS}, p.name AS profile_name FROM routes r JOIN profiles p ON p.id = r.profile_id \
+             WHERE 1 = 1"
+        );
+        if filter.caller_kind.is_some() {
+            sql.push_str(" AND r.caller_kind = ?");
+        }
+        if filter.caller_reference.is_some() {
+            sql.push_str(" AND r.caller_reference = ?");
+        }
+        if filter.state.is_some() {
+            sql.push_str(" AND r.state = ?");
+        }
+        if filter.open_only {
+            let finished: Vec<String> = StateName::ALL
+                .into_iter()
+                .filter(|s| s.is_terminal())
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect();
+            sql.push_str(&format!(" AND r.state NOT IN ({})", finished.join(", ")));
+        }
+        if filter.profile_id.is_some() {
+            sql.push_str(" AND r.profile_id = ?");
+        }
+        sql.push_str(" ORDER BY r.updated_at DESC, r.id LIMIT ?");
+        let mut q = sqlx::query(&sql);
+        if let Some(k) = filter.caller_kind {
+            q = q.bind(k.as_str());
+        }
+        if let Some(r) = &filter.caller_reference {
+            q = q.bind(r);
+        }
+        if let Some(s) = filter.state {
+            q = q.bind(s.as_str());
+        }
+        if let Some(p) = &filter.profile_id {
+            q = q.bind(p);
+        }
+        let limit = filter.limit.unwrap_or(100).clamp(1, 1000);
+        let rows = q.bind(i64::from(limit)).fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| Ok(route_row(row)?.summary(row.try_get("profile_name")?)))
+            .collect()
+    }
+
+    /// Notes on the route that its latest decision could not be written (best effort: on a
+    /// read-only or full disk this fails too, and the engine keeps the note in memory). The
+    /// next committed step clears it.
+    pub(crate) async fn note_durable_error(&self, route_id: &str, message: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE routes SET durable_error = ? WHERE id = ?")
+            .bind(message)
+            .bind(route_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Routes a restart must reconcile: open, not waiting (waits are re-armed by their timer
+    /// rows), and not running an attempt whose report is already durable (a scheduled report
+    /// fires as if nothing happened).
+    pub(crate) async fn routes_to_reconcile(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT r.id FROM routes r WHERE r.state IN ('active', 'retrying', 'switching') \
+             AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.route_id = r.id AND t.kind = 'report') ORDER BY r.id",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Routes waiting on a deadline.
+    pub(crate) async fn waiting_routes(&self) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM routes WHERE state IN ('waiting_for_reset', 'retry_wait')",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+}
+
+async fn summary(conn: &mut SqliteConnection, id: &str) -> Result<Option<RouteSummary>, StoreError> {
+    let sql = format!(
+        "SELECT {ROUTE_COLUMNS}, p.name AS profile_name FROM routes r LEFT JOIN profiles p ON p.id = r.profile_id \
+         WHERE r.id = ?"
+    );
+    let Some(row) = sqlx::query(&sql).bind(id).fetch_optional(&mut *conn).await? else {
+        return Ok(None);
+    };
+    let name: Option<String> = row.try_get("profile_name")?;
+    Ok(Some(route_row(&row)?.summary(name.unwrap_or_default())))
+}

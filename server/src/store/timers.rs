@@ -1,0 +1,105 @@
+//! Durable timers: at most one per route, written with the route state that needs it (through
+//! [`super::Writes`]) and read here by the scheduler.
+
+use super::{from_ms, ms, non_negative, Store, StoreError};
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+use std::fmt;
+
+const TABLE: &str = "timers";
+
+/// What a timer does when it fires. Stored spellings; never rename one without a migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimerKind {
+    /// A wait or retry deadline: `DeadlineReached { generation }`.
+    Deadline,
+    /// A pending attempt parked behind a circuit: run the dispatch gate again.
+    CircuitHold,
+    /// A dispatcher's scheduled report of the attempt started at `generation` (the payload is
+    /// the report: success or an evidence envelope).
+    Report,
+}
+
+impl TimerKind {
+    pub const ALL: [TimerKind; 3] = [TimerKind::Deadline, TimerKind::CircuitHold, TimerKind::Report];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TimerKind::Deadline => "deadline",
+            TimerKind::CircuitHold => "circuit_hold",
+            TimerKind::Report => "report",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TimerKind> {
+        TimerKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for TimerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A timer that is due.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueTimer {
+    pub route_id: String,
+    pub kind: TimerKind,
+    pub generation: u64,
+    pub payload: Option<String>,
+}
+
+impl Store {
+    /// Up to `limit` timers due at `now`, earliest first.
+    pub async fn due_timers(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<DueTimer>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT route_id, kind, generation, payload FROM timers WHERE due_ms <= ? ORDER BY due_ms LIMIT ?",
+        )
+        .bind(ms(now))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let route_id: String = r.try_get("route_id")?;
+                let kind: String = r.try_get("kind")?;
+                Ok(DueTimer {
+                    kind: TimerKind::parse(&kind).ok_or_else(|| {
+                        StoreError::corrupt(TABLE, &route_id, format!("unknown timer kind `{kind}`"))
+                    })?,
+                    generation: non_negative(
+                        TABLE,
+                        &route_id,
+                        "generation",
+                        r.try_get::<i64, _>("generation")?,
+                    )?,
+                    payload: r.try_get("payload")?,
+                    route_id,
+                })
+            })
+            .collect()
+    }
+
+    /// When the earliest timer is due.
+    pub async fn next_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let next: Option<i64> = sqlx::query_scalar("SELECT MIN(due_ms) FROM timers")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(next.map(from_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_spellings_round_trip() {
+        for k in TimerKind::ALL {
+            assert_eq!(TimerKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(TimerKind::parse("Deadline"), None);
+    }
+}
