@@ -71,8 +71,10 @@ impl ManualClock {
         }
     }
 
-    /// Sets the time (never backwards: an earlier time is ignored) and wakes due sleepers.
+    /// Sets the time (never backwards: an earlier time is ignored; never past the last instant
+    /// Recourse can store, `policy::time::latest`) and wakes due sleepers.
     pub fn set(&self, to: DateTime<Utc>) {
+        let to = policy::time::clamp(to);
         let now = {
             let mut now = self.inner.now.lock().unwrap_or_else(|e| e.into_inner());
             if to > *now {
@@ -84,7 +86,7 @@ impl ManualClock {
     }
 
     pub fn advance(&self, by: TimeDelta) {
-        self.set(self.now() + by);
+        self.set(policy::time::after(self.now(), by));
     }
 }
 

@@ -119,3 +119,86 @@ impl From<Failure> for BackendError {
 pub fn backend_error(e: EngineError) -> BackendError {
     Failure::from(e).into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use policy::route::{start, CandidateOption};
+
+    fn snapshot() -> Box<RouteSnapshot> {
+        Box::new(start(&[CandidateOption::now("a")]).unwrap().next.snapshot())
+    }
+
+    /// Each engine error, as REST answers it and as the UI's port reports it: the same verdict.
+    #[test]
+    fn rest_and_the_ui_classify_every_engine_error_alike() {
+        let invalid = ValidationErrors { errors: vec![] };
+        let cases: Vec<(EngineError, StatusCode, fn(&BackendError) -> bool)> = vec![
+            (
+                EngineError::RouteNotFound("r".into()),
+                StatusCode::NOT_FOUND,
+                |b| matches!(b, BackendError::NotFound { what: "route" }),
+            ),
+            (
+                EngineError::ProfileNotFound("p".into()),
+                StatusCode::NOT_FOUND,
+                |b| matches!(b, BackendError::NotFound { what: "profile" }),
+            ),
+            (
+                EngineError::Invalid(invalid),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                |b| matches!(b, BackendError::Invalid(_)),
+            ),
+            (
+                EngineError::Rejected {
+                    reason: "stale".into(),
+                    error: None,
+                    snapshot: snapshot(),
+                    verdict: None,
+                },
+                StatusCode::CONFLICT,
+                |b| matches!(b, BackendError::RouteChanged(_)),
+            ),
+            (EngineError::Conflict("dup".into()), StatusCode::CONFLICT, |b| {
+                matches!(b, BackendError::Conflict(_))
+            }),
+            (
+                EngineError::Storage(crate::store::StoreError::Sql(sqlx::Error::PoolClosed)),
+                StatusCode::SERVICE_UNAVAILABLE,
+                |b| matches!(b, BackendError::Unavailable),
+            ),
+            (
+                EngineError::Corrupt("x".into()),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                |b| matches!(b, BackendError::Unavailable),
+            ),
+        ];
+        for (error, status, ui) in cases {
+            let shown = format!("{error:?}");
+            let failure = Failure::from(error);
+            let as_ui = BackendError::from(Failure::from(clone_kind(&failure)));
+            assert_eq!(failure.into_response().status(), status, "{shown}");
+            assert!(ui(&as_ui), "{shown} -> {as_ui:?}");
+        }
+    }
+
+    /// The same failure again (responses consume it).
+    fn clone_kind(f: &Failure) -> EngineError {
+        match f {
+            Failure::NotFound("route") => EngineError::RouteNotFound(String::new()),
+            Failure::NotFound(_) => EngineError::ProfileNotFound(String::new()),
+            Failure::Invalid(e) => EngineError::Invalid(e.clone()),
+            Failure::Stale(s) => EngineError::Rejected {
+                reason: String::new(),
+                error: None,
+                snapshot: s.clone(),
+                verdict: None,
+            },
+            Failure::Conflict(m) | Failure::BadRequest(m) => EngineError::Conflict(m.clone()),
+            Failure::Unavailable => {
+                EngineError::Storage(crate::store::StoreError::Sql(sqlx::Error::PoolClosed))
+            }
+            Failure::Internal => EngineError::Task,
+        }
+    }
+}

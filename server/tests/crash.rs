@@ -4,15 +4,19 @@
 //! ambiguous dispatch is in `action_required`.
 //!
 //! Time never passes for real: the clock moves only through `POST /api/v1/test/clock`, which
-//! also fires what is due before it answers.
+//! also fires what is due before it answers. The seed is printed; `RECOURSE_CRASH_SEED` replays
+//! it.
 
-use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+mod common;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use common::t0;
 use serde_json::{json, Value};
 use std::{
-    io::{BufRead, BufReader, Read, Write},
+    io::{Read, Write},
     net::TcpStream,
     path::Path,
-    process::{Child, Command, Stdio},
+    process::Child,
     sync::{
         atomic::{AtomicI64, Ordering},
         mpsc, Arc,
@@ -20,39 +24,10 @@ use std::{
     time::Duration,
 };
 
-const BIN: &str = env!("CARGO_BIN_EXE_recourse");
 const KILLS: usize = 55;
 
-fn t0() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap()
-}
-
 fn spawn(db: &Path, now: DateTime<Utc>) -> (Child, String) {
-    let mut child = Command::new(BIN)
-        .args([
-            "--log-format",
-            "json",
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--test-clock",
-        ])
-        .arg(now.to_rfc3339())
-        .arg("--database")
-        .arg(db)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("server exited before listening").unwrap();
-        if let Some(rest) = line.split("\"addr\":\"").nth(1) {
-            break rest.split('"').next().unwrap().to_owned();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines.by_ref() {});
+    let (child, addr, _) = common::spawn_serve(db, &["--test-clock", &now.to_rfc3339()], false);
     (child, addr)
 }
 
@@ -128,12 +103,20 @@ impl Rng {
 
 #[test]
 fn sigkill_at_random_moments_never_repeats_a_dispatch_nor_loses_a_schedule() {
-    let seed_value = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
+    // `RECOURSE_CRASH_SEED=<n>` replays a run's choices (which requests, how many before each
+    // kill, how far the clock moves); where a kill lands inside a request still depends on the
+    // machine's timing, so a replay retraces the run rather than repeating it bit for bit.
+    let seed_value = std::env::var("RECOURSE_CRASH_SEED")
+        .ok()
+        .map(|s| s.trim().parse::<u64>().expect("RECOURSE_CRASH_SEED is a number"))
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        })
         | 1;
-    eprintln!("crash test seed: {seed_value}");
+    eprintln!("crash test seed: {seed_value} (replay with RECOURSE_CRASH_SEED={seed_value})");
     let mut rng = Rng(seed_value);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("crash.db");

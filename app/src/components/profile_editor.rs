@@ -25,7 +25,8 @@ use policy::{
     api::{DispatcherKind, Profile, ProfileInput},
     class::ErrorClass,
     document::{policy_path, validate_candidate_id, CandidatePolicy, ValidationError},
-    limits::{MAX_CANDIDATES, MIN_CANDIDATES},
+    input::{check_line, check_optional_line},
+    limits::{MAX_CANDIDATES, MAX_LABEL_CHARS, MAX_PROFILE_NAME_CHARS, MIN_CANDIDATES},
     schedule::describe_policy,
 };
 
@@ -228,10 +229,9 @@ pub fn ProfileEditor(profile: Profile) -> impl IntoView {
     };
 
     let name_error = Signal::derive(move || {
-        if name.with(|n| n.trim().is_empty()) {
-            Some("Name cannot be empty.".to_owned())
-        } else {
-            server_message.run("name".to_owned())
+        match name.with(|n| check_line(n.trim(), "the profile a name", MAX_PROFILE_NAME_CHARS)) {
+            Err(e) => Some(e.message),
+            Ok(()) => server_message.run("name".to_owned()),
         }
     });
     let doc_error = Signal::derive(move || server_message.run("candidates".to_owned()));
@@ -631,6 +631,16 @@ fn TargetEditor(
             Ok(_) => messages.get.run(path(field)),
         })
     };
+    let label_path = move || format!("targets[{}].label", index.get());
+    let label_error = Signal::derive(move || {
+        match target
+            .label
+            .with(|l| check_optional_line(l.trim(), "the label", MAX_LABEL_CHARS))
+        {
+            Err(e) => Some(e.message),
+            Ok(()) => messages.get.run(label_path()),
+        }
+    });
     let target_error = Signal::derive(move || {
         let i = index.get();
         messages
@@ -708,8 +718,8 @@ fn TargetEditor(
                         label="Label (optional)"
                         hint="A readable name for this candidate."
                         text=target.label
-                        error=Signal::derive(|| None)
-                        on_edit=Callback::new(|()| {})
+                        error=label_error
+                        on_edit=Callback::new(move |()| messages.clear.run(label_path()))
                     />
                 </div>
                 {script}

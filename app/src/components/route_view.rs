@@ -132,6 +132,15 @@ pub fn next_outcome(s: &RouteSnapshot) -> String {
             )
         })
         .unwrap_or_default();
+    if let Some(hold) = &s.hold {
+        return format!(
+            "Waiting: the shared circuit {} is open after failures on that resource, so the attempt on {} \
+             starts when it reopens (no later than {}), or sooner if another route's try succeeds.{then}",
+            hold.circuit,
+            s.candidate_id,
+            format_utc(hold.until)
+        );
+    }
     match s.state {
         StateName::RetryWait => format!(
             "At the deadline, retry {} of {} on {}.{then}",
@@ -200,6 +209,22 @@ pub fn DecisionView(decision: Decision) -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_attempt_says_what_it_waits_for_and_until_when() {
+        let mut s = policy::route::start(&[policy::route::CandidateOption::now("main")])
+            .unwrap()
+            .next
+            .snapshot();
+        let until = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        s.hold = Some(policy::route::Hold {
+            circuit: "provider:anthropic".into(),
+            until,
+        });
+        let text = next_outcome(&s);
+        assert!(text.contains("provider:anthropic"), "{text}");
+        assert!(text.contains(&format_utc(until)), "{text}");
+    }
 
     #[test]
     fn codes_are_described_in_plain_words_and_unknown_ones_say_so() {

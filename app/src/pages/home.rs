@@ -189,6 +189,7 @@ pub fn HomePage() -> impl IntoView {
                                                 <p class="text-sm text-slate-700">
                                                     {s.class.map(class_label).map(|c| format!("{c}: {cause}"))}
                                                     {s.deadline.map(|d| format!(" · deadline {}", format_utc(d)))}
+                                                    {s.hold.as_ref().map(|h| format!(" · held by {} until {}", h.circuit, format_utc(h.until)))}
                                                 </p>
                                                 <p class="text-sm text-slate-800">{next_outcome(&s)}</p>
                                             </li>

@@ -42,6 +42,47 @@ pub fn leptos_options(dir: &std::path::Path) -> LeptosOptions {
     server::serve::leptos_options(&args).unwrap()
 }
 
+/// Starts the real `recourse serve` (JSON logs, a free loopback port) on `database` with
+/// `extra` arguments; returns the process and the address it logged. With `keep_log`, the
+/// lines it logs after that are returned through the receiver; otherwise they are drained so
+/// the server never blocks on a full pipe.
+pub fn spawn_serve(
+    database: &std::path::Path,
+    extra: &[&str],
+    keep_log: bool,
+) -> (
+    std::process::Child,
+    String,
+    Option<std::sync::mpsc::Receiver<String>>,
+) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
+        .args(["--log-format", "json", "serve", "--addr", "127.0.0.1:0"])
+        .args(extra)
+        .arg("--database")
+        .arg(database)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("server exited before listening").unwrap();
+        if let Some(rest) = line.split("\"addr\":\"").nth(1) {
+            break rest.split('"').next().unwrap().to_owned();
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if keep_log {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    (child, addr, keep_log.then_some(rx))
+}
+
 pub fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap()
 }
@@ -94,6 +135,31 @@ impl Harness {
             serde_json::from_slice(&bytes)
                 .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
         };
+        (status, value)
+    }
+
+    /// A request with exactly these headers and this raw body (for the guard and limits).
+    pub async fn call_raw(
+        &self,
+        method: Method,
+        uri: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Body>,
+    ) -> (StatusCode, Value) {
+        let mut req = Request::builder().method(method).uri(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = self
+            .app
+            .clone()
+            .oneshot(req.body(body.into()).unwrap())
+            .await
+            .unwrap();
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let value = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
         (status, value)
     }
 

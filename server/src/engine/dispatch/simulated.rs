@@ -1,7 +1,8 @@
 //! The simulated dispatcher: a scripted provider for the demo and the tests. Attempt `n` on a
 //! candidate (1-based, counted per route) plays step `n` of its script; attempts past the end
 //! repeat the last step. A step reports success or its evidence envelope after
-//! `after_seconds` (a durable `report` timer), or hangs.
+//! `after_seconds` (a durable `report` timer), or hangs. A candidate without a script succeeds
+//! at once (what the profile editor tells a person who picks it).
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched, Report};
 use crate::store::Store;
@@ -27,10 +28,10 @@ impl Dispatcher for Simulated {
                 .await?;
             let index = usize::try_from(ordinal.saturating_sub(1)).unwrap_or(usize::MAX);
             let Some(step) = r.target.script.get(index).or(r.target.script.last()) else {
-                // No script: the attempt hangs.
+                // No script (a simulated candidate made in the profile editor): it succeeds.
                 return Ok(Some(Launched {
                     audit: true,
-                    report: None,
+                    report: Some((r.now, Report::Succeeded)),
                 }));
             };
             let due = after_seconds(r.now, step.after_seconds);
