@@ -26,11 +26,13 @@
 pub mod catalogue;
 pub mod check;
 pub mod cli;
+mod embedded;
 mod engine;
 pub mod envelope;
 mod gate;
 pub mod redact;
 mod scan;
+mod stderr;
 mod timing;
 
 pub use catalogue::Catalogue;
