@@ -174,7 +174,7 @@ fn re<'a>(cell: &'a OnceLock<Regex>, pattern: &str) -> &'a Regex {
 /// wake before the provider said); `retry_after_seconds` is that delay rounded up to the
 /// second.
 pub(crate) fn validate(at: DateTime<Utc>, now: DateTime<Utc>) -> Option<Hint> {
-    let millis = at.timestamp_millis() + i64::from(at.timestamp_subsec_nanos() % 1_000_000 > 0);
+    let millis = at.timestamp_millis() + i64::from(!at.timestamp_subsec_nanos().is_multiple_of(1_000_000));
     let at = DateTime::from_timestamp_millis(millis)?;
     let delta = (at - now).num_milliseconds();
     if delta <= 0 || delta > MAX_HINT_SECS * 1000 {
@@ -758,7 +758,10 @@ mod tests {
         let cases: &[(&str, i64)] = &[
             ("Please try again in 250ms.", 250),
             ("Please try again in 12.5s.", 12_500),
-            ("Rate limit exceeded, please retry after 45 seconds and try again", 45_000),
+            (
+                "Rate limit exceeded, please retry after 45 seconds and try again",
+                45_000,
+            ),
             ("Please retry after: 30s", 30_000),
             ("try again in 2hr 5min", 7_500_000),
             ("try again in 3 hours 10 minutes", 11_400_000),
@@ -774,7 +777,11 @@ mod tests {
         for (text, ms) in cases {
             let h = text_hint("text_duration", text).unwrap_or_else(|| panic!("{text:?}"));
             assert_eq!(h.reset_at, t(NOW) + Duration::milliseconds(*ms), "{text:?}");
-            assert_eq!(h.retry_after_seconds, u64::try_from((ms + 999) / 1000).unwrap(), "{text:?}");
+            assert_eq!(
+                h.retry_after_seconds,
+                u64::try_from((ms + 999) / 1000).unwrap(),
+                "{text:?}"
+            );
         }
     }
 
