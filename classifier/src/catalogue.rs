@@ -398,11 +398,17 @@ impl Rule {
             .as_ref()
             .and_then(|r| r.find(&ctx.signal.text))
             .map(|m| m.start());
-        // A rule that matched on JSON alone points at the JSON in the text.
-        let json = (!self.json.is_empty() || !self.json_contains.is_empty())
-            .then(|| memchr::memchr2(b'{', b'[', ctx.signal.text.as_bytes()))
-            .flatten();
-        lits.chain(re).chain(json).min()
+        let start = lits.chain(re).min();
+        // Evidence inside the JSON object found in the text starts where that object starts
+        // (the agent's banner, `[API Error: [{`, is on its first line); a rule that matched on
+        // JSON alone points at the object too.
+        let span = ctx.signal.embedded_span();
+        let json_rule = !self.json.is_empty() || !self.json_contains.is_empty();
+        match (start, span) {
+            (Some(p), Some((s, e))) if (s..e).contains(&p) => Some(s),
+            (None, Some((s, _))) if json_rule => Some(s),
+            (p, _) => p,
+        }
     }
 }
 

@@ -19,7 +19,6 @@
 //! run per text, and nesting is followed [`MAX_NESTING`] levels deep for at most
 //! [`MAX_NESTED`] strings.
 
-use serde::Deserialize as _;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -32,6 +31,12 @@ pub(crate) const MAX_NESTED: usize = 16;
 
 /// The first JSON object or array in `text` (see the module documentation).
 pub(crate) fn embedded_json(text: &str) -> Option<Value> {
+    embedded_json_at(text).map(|(_, v)| v)
+}
+
+/// [`embedded_json`] with the byte range the value spans in `text`.
+pub(crate) fn embedded_json_at(text: &str) -> Option<((usize, usize), Value)> {
+    let lead = text.len() - text.trim_start().len();
     let t = text.trim();
     if t.is_empty() {
         return None;
@@ -48,8 +53,8 @@ pub(crate) fn embedded_json(text: &str) -> Option<Value> {
     };
     let mut at = first;
     for _ in 0..MAX_STARTS {
-        if let Some(v) = one_value(&t[at..]) {
-            return Some(v);
+        if let Some((len, v)) = one_value(&t[at..]) {
+            return Some(((lead + at, lead + at + len), v));
         }
         let next = at + 1;
         at = next + memchr::memchr2(b'{', b'[', t.as_bytes().get(next..)?)?;
@@ -57,13 +62,14 @@ pub(crate) fn embedded_json(text: &str) -> Option<Value> {
     None
 }
 
-/// One JSON object or array at the start of `s`; what follows it is ignored.
-fn one_value(s: &str) -> Option<Value> {
-    let mut de = serde_json::Deserializer::from_str(s);
-    let v = Value::deserialize(&mut de).ok()?;
+/// One JSON object or array at the start of `s`, and its length; what follows is ignored.
+fn one_value(s: &str) -> Option<(usize, Value)> {
+    let mut values = serde_json::Deserializer::from_str(s).into_iter::<Value>();
+    let v = values.next()?.ok()?;
+    let len = values.byte_offset();
     match &v {
-        Value::Object(_) => Some(v),
-        Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => Some(v),
+        Value::Object(_) => Some((len, v)),
+        Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => Some((len, v)),
         _ => None,
     }
 }

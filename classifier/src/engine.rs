@@ -75,6 +75,8 @@ pub(crate) struct Signal<'a> {
     /// JSON found in the text (an HTTP body, an object inside an agent's banner) and inside
     /// the string values of either root (double encoding), lazily; see `crate::embedded`.
     embedded: OnceCell<Vec<Value>>,
+    /// Where the JSON found in the text stands in it (set with `embedded`).
+    embedded_span: std::cell::Cell<Option<(usize, usize)>>,
 }
 
 impl<'a> Signal<'a> {
@@ -91,6 +93,7 @@ impl<'a> Signal<'a> {
             acp_error: None,
             structured: OnceCell::new(),
             embedded: OnceCell::new(),
+            embedded_span: std::cell::Cell::new(None),
         }
     }
 
@@ -110,7 +113,9 @@ impl<'a> Signal<'a> {
     pub(crate) fn json_roots(&self) -> impl Iterator<Item = &Value> {
         let structured = self.structured.get_or_init(|| self.acp_error.map(acp_error_root));
         let embedded = self.embedded.get_or_init(|| {
-            let mut roots: Vec<Value> = embedded::embedded_json(&self.text).into_iter().collect();
+            let found = embedded::embedded_json_at(&self.text);
+            self.embedded_span.set(found.as_ref().map(|(span, _)| *span));
+            let mut roots: Vec<Value> = found.into_iter().map(|(_, v)| v).collect();
             let nested: Vec<Value> = structured
                 .iter()
                 .chain(roots.iter())
@@ -120,6 +125,12 @@ impl<'a> Signal<'a> {
             roots
         });
         structured.iter().chain(embedded.iter())
+    }
+
+    /// The byte range of the JSON object found in the text, if any (finds it on first use).
+    pub(crate) fn embedded_span(&self) -> Option<(usize, usize)> {
+        let _ = self.json_roots().next();
+        self.embedded_span.get()
     }
 }
 
@@ -386,8 +397,11 @@ impl Catalogue {
                 found: &found,
             };
             let m = self.match_signal(&ctx, &candidates);
+            // Only a message run needs to know where its failure starts (see `combine_effects`).
             starts.push(match m {
-                SignalMatch::Won { rule, .. } => self.rules[rule].match_start(&ctx),
+                SignalMatch::Won { rule, .. } if s.kind == SignalKind::AcpMessage => {
+                    self.rules[rule].match_start(&ctx)
+                }
                 _ => None,
             });
             matches.push(m);
