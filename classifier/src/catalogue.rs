@@ -684,6 +684,23 @@ impl Catalogue {
         self.rules.iter().find(|r| r.id == id)
     }
 
+    /// The catalogue's literals, lower-cased (every `contains`, `contains_any`, `unless` and
+    /// JSON hint). Exists for the benchmark, which compares the literal scan with
+    /// `aho-corasick` over the same set.
+    #[doc(hidden)]
+    pub fn literals(&self) -> &[String] {
+        &self.literals
+    }
+
+    /// Runs the literal scan over `text` and returns how many distinct literals occur in it.
+    /// Exists for the benchmark (see [`Catalogue::literals`]).
+    #[doc(hidden)]
+    pub fn scan_literals(&self, text: &[u8]) -> usize {
+        let mut found = crate::engine::Found::new(self.literals.len());
+        self.scanner.scan(text, &mut found);
+        (0..self.literals.len()).filter(|&i| found.has(i)).count()
+    }
+
     /// The same catalogue with its rules visited in another order (`order[i]` is the old index
     /// of the new rule `i`). Exists for the determinism test: results must not depend on it.
     #[doc(hidden)]

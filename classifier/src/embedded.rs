@@ -47,7 +47,12 @@ pub(crate) fn embedded_json_at(text: &str) -> Option<((usize, usize), Value)> {
     // The terminal's line breaks inside strings are spaces to the parser; the copy keeps
     // every byte offset.
     let t: Cow<'_, str> = if bytes.iter().any(u8::is_ascii_control) {
-        Cow::Owned(t.replace(|c: char| c.is_ascii_control(), " "))
+        // Byte for byte (a control character is one byte, so the text stays UTF-8).
+        let spaced: Vec<u8> = bytes
+            .iter()
+            .map(|&b| if b.is_ascii_control() { b' ' } else { b })
+            .collect();
+        Cow::Owned(String::from_utf8(spaced).ok()?)
     } else {
         Cow::Borrowed(t)
     };

@@ -68,11 +68,14 @@ impl Open {
 
     fn feed(&mut self, line: &str) {
         let b = line.as_bytes();
-        if memchr::memmem::find(b, b"-----BEGIN ").is_some() {
-            self.armor = true;
-        }
-        if memchr::memmem::find(b, b"-----END ").is_some() {
-            self.armor = false;
+        // Armor markers start with five dashes; most lines have none.
+        if memchr::memchr_iter(b'-', b).any(|i| b[i..].starts_with(b"-----")) {
+            if contains(b, b"-----BEGIN ") {
+                self.armor = true;
+            }
+            if contains(b, b"-----END ") {
+                self.armor = false;
+            }
         }
         // Only lines with brackets or quotes change the JSON state.
         if memchr::memchr3(b'{', b'[', b'"', b).is_none() && self.depth == 0 && !self.in_string {
@@ -96,6 +99,10 @@ impl Open {
             }
         }
     }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    memchr::memchr_iter(needle[0], hay).any(|i| hay[i..].starts_with(needle))
 }
 
 #[cfg(test)]

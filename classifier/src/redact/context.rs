@@ -17,53 +17,8 @@
 //! end), or, unquoted, a header's value to the end of its line and any other value to the next
 //! whitespace.
 
-/// Words that make a name a credential name (compared per component, ASCII case-insensitive).
-const CREDENTIAL_WORDS: &[&str] = &[
-    "key",
-    "apikey",
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "pwd",
-    "pass",
-    "passphrase",
-    "credential",
-    "credentials",
-    "cred",
-    "creds",
-    "authorization",
-    "auth",
-    "cookie",
-    "bearer",
-    "signature",
-    "sig",
-    "sas",
-    "session",
-    "jwt",
-    "otp",
-];
-
 /// Names whose value runs to the end of the line (HTTP header values).
 const LINE_VALUE_NAMES: &[&str] = &["authorization", "proxy-authorization", "cookie", "set-cookie"];
-
-/// Words naming an account-like identifier; with an `id`-like component, or alone when the
-/// value has a digit, they redact their value.
-const ID_WORDS: &[&str] = &[
-    "account",
-    "project",
-    "org",
-    "organization",
-    "organisation",
-    "tenant",
-    "subscription",
-    "customer",
-    "user",
-    "workspace",
-    "billing",
-    "team",
-];
-const ID_SUFFIXES: &[&str] = &["id", "ids", "number", "no", "num", "uuid", "name", "email"];
 
 /// Words that may stand between a name and its separator (`API key provided: ...`).
 const FILLERS: &[&str] = &[
@@ -171,11 +126,20 @@ fn judge(name: &[u8]) -> Option<Kind> {
     let mut secret = false;
     components(name, |c| {
         n += 1;
-        secret |= CREDENTIAL_WORDS
-            .iter()
-            .any(|w| c.eq_ignore_ascii_case(w.as_bytes()));
-        has_id_word |= ID_WORDS.iter().any(|w| c.eq_ignore_ascii_case(w.as_bytes()));
-        has_id_suffix |= ID_SUFFIXES.iter().any(|w| c.eq_ignore_ascii_case(w.as_bytes()));
+        // Compared lower-cased in a small buffer: no word is longer than 16 bytes.
+        if c.len() > 16 {
+            return;
+        }
+        let mut buf = [0u8; 16];
+        let lower = &mut buf[..c.len()];
+        lower.copy_from_slice(c);
+        lower.make_ascii_lowercase();
+        match word_kind(lower) {
+            WordKind::Credential => secret = true,
+            WordKind::Id => has_id_word = true,
+            WordKind::IdSuffix => has_id_suffix = true,
+            WordKind::Other => {}
+        }
     });
     if secret {
         Some(Kind::Secret)
@@ -185,6 +149,28 @@ fn judge(name: &[u8]) -> Option<Kind> {
         Some(Kind::Id { needs_digit: true })
     } else {
         None
+    }
+}
+
+enum WordKind {
+    Credential,
+    Id,
+    IdSuffix,
+    Other,
+}
+
+/// What a lower-case name component is (a `match`: the compiler switches on length first).
+fn word_kind(w: &[u8]) -> WordKind {
+    match w {
+        b"key" | b"apikey" | b"token" | b"secret" | b"password" | b"passwd" | b"pwd" | b"pass"
+        | b"passphrase" | b"credential" | b"credentials" | b"cred" | b"creds" | b"authorization"
+        | b"auth" | b"cookie" | b"bearer" | b"signature" | b"sig" | b"sas" | b"session" | b"jwt" | b"otp" => {
+            WordKind::Credential
+        }
+        b"account" | b"project" | b"org" | b"organization" | b"organisation" | b"tenant"
+        | b"subscription" | b"customer" | b"user" | b"workspace" | b"billing" | b"team" => WordKind::Id,
+        b"id" | b"ids" | b"number" | b"no" | b"num" | b"uuid" | b"name" | b"email" => WordKind::IdSuffix,
+        _ => WordKind::Other,
     }
 }
 
@@ -317,17 +303,22 @@ fn closing_quote(b: &[u8], from: usize, q: u8, slashes: usize) -> Option<usize> 
     None
 }
 
-/// `Bearer <v>`, `Basic <v>`, `Digest <v>` and `token <v>` anywhere: the value goes.
+/// `Bearer <v>`, `Basic <v>`, `Digest <v>` and `token <v>` anywhere: the value goes. A
+/// scheme word is followed by a blank, so the scan visits blanks, not every byte.
 fn bare_schemes(t: &str, spans: &mut Vec<(usize, usize)>) {
     let b = t.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if !b[i].is_ascii_alphabetic() || (i > 0 && b[i - 1].is_ascii_alphanumeric()) {
-            i += 1;
+    for p in memchr::memchr2_iter(b' ', b'\t', b) {
+        // The word before the blank: 5 or 6 letters, not the end of a longer word.
+        let w_start = p - b[..p]
+            .iter()
+            .rev()
+            .take(7)
+            .take_while(|c| c.is_ascii_alphabetic())
+            .count();
+        let word = &b[w_start..p];
+        if !(5..=6).contains(&word.len()) || (w_start > 0 && b[w_start - 1].is_ascii_alphanumeric()) {
             continue;
         }
-        let w_end = i + b[i..].iter().take_while(|c| c.is_ascii_alphabetic()).count();
-        let word = &b[i..w_end];
         let min = if word.eq_ignore_ascii_case(b"token") {
             12
         } else if [b"bearer".as_slice(), b"basic", b"digest"]
@@ -336,15 +327,14 @@ fn bare_schemes(t: &str, spans: &mut Vec<(usize, usize)>) {
         {
             6
         } else {
-            i = w_end;
             continue;
         };
-        let mut v = w_end;
+        let mut v = p;
         while v < b.len() && matches!(b[v], b' ' | b'\t') {
             v += 1;
         }
-        if v == w_end {
-            i = w_end;
+        // A run of blanks is visited once, from its first blank.
+        if b[p - 1] == b' ' || b[p - 1] == b'\t' {
             continue;
         }
         let mut e = v + b[v..].iter().take_while(|c| !c.is_ascii_whitespace()).count();
@@ -361,7 +351,6 @@ fn bare_schemes(t: &str, spans: &mut Vec<(usize, usize)>) {
         if value.len() >= min && credential_like {
             spans.push((v, e));
         }
-        i = e.max(w_end);
     }
 }
 

@@ -91,26 +91,32 @@ fn ceil_boundary(t: &str, mut i: usize) -> usize {
 /// The bounded, redacted excerpt of a piece of evidence (see the module documentation).
 ///
 /// Redaction usually shortens what it redacts (a 100-character key becomes `[redacted]`), so
-/// when the cut text redacts to much less than the bound, a longer head is cut and redacted
+/// when the cut text redacts to much less than it was, a longer head is cut and redacted
 /// again (at most [`CUT_PASSES`] times). Every pass redacts exactly the text it shows.
 pub fn safe_excerpt(text: &str) -> String {
     let mut budget = MAX_EXCERPT_CHARS;
     let mut out = String::new();
     for pass in 0..CUT_PASSES {
-        let (head, cut) = cut(text, budget);
-        out = collapse(&redact(head));
+        let (head, cut, head_chars) = cut(text, budget);
+        let spans = secret_spans(head);
+        out = collapse_redacted(head, &spans);
         if cut {
             out.push('…');
         }
-        let n = out.chars().count();
-        if !cut || pass + 1 == CUT_PASSES || n + 8 >= MAX_EXCERPT_CHARS {
+        if !cut || spans.is_empty() || pass + 1 == CUT_PASSES {
             break;
         }
-        budget += MAX_EXCERPT_CHARS.saturating_sub(n);
+        // Room the redaction freed: worth another, longer cut only if it is more than a word.
+        let n = out.chars().count();
+        let freed = (head_chars + 1).saturating_sub(n);
+        if freed < 8 || n >= MAX_EXCERPT_CHARS {
+            break;
+        }
+        budget += freed;
     }
-    if out.chars().count() > MAX_EXCERPT_CHARS {
+    if out.len() > MAX_EXCERPT_CHARS && out.chars().count() > MAX_EXCERPT_CHARS {
         // Redaction lengthened the text: cut the (already redacted) text again.
-        let (head, _) = cut_words(&out, MAX_EXCERPT_CHARS - 1);
+        let (head, _, _) = cut_words(&out, MAX_EXCERPT_CHARS - 1);
         let mut shorter = head.trim_end().to_owned();
         shorter.push('…');
         out = shorter;
@@ -118,53 +124,170 @@ pub fn safe_excerpt(text: &str) -> String {
     out
 }
 
+/// Whether text is its own collapse: words separated by single spaces, no other whitespace
+/// and none at either end. (Vectorized searches; non-ASCII whitespace sends it the slow way.)
+fn is_collapsed(b: &[u8]) -> bool {
+    b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && memchr::memchr3(b'\n', b'\r', b'\t', b).is_none()
+        && memchr::memchr2(0x0b, 0x0c, b).is_none()
+        && memchr::memmem::find(b, b"  ").is_none()
+        && (b.is_ascii()
+            || !std::str::from_utf8(b).is_ok_and(|t| t.chars().any(|c| !c.is_ascii() && c.is_whitespace())))
+}
+
 /// How many times [`safe_excerpt`] may cut and redact.
 const CUT_PASSES: usize = 3;
+
+/// `text` with `spans` replaced by the mark and whitespace collapsed, in one pass.
+fn collapse_redacted(text: &str, spans: &[(usize, usize)]) -> String {
+    if is_collapsed(text.as_bytes()) {
+        // The common case: one line, single spaces. Spans start and end at non-blank text,
+        // so splicing the mark in keeps it single-spaced.
+        let mut out = String::with_capacity(text.len() + spans.len() * MARK.len());
+        let mut last = 0;
+        for &(s, e) in spans {
+            out.push_str(&text[last..s]);
+            out.push_str(MARK);
+            last = e;
+        }
+        out.push_str(&text[last..]);
+        return out;
+    }
+    let mut out = String::with_capacity(text.len().min(MAX_EXCERPT_CHARS * 2) + 16);
+    // Whitespace seen but not yet written: written as one space before the next character.
+    let mut pending = false;
+    let mut last = 0;
+    for &(s, e) in spans {
+        push_collapsed(&mut out, &text[last..s], &mut pending);
+        push_collapsed(&mut out, MARK, &mut pending);
+        last = e;
+    }
+    push_collapsed(&mut out, &text[last..], &mut pending);
+    out
+}
+
+/// Appends `piece` with its whitespace collapsed (see [`collapse_redacted`]).
+fn push_collapsed(out: &mut String, piece: &str, pending: &mut bool) {
+    if piece.is_ascii() {
+        // Byte by byte; runs without whitespace are copied whole.
+        let b = piece.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if matches!(b[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+                *pending = true;
+                i += 1;
+                continue;
+            }
+            let run = b[i..]
+                .iter()
+                .position(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+                .map_or(b.len(), |n| i + n);
+            if *pending && !out.is_empty() {
+                out.push(' ');
+            }
+            *pending = false;
+            out.push_str(&piece[i..run]);
+            i = run;
+        }
+        return;
+    }
+    for (i, w) in piece.split(char::is_whitespace).enumerate() {
+        *pending |= i > 0;
+        if w.is_empty() {
+            continue;
+        }
+        if *pending && !out.is_empty() {
+            out.push(' ');
+        }
+        *pending = false;
+        out.push_str(w);
+    }
+}
 
 /// Whether a byte belongs to a run that must never be split by a cut.
 fn is_run(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '=' | '.' | '@' | '%' | '\\')
 }
 
-/// The head of `text` whose collapsed form fits `max` characters, and whether anything was
-/// left out. Only [`REDACT_WINDOW_BYTES`] are looked at. When the text does not fit, room is
-/// kept for the ellipsis, and the cut falls at whitespace or between two characters of
-/// which one is not a run character.
-fn cut(text: &str, max: usize) -> (&str, bool) {
+/// The head of `text` whose collapsed form fits `max` characters, whether anything was left
+/// out, and the head's collapsed length in characters. Only [`REDACT_WINDOW_BYTES`] are looked
+/// at. When the text does not fit, room is kept for the ellipsis, and the cut falls at
+/// whitespace or between two characters of which one is not a run character.
+fn cut(text: &str, max: usize) -> (&str, bool, usize) {
+    if text.len() <= max {
+        // As many bytes as the bound allows characters: it fits whatever it holds.
+        return (text, false, text.len());
+    }
     let window_end = floor_boundary(text, REDACT_WINDOW_BYTES);
     let window = &text[..window_end];
-    let (head, fits) = cut_words(window, max);
-    if fits && window_end == text.len() {
-        return (head, false);
+    let head_bytes = window.as_bytes().get(..max).unwrap_or(window.as_bytes());
+    let rest_blank = text.as_bytes()[max..].iter().all(u8::is_ascii_whitespace);
+    if head_bytes.is_ascii() && is_collapsed(head_bytes) && !rest_blank {
+        // Single-spaced ASCII (the common case): a character is a byte, so the cut is at
+        // `max - 1` bytes, moved back out of any run it falls into.
+        let head = safe_cut_before(window, max - 1);
+        let head = head.trim_end();
+        return (head, true, head.len());
     }
-    let (head, _) = cut_words(window, max - 1);
-    // The window's end may fall inside a run: drop that run.
-    let head = if head.len() == window.len() && window_end < text.len() {
-        safe_cut_before(window, window.len())
-    } else {
-        head
-    };
-    (head, true)
+    let (head, fits, chars) = cut_words(window, max);
+    if fits && window_end == text.len() {
+        return (head, false, chars);
+    }
+    let (head, fits, chars) = cut_words(window, max - 1);
+    if fits {
+        // The window's end falls inside the text, maybe inside a run: drop that run.
+        let head = safe_cut_before(window, window.len());
+        return (head, true, collapsed_len(head));
+    }
+    (head, true, chars)
 }
 
-/// The longest head of `t` whose collapsed form has at most `max` characters, cut safely; and
-/// whether all of `t` fits.
-fn cut_words(t: &str, max: usize) -> (&str, bool) {
+/// The longest head of `t` whose collapsed form has at most `max` characters, cut safely;
+/// whether all of `t` fits; and the head's collapsed length in characters.
+fn cut_words(t: &str, max: usize) -> (&str, bool, usize) {
     let mut chars = 0usize;
     let mut pending_space = false;
-    for (i, c) in t.char_indices() {
-        if c.is_whitespace() {
+    let b = t.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let (is_space, len) = if c < 0x80 {
+            // ASCII, the common case: one byte, one character.
+            (matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c), 1)
+        } else {
+            let ch = t[i..].chars().next().unwrap_or(' ');
+            (ch.is_whitespace(), ch.len_utf8())
+        };
+        if is_space {
             pending_space = chars > 0;
-            continue;
+        } else {
+            let add = 1 + usize::from(pending_space);
+            if chars + add > max {
+                let head = safe_cut_before(t, i);
+                return (head, false, collapsed_len(head));
+            }
+            chars += add;
+            pending_space = false;
         }
-        let add = 1 + usize::from(pending_space);
-        if chars + add > max {
-            return (safe_cut_before(t, i), false);
-        }
-        chars += add;
-        pending_space = false;
+        i += len;
     }
-    (t, true)
+    (t, true, chars)
+}
+
+/// The collapsed length of a head that was cut back (only at a cut).
+fn collapsed_len(t: &str) -> usize {
+    let mut chars = 0usize;
+    let mut pending = false;
+    for c in t.chars() {
+        if c.is_whitespace() {
+            pending = chars > 0;
+        } else {
+            chars += 1 + usize::from(pending);
+            pending = false;
+        }
+    }
+    chars
 }
 
 /// The longest head of `t[..i]` that does not end inside a run continuing at `i`.
@@ -178,18 +301,6 @@ fn safe_cut_before(t: &str, mut i: usize) -> &str {
         i = floor_boundary(t, i - 1);
     }
     &t[..i]
-}
-
-/// Whitespace collapsed to single spaces, none at either end.
-fn collapse(t: &str) -> String {
-    let mut out = String::with_capacity(t.len());
-    for w in t.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(w);
-    }
-    out
 }
 
 /// A provider or model ID as given, if it looks like an identifier and holds nothing

@@ -15,6 +15,12 @@
 //! - Resource paths naming an account (`projects/NAME`, `organizations/NAME`,
 //!   `billingAccounts/NAME`, `subscriptions/NAME`, `tenants/NAME`, `accounts/NAME`): the name.
 
+/// Every start of `needle` in `hay`. Texts here are short (an excerpt), so a scan for the
+/// needle's first byte beats building a substring searcher per call.
+pub(super) fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+    memchr::memchr_iter(needle[0], hay).filter(move |&i| hay[i..].starts_with(needle))
+}
+
 /// Characters that end a URL or a path in running text.
 fn ends_url(c: u8) -> bool {
     c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'<' | b'>' | b'`')
@@ -32,9 +38,17 @@ pub(super) fn spans(t: &str, spans: &mut Vec<(usize, usize)>) {
 }
 
 fn userinfo(b: &[u8], spans: &mut Vec<(usize, usize)>) {
-    let plain = memchr::memmem::find_iter(b, b"://").map(|i| i + 3);
-    let escaped = memchr::memmem::find_iter(b, b":\\/\\/").map(|i| i + 5);
-    for start in plain.chain(escaped) {
+    let starts = memchr::memchr_iter(b':', b).filter_map(|i| {
+        let rest = &b[i + 1..];
+        if rest.starts_with(b"//") {
+            Some(i + 3)
+        } else if rest.starts_with(b"\\/\\/") {
+            Some(i + 5)
+        } else {
+            None
+        }
+    });
+    for start in starts {
         // The authority ends at the path, the query or the end of the URL; user information
         // ends at its last `@` (a password may hold `@`).
         let mut end = start;
@@ -77,8 +91,12 @@ fn webhooks(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         b"/webhooks/",
         b"/webhook/",
     ];
+    // Every marker holds `hook`: most texts have none.
+    if find_all(b, b"hook").next().is_none() {
+        return;
+    }
     for m in MARKERS {
-        for i in memchr::memmem::find_iter(b, m) {
+        for i in find_all(b, m) {
             let s = i + m.len();
             let mut e = s;
             while e < b.len() && !ends_url(b[e]) && !matches!(b[e], b'?' | b'#') {
@@ -92,7 +110,7 @@ fn webhooks(b: &[u8], spans: &mut Vec<(usize, usize)>) {
 }
 
 fn armored(b: &[u8], spans: &mut Vec<(usize, usize)>) {
-    for s in memchr::memmem::find_iter(b, b"-----BEGIN ") {
+    for s in find_all(b, b"-----BEGIN ") {
         let body = s + b"-----BEGIN ".len();
         let e = memchr::memmem::find(&b[body..], b"-----END ").map_or(b.len(), |i| {
             let end_marker = body + i + b"-----END ".len();
@@ -104,13 +122,9 @@ fn armored(b: &[u8], spans: &mut Vec<(usize, usize)>) {
 }
 
 fn homes(b: &[u8], spans: &mut Vec<(usize, usize)>) {
-    let mut i = 0;
-    while i < b.len() {
+    let mut next = memchr::memchr2(b'/', b'\\', b);
+    while let Some(i) = next {
         let c = b[i];
-        if c != b'/' && c != b'\\' {
-            i += 1;
-            continue;
-        }
         // A separator is `/` or a run of backslashes (`\`, or `\\` once JSON-escaped, ...).
         let sep_len = if c == b'\\' {
             b[i..].iter().take_while(|x| **x == b'\\').count()
@@ -135,7 +149,7 @@ fn homes(b: &[u8], spans: &mut Vec<(usize, usize)>) {
                 }
             }
         }
-        i = word_at;
+        next = memchr::memchr2(b'/', b'\\', &b[word_at..]).map(|j| word_at + j);
     }
 }
 
@@ -149,7 +163,8 @@ fn collections(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         b"subscriptions/",
         b"tenants/",
     ];
-    for (i, _) in b.iter().enumerate().filter(|(_, c)| **c == b'/') {
+    // Every name ends in `s/`.
+    for i in memchr::memchr_iter(b'/', b).filter(|&i| i > 0 && b[i - 1].eq_ignore_ascii_case(&b's')) {
         for n in NAMES {
             let Some(s) = (i + 1).checked_sub(n.len()) else {
                 continue;

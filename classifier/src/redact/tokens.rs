@@ -28,70 +28,86 @@ pub(super) const MIN_ACCOUNT_DIGITS: usize = 10;
 /// The shortest hexadecimal run treated as an identifier.
 const MIN_HEX: usize = 24;
 
-/// Prefixes of key and identifier formats (case-sensitive), each followed by at least 8 more
-/// letters or digits that are not plain lower-case words.
-const PREFIXES: &[&str] = &[
-    "sk-",
-    "sk_",
-    "pk_",
-    "rk_",
-    "csk-",
-    "fw_",
-    "gsk_",
-    "xai-",
-    "pplx-",
-    "hf_",
-    "r8_",
-    "npm_",
-    "pypi-",
-    "glpat-",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xoxb-",
-    "xoxp-",
-    "xoxa-",
-    "xoxr-",
-    "xoxs-",
-    "xoxe-",
-    "GOCSPX-",
-    "AIza",
-    "ya29",
-    "org-",
-    "user-",
-    "proj_",
-    "proj-",
-    "acct_",
-    "cus_",
-    "sub_",
-    "req_",
-    "sess-",
-    "key-",
-    "api-",
-    "tok_",
-    "tk-",
-    "nvapi-",
-    "sgp_",
-    "dop_v1_",
-    "shpat_",
-    "sq0atp-",
-    "AGE-SECRET-KEY-",
-    "eyJ",
-];
+/// Prefixes of key and identifier formats (case-sensitive), by first byte: each must be
+/// followed by at least 8 more letters or digits that are not plain lower-case words.
+fn prefixes(first: u8) -> &'static [&'static str] {
+    match first {
+        b's' => &["sk-", "sk_", "sub_", "sess-", "sgp_", "shpat_", "sq0atp-"],
+        b'p' => &["pk_", "pplx-", "pypi-", "proj_", "proj-"],
+        b'r' => &["rk_", "r8_", "req_"],
+        b'c' => &["csk-", "cus_"],
+        b'f' => &["fw_"],
+        b'g' => &[
+            "gsk_",
+            "glpat-",
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+        ],
+        b'x' => &["xai-", "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-"],
+        b'h' => &["hf_"],
+        b'n' => &["npm_", "nvapi-"],
+        b'G' => &["GOCSPX-"],
+        b'A' => &["AIza", "AGE-SECRET-KEY-"],
+        b'y' => &["ya29"],
+        b'o' => &["org-"],
+        b'u' => &["user-"],
+        b'a' => &["acct_", "api-"],
+        b'k' => &["key-"],
+        b't' => &["tok_", "tk-"],
+        b'd' => &["dop_v1_"],
+        b'e' => &["eyJ"],
+        _ => &[],
+    }
+}
+
 /// AWS access key IDs: one of these, then at least 12 capitals or digits.
 const AWS_PREFIXES: &[&str] = &[
     "AKIA", "ASIA", "ABIA", "ACCA", "AROA", "AIDA", "ANPA", "ANVA", "APKA",
 ];
 
-fn is_unit(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'+' | b'/' | b'=')
+/// Byte classes, as a table: the unit scan reads every byte of every excerpt.
+const ALNUM: u8 = 1;
+const DIGIT: u8 = 2;
+const HEX: u8 = 4;
+const DASH: u8 = 8; // `-` or `_`: splits pieces
+const B64: u8 = 16; // `+`, `/` or `=`: glued within a piece
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        let mut k = 0;
+        if b.is_ascii_alphanumeric() {
+            k |= ALNUM;
+        }
+        if b.is_ascii_digit() {
+            k |= DIGIT;
+        }
+        if b.is_ascii_hexdigit() {
+            k |= HEX;
+        }
+        if b == b'-' || b == b'_' {
+            k |= DASH;
+        }
+        if b == b'+' || b == b'/' || b == b'=' {
+            k |= B64;
+        }
+        t[c] = k;
+        c += 1;
+    }
+    t
+};
+
+fn class(c: u8) -> u8 {
+    CLASS[usize::from(c)]
 }
 
 fn is_piece_sep(c: u8) -> bool {
-    matches!(c, b'_' | b'-' | b'+' | b'/' | b'=')
+    class(c) & (DASH | B64) != 0
 }
 
 /// Appends the byte ranges of standalone secrets in `t` to `spans`.
@@ -99,48 +115,100 @@ pub(super) fn spans(t: &str, spans: &mut Vec<(usize, usize)>) {
     let b = t.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        if !is_unit(b[i]) {
+        if class(b[i]) == 0 {
             i += 1;
             continue;
         }
         let start = i;
-        while i < b.len() && is_unit(b[i]) {
+        while i < b.len() && class(b[i]) != 0 {
             i += 1;
         }
-        if secret_unit(&b[start..i]) {
-            spans.push((start, i));
+        // Most units are words, too short to be anything.
+        if i - start >= 8 {
+            let u = &b[start..i];
+            if secret_unit_with(u, &stats(u)) {
+                spans.push((start, i));
+            }
         }
     }
     emails(b, spans);
 }
 
+/// What one scan of a unit found.
+#[derive(Default)]
+struct Stats {
+    alnum: usize,
+    digits: usize,
+    hex: usize,
+    /// `-` and `_`.
+    dashes: usize,
+    /// The longest piece between dashes, in letters and digits (base64's `+ / =` glued).
+    longest_piece: usize,
+}
+
 /// Whether a unit is a secret on its own (see the module documentation).
+#[cfg(test)]
 pub(super) fn secret_unit(u: &[u8]) -> bool {
-    let alnum = u.iter().filter(|c| c.is_ascii_alphanumeric()).count();
-    if alnum < 8 {
+    let st = stats(u);
+    st.alnum >= 8 && secret_unit_with(u, &st)
+}
+
+/// One scan of a unit: what the judgement needs.
+fn stats(u: &[u8]) -> Stats {
+    let mut st = Stats::default();
+    let mut piece = 0;
+    for &c in u {
+        let k = class(c);
+        if k & ALNUM != 0 {
+            st.alnum += 1;
+            piece += 1;
+            st.longest_piece = st.longest_piece.max(piece);
+        }
+        st.digits += usize::from(k & DIGIT != 0);
+        st.hex += usize::from(k & HEX != 0);
+        st.dashes += usize::from(k & DASH != 0);
+        if k & DASH != 0 {
+            piece = 0;
+        }
+    }
+    st
+}
+
+fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
+    if st.alnum < 8 {
         return false;
     }
-    let prefixed = PREFIXES.iter().any(|p| {
+    let prefixed = prefixes(u[0]).iter().any(|p| {
         u.starts_with(p.as_bytes()) && u[p.len()..].iter().filter(|c| c.is_ascii_alphanumeric()).count() >= 8
     }) && !plain_words(u);
-    let aws = AWS_PREFIXES.iter().any(|p| {
-        u.starts_with(p.as_bytes())
-            && u[p.len()..]
-                .iter()
-                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-                .count()
-                >= 12
-    });
+    let aws = u[0] == b'A'
+        && AWS_PREFIXES.iter().any(|p| {
+            u.starts_with(p.as_bytes())
+                && u[p.len()..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                    .count()
+                    >= 12
+        });
     if prefixed || aws {
         return true;
     }
-    if account_number(u) || hex_id(u) {
+    let only_dashes_besides = |n: usize| n + st.dashes == u.len() && !u.contains(&b'_');
+    // Account and project numbers: digits, alone or in `-` groups.
+    if st.digits >= MIN_ACCOUNT_DIGITS && only_dashes_besides(st.digits) {
         return true;
+    }
+    // Hex identifiers and UUIDs, with a letter and a digit among them.
+    if st.hex >= MIN_HEX && only_dashes_besides(st.hex) && st.digits > 0 && st.digits < st.hex {
+        return true;
+    }
+    if st.longest_piece < MIN_RANDOM_PIECE {
+        return false;
     }
     // Pieces are split at `-` and `_`; base64's `+`, `/` and `=` are glued back, so a key
     // whose separators happen to fall every few characters is still judged whole.
-    u.split(|c| matches!(c, b'-' | b'_')).any(|piece| {
-        if piece.iter().any(|c| matches!(c, b'+' | b'/' | b'=')) {
+    u.split(|c| class(*c) & DASH != 0).any(|piece| {
+        if piece.iter().any(|c| class(*c) & B64 != 0) {
             let glued: Vec<u8> = piece.iter().copied().filter(u8::is_ascii_alphanumeric).collect();
             random_piece(&glued)
         } else {
@@ -156,22 +224,6 @@ fn plain_words(u: &[u8]) -> bool {
         p.len() < MIN_RANDOM_PIECE
             && (p.iter().all(u8::is_ascii_lowercase) || p.iter().all(u8::is_ascii_digit))
     })
-}
-
-/// Digits only (at least [`MIN_ACCOUNT_DIGITS`]), or digit groups joined by `-`.
-fn account_number(u: &[u8]) -> bool {
-    let digits = u.iter().filter(|c| c.is_ascii_digit()).count();
-    digits >= MIN_ACCOUNT_DIGITS && u.iter().all(|c| c.is_ascii_digit() || *c == b'-')
-}
-
-/// Hexadecimal of [`MIN_HEX`] digits or more, alone or in `-` groups (UUIDs), with a letter
-/// and a digit among them.
-fn hex_id(u: &[u8]) -> bool {
-    let hex = u.iter().filter(|c| c.is_ascii_hexdigit()).count();
-    hex >= MIN_HEX
-        && u.iter().all(|c| c.is_ascii_hexdigit() || *c == b'-')
-        && u.iter().any(u8::is_ascii_digit)
-        && u.iter().any(u8::is_ascii_alphabetic)
 }
 
 /// Whether one piece (no separators) reads as noise.
@@ -268,8 +320,8 @@ fn emails(b: &[u8], spans: &mut Vec<(usize, usize)>) {
 /// Positions and lengths of `@`, `%40` and `\u0040`.
 fn ats(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
     let plain = memchr::memchr_iter(b'@', b).map(|i| (i, 1));
-    let pct = memchr::memmem::find_iter(b, b"%40").map(|i| (i, 3));
-    let esc = memchr::memmem::find_iter(b, b"\\u0040").map(|i| (i, 6));
+    let pct = super::shapes::find_all(b, b"%40").map(|i| (i, 3));
+    let esc = super::shapes::find_all(b, b"\\u0040").map(|i| (i, 6));
     plain.chain(pct).chain(esc)
 }
 
