@@ -93,7 +93,7 @@ fn name_before(b: &[u8], p: usize) -> Option<Kind> {
         }
     }
     let mut name = name_ending_at(b, end)?;
-    if FILLERS.iter().any(|f| name.1.eq_ignore_ascii_case(f.as_bytes())) {
+    if name.1.len() <= 8 && FILLERS.iter().any(|f| name.1.eq_ignore_ascii_case(f.as_bytes())) {
         // `API key provided:`: the name is the word before the filler.
         let mut e = name.0;
         while e > 0 && matches!(b[e - 1], b' ' | b'\t') {
@@ -114,9 +114,10 @@ fn name_ending_at(b: &[u8], end: usize) -> Option<(usize, &[u8])> {
 }
 
 fn judge(name: &[u8]) -> Option<Kind> {
-    if LINE_VALUE_NAMES
-        .iter()
-        .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+    if matches!(name.len(), 6 | 10 | 13 | 19)
+        && LINE_VALUE_NAMES
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
     {
         return Some(Kind::Line);
     }

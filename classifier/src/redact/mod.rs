@@ -92,7 +92,7 @@ fn ceil_boundary(t: &str, mut i: usize) -> usize {
 ///
 /// Redaction usually shortens what it redacts (a 100-character key becomes `[redacted]`), so
 /// when the cut text redacts to much less than it was, a longer head is cut and redacted
-/// again (at most [`CUT_PASSES`] times). Every pass redacts exactly the text it shows.
+/// again (at most three times). Every pass redacts exactly the text it shows.
 pub fn safe_excerpt(text: &str) -> String {
     let mut budget = MAX_EXCERPT_CHARS;
     let mut out = String::new();
