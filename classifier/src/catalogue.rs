@@ -398,11 +398,17 @@ impl Rule {
             .as_ref()
             .and_then(|r| r.find(&ctx.signal.text))
             .map(|m| m.start());
-        // A rule that matched on JSON alone points at the JSON in the text.
-        let json = (!self.json.is_empty() || !self.json_contains.is_empty())
-            .then(|| memchr::memchr2(b'{', b'[', ctx.signal.text.as_bytes()))
-            .flatten();
-        lits.chain(re).chain(json).min()
+        let start = lits.chain(re).min();
+        // Evidence inside the JSON object found in the text starts where that object starts
+        // (the agent's banner, `[API Error: [{`, is on its first line); a rule that matched on
+        // JSON alone points at the object too.
+        let span = ctx.signal.embedded_span();
+        let json_rule = !self.json.is_empty() || !self.json_contains.is_empty();
+        match (start, span) {
+            (Some(p), Some((s, e))) if (s..e).contains(&p) => Some(s),
+            (None, Some((s, _))) if json_rule => Some(s),
+            (p, _) => p,
+        }
     }
 }
 
@@ -676,6 +682,23 @@ impl Catalogue {
 
     pub fn rule(&self, id: &str) -> Option<&Rule> {
         self.rules.iter().find(|r| r.id == id)
+    }
+
+    /// The catalogue's literals, lower-cased (every `contains`, `contains_any`, `unless` and
+    /// JSON hint). Exists for the benchmark, which compares the literal scan with
+    /// `aho-corasick` over the same set.
+    #[doc(hidden)]
+    pub fn literals(&self) -> &[String] {
+        &self.literals
+    }
+
+    /// Runs the literal scan over `text` and returns how many distinct literals occur in it.
+    /// Exists for the benchmark (see [`Catalogue::literals`]).
+    #[doc(hidden)]
+    pub fn scan_literals(&self, text: &[u8]) -> usize {
+        let mut found = crate::engine::Found::new(self.literals.len());
+        self.scanner.scan(text, &mut found);
+        (0..self.literals.len()).filter(|&i| found.has(i)).count()
     }
 
     /// The same catalogue with its rules visited in another order (`order[i]` is the old index

@@ -2,7 +2,8 @@
 //!
 //! **Signals.** The envelope is cut into signals, each one piece of evidence a rule can look
 //! at: an HTTP response, a JSON-RPC error (the prompt's error included), one run of
-//! consecutive agent message chunks, the prompt's stop reason, one stderr line, the exit.
+//! consecutive agent message chunks, the prompt's stop reason, one stderr entry (a line with
+//! its continuation lines, see `crate::stderr`), the exit.
 //!
 //! **Resolution, in order** (documented in `fixtures/README.md` too):
 //! 1. Per signal, the matching rules of the highest tier compete. If they disagree on the
@@ -25,8 +26,9 @@
 
 use crate::{
     catalogue::{Catalogue, Outcome, SignalKind, Tier},
+    embedded,
     envelope::{AcpErrorEvidence, AcpUpdate, Envelope, EvidenceItem},
-    gate, redact,
+    gate, redact, stderr,
     timing::Hint,
 };
 use chrono::{DateTime, Utc};
@@ -70,8 +72,11 @@ pub(crate) struct Signal<'a> {
     acp_error: Option<&'a AcpErrorEvidence>,
     /// The structured JSON root (the ACP error object), lazily.
     structured: OnceCell<Option<Value>>,
-    /// JSON parsed from the text (an HTTP body, or JSON embedded in a message), lazily.
-    embedded: OnceCell<Option<Value>>,
+    /// JSON found in the text (an HTTP body, an object inside an agent's banner) and inside
+    /// the string values of either root (double encoding), lazily; see `crate::embedded`.
+    embedded: OnceCell<Vec<Value>>,
+    /// Where the JSON found in the text stands in it (set with `embedded`).
+    embedded_span: std::cell::Cell<Option<(usize, usize)>>,
 }
 
 impl<'a> Signal<'a> {
@@ -88,6 +93,7 @@ impl<'a> Signal<'a> {
             acp_error: None,
             structured: OnceCell::new(),
             embedded: OnceCell::new(),
+            embedded_span: std::cell::Cell::new(None),
         }
     }
 
@@ -103,35 +109,29 @@ impl<'a> Signal<'a> {
     }
 
     /// The JSON roots of this signal, building them on first use: the structured one (an ACP
-    /// error object) first, then JSON embedded in the text.
+    /// error object) first, then JSON found in the text, then JSON nested in strings.
     pub(crate) fn json_roots(&self) -> impl Iterator<Item = &Value> {
         let structured = self.structured.get_or_init(|| self.acp_error.map(acp_error_root));
-        let embedded = self.embedded.get_or_init(|| embedded_json(&self.text));
+        let embedded = self.embedded.get_or_init(|| {
+            let found = embedded::embedded_json_at(&self.text);
+            self.embedded_span.set(found.as_ref().map(|(span, _)| *span));
+            let mut roots: Vec<Value> = found.into_iter().map(|(_, v)| v).collect();
+            let nested: Vec<Value> = structured
+                .iter()
+                .chain(roots.iter())
+                .flat_map(embedded::nested_roots)
+                .collect();
+            roots.extend(nested);
+            roots
+        });
         structured.iter().chain(embedded.iter())
     }
-}
 
-/// JSON inside text: the whole text if it is JSON, else the span from the first `{` or `[` to
-/// the last matching bracket (an SSE `data:` line, `API Error: 429 {...}`, a log line).
-fn embedded_json(text: &str) -> Option<Value> {
-    let t = text.trim();
-    if t.is_empty() {
-        return None;
+    /// The byte range of the JSON object found in the text, if any (finds it on first use).
+    pub(crate) fn embedded_span(&self) -> Option<(usize, usize)> {
+        let _ = self.json_roots().next();
+        self.embedded_span.get()
     }
-    if t.starts_with(['{', '[']) {
-        if let Ok(v) = serde_json::from_str::<Value>(t) {
-            return Some(v);
-        }
-    }
-    // memchr's vectorized searches: on a long message run these are per-byte work too.
-    let start = memchr::memchr(b'{', t.as_bytes())?;
-    let end = memchr::memrchr(b'}', t.as_bytes())?;
-    if end <= start {
-        return None;
-    }
-    serde_json::from_str::<Value>(&t[start..=end])
-        .ok()
-        .filter(Value::is_object)
 }
 
 /// Every string value inside a JSON value, in document order (bounded depth).
@@ -248,7 +248,7 @@ enum SignalMatch {
 
 /// Cuts the envelope into signals, in evidence order.
 fn signals(env: &Envelope) -> Vec<Signal<'_>> {
-    // One signal per stderr line, about one per other item: allocate once.
+    // At most one signal per stderr line, about one per other item: allocate once.
     let lines: usize = env
         .items
         .iter()
@@ -296,8 +296,8 @@ fn signals(env: &Envelope) -> Vec<Signal<'_>> {
                 }
             }
             EvidenceItem::Stderr(s) => {
-                for line in &s.lines {
-                    out.push(Signal::new(SignalKind::Stderr, Cow::Borrowed(line.as_str())));
+                for entry in stderr::entries(&s.lines) {
+                    out.push(Signal::new(SignalKind::Stderr, entry));
                 }
             }
             EvidenceItem::ProcessExit(p) => {
@@ -397,8 +397,11 @@ impl Catalogue {
                 found: &found,
             };
             let m = self.match_signal(&ctx, &candidates);
+            // Only a message run needs to know where its failure starts (see `combine_effects`).
             starts.push(match m {
-                SignalMatch::Won { rule, .. } => self.rules[rule].match_start(&ctx),
+                SignalMatch::Won { rule, .. } if s.kind == SignalKind::AcpMessage => {
+                    self.rules[rule].match_start(&ctx)
+                }
                 _ => None,
             });
             matches.push(m);

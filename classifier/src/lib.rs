@@ -14,23 +14,32 @@
 //!   one table read per even position, exact comparison only where it fires).
 //! - `engine`: signals, matching and resolution (tiers, conflicts, low confidence, staleness),
 //!   effects derived from ACP updates; produces the [`Verdict`].
-//! - `timing`: validated retry/reset hints (headers, Google `RetryInfo`, CLI text).
-//! - [`redact`]: the bounded, redacted `safe_excerpt`.
+//! - `stderr`: stderr lines grouped into entries (wrapped lines, pretty-printed JSON, armored
+//!   blocks), one signal each.
+//! - `embedded`: the provider's JSON inside agent text (after a banner, wrapped by the
+//!   terminal, escaped inside strings), for the catalogue's JSON conditions.
+//! - `timing`: validated retry/reset hints (headers, Google `RetryInfo`, CLI prose).
+//! - [`redact`]: the bounded `safe_excerpt`, cut then redacted against an adversary
+//!   (credential contexts, random-looking tokens, shaped secrets).
 //! - `gate`: the replay and effect-safety verdict.
 //! - [`cli`]: `recourse classify` (streams). [`check`]: `recourse catalogue check`.
 //!
 //! Invariant: worst-case time is linear in the input size. The literal scan does bounded work
 //! per position (its fallback is an Aho-Corasick DFA), regexes are the `regex` crate's
-//! (finite automata, no backtracking), and every input is bounded before it is searched.
+//! (finite automata, no backtracking), JSON is looked for at a bounded number of places and
+//! nested a bounded number of levels, redaction makes a fixed number of byte scans, and every
+//! input is bounded before it is searched.
 
 pub mod catalogue;
 pub mod check;
 pub mod cli;
+mod embedded;
 mod engine;
 pub mod envelope;
 mod gate;
 pub mod redact;
 mod scan;
+mod stderr;
 mod timing;
 
 pub use catalogue::Catalogue;

@@ -93,20 +93,29 @@ impl TimingExtractor {
                     .map(|d| DateTimeOrDelta::At(d.with_timezone(&Utc)))
             })?,
             TimingExtractor::GoogleRetryInfo => {
-                let d = s.json_roots().find_map(|v| find_retry_delay(v, 0)).or_else(|| {
-                    let c = re(
-                        &RETRY_DELAY_TEXT,
-                        r#"["']retryDelay["']\s*:\s*["']([0-9]+(?:\.[0-9]+)?)s["']"#,
-                    )
-                    .captures(&s.text)?;
-                    parse_decimal_millis(c.get(1)?.as_str(), 1000).map(Duration::milliseconds)
-                })?;
+                let d = s
+                    .json_roots()
+                    .find_map(|v| find_retry_delay(v, 0))
+                    // Code Assist's `ErrorInfo` names the reset of an exhausted quota too.
+                    .or_else(|| {
+                        s.json_roots()
+                            .find_map(|v| find_string(v, "quotaResetDelay", 0))
+                            .and_then(parse_go_duration)
+                    })
+                    .or_else(|| {
+                        let c = re(
+                            &RETRY_DELAY_TEXT,
+                            r#"["']retryDelay["']\s*:\s*["']([0-9]+(?:\.[0-9]+)?)s["']"#,
+                        )
+                        .captures(&s.text)?;
+                        parse_decimal_millis(c.get(1)?.as_str(), 1000).map(Duration::milliseconds)
+                    })?;
                 base.checked_add_signed(d)?
             }
             TimingExtractor::TextDuration => {
                 let r = re(
                     &TEXT_DURATION,
-                    r"(?i)(?-u:\b)(?:(?:try\s+again|retry(?:ing)?|resets?|available(?:\s+again)?)\s+(?:in|after)|wait(?:\s+for)?)\s+",
+                    r"(?i)(?-u:\b)(?:(?:try\s+again|retry(?:ing)?|resets?|available(?:\s+again)?)\s+(?:in|after):?|wait(?:\s+for)?)\s+",
                 );
                 let d = r
                     .find_iter(&s.text)
@@ -160,10 +169,13 @@ fn re<'a>(cell: &'a OnceLock<Regex>, pattern: &str) -> &'a Regex {
 }
 
 /// Accepts a hint only if it is in the future and no more than [`MAX_HINT_SECS`] away.
+///
+/// `reset_at` keeps the provider's sub-second precision, rounded up to the millisecond (never
+/// wake before the provider said); `retry_after_seconds` is that delay rounded up to the
+/// second.
 pub(crate) fn validate(at: DateTime<Utc>, now: DateTime<Utc>) -> Option<Hint> {
-    // Round up to the whole second: never wake before the provider said.
-    let secs = at.timestamp() + i64::from(at.timestamp_subsec_nanos() > 0);
-    let at = DateTime::from_timestamp(secs, 0)?;
+    let millis = at.timestamp_millis() + i64::from(!at.timestamp_subsec_nanos().is_multiple_of(1_000_000));
+    let at = DateTime::from_timestamp_millis(millis)?;
     let delta = (at - now).num_milliseconds();
     if delta <= 0 || delta > MAX_HINT_SECS * 1000 {
         return None;
@@ -206,11 +218,14 @@ fn parse_decimal_millis(v: &str, scale: i64) -> Option<i64> {
     }
     let int: i64 = int.parse().ok()?;
     let mut ms = int.checked_mul(scale)?;
-    // Fraction digits beyond what the scale resolves are dropped.
+    // Fraction digits beyond what the scale resolves round the result up: a hint is never
+    // earlier than the provider said.
     let mut unit = scale;
-    for b in frac.bytes() {
+    for (i, b) in frac.bytes().enumerate() {
         unit /= 10;
         if unit == 0 {
+            let rest = &frac.as_bytes()[i..];
+            ms = ms.checked_add(i64::from(rest.iter().any(|&d| d != b'0')))?;
             break;
         }
         ms = ms.checked_add(i64::from(b - b'0') * unit)?;
@@ -360,6 +375,21 @@ fn json_resets_at(v: &Value, base: DateTime<Utc>, depth: usize) -> Option<DateTi
     }
 }
 
+/// The first string value of `key` anywhere in `v` (bounded depth).
+fn find_string<'v>(v: &'v Value, key: &str, depth: usize) -> Option<&'v str> {
+    if depth > 12 {
+        return None;
+    }
+    match v {
+        Value::Object(o) => o
+            .get(key)
+            .and_then(Value::as_str)
+            .or_else(|| o.values().find_map(|x| find_string(x, key, depth + 1))),
+        Value::Array(a) => a.iter().find_map(|x| find_string(x, key, depth + 1)),
+        _ => None,
+    }
+}
+
 /// Finds `RetryInfo.retryDelay` anywhere in a Google error body (bounded depth).
 fn find_retry_delay(v: &Value, depth: usize) -> Option<Duration> {
     if depth > 12 {
@@ -428,8 +458,12 @@ pub(crate) fn parse_duration_phrase(s: &str) -> Option<Duration> {
         };
         total_ms = total_ms.checked_add(parse_decimal_millis(num, scale)?)?;
         parts += 1;
-        rest = after[word_end..].trim_start_matches([' ', ',']);
-        if let Some(r) = rest.strip_prefix("and ") {
+        // A terminal may wrap the phrase anywhere: any whitespace separates its parts.
+        rest = after[word_end..].trim_start_matches(|c: char| c.is_whitespace() || c == ',');
+        if let Some(r) = rest
+            .strip_prefix("and")
+            .filter(|r| r.starts_with(char::is_whitespace))
+        {
             rest = r.trim_start();
         }
     }
@@ -717,6 +751,56 @@ mod tests {
             secs(text_hint("text_duration", "Please try again in 6m0s.")),
             Some(360)
         );
+    }
+
+    #[test]
+    fn prose_durations_the_way_terminals_print_them() {
+        let cases: &[(&str, i64)] = &[
+            ("Please try again in 250ms.", 250),
+            ("Please try again in 12.5s.", 12_500),
+            (
+                "Rate limit exceeded, please retry after 45 seconds and try again",
+                45_000,
+            ),
+            ("Please retry after: 30s", 30_000),
+            ("try again in 2hr 5min", 7_500_000),
+            ("try again in 3 hours 10 minutes", 11_400_000),
+            ("or try again in 2 days 4 hours 30 minutes.", 189_000_000),
+            ("It will reset in 3 days.", 259_200_000),
+            ("Your quota will reset after 8h44m7s.", 31_447_000),
+            // Wrapped by the terminal: inside the lead-in, between number and unit, between parts.
+            ("Please try\n    again in 14.036s.", 14_036),
+            ("or try again in 5 days 22 hours 11\nminutes.", 511_860_000),
+            ("Please try again in 15 hours\n  23 minutes.", 55_380_000),
+            ("try again in 2 hours and\n 5 minutes", 7_500_000),
+        ];
+        for (text, ms) in cases {
+            let h = text_hint("text_duration", text).unwrap_or_else(|| panic!("{text:?}"));
+            assert_eq!(h.reset_at, t(NOW) + Duration::milliseconds(*ms), "{text:?}");
+            assert_eq!(
+                h.retry_after_seconds,
+                u64::try_from((ms + 999) / 1000).unwrap(),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn sub_second_precision_is_kept_in_reset_at_and_rounded_up_in_seconds() {
+        let h = text_hint("text_duration", "Please try again in 9.816s.").expect("hint");
+        assert_eq!(h.reset_at, t("2026-11-30T08:00:09.816Z"));
+        assert_eq!(h.retry_after_seconds, 10);
+        // Beyond a millisecond, the reset rounds up: never before the provider said.
+        let h = text_hint("text_duration", "Please retry in 39.866412418s.").expect("hint");
+        assert_eq!(h.reset_at, t("2026-11-30T08:00:39.867Z"));
+        assert_eq!(h.retry_after_seconds, 40);
+    }
+
+    #[test]
+    fn code_assist_quota_reset_delay_is_read_when_retry_info_is_absent() {
+        let body = r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"QUOTA_EXHAUSTED","metadata":{"quotaResetDelay":"2h28m20.5s"}}]}}"#;
+        let h = text_hint("google_retry_info", body).expect("hint");
+        assert_eq!(h.reset_at, t(NOW) + Duration::milliseconds(8_900_500));
     }
 
     #[test]

@@ -45,6 +45,11 @@ pub struct ClassifyArgs {
     /// A file of envelopes, or `-` for standard input.
     #[arg(default_value = "-")]
     pub input: PathBuf,
+    /// Classify as of this instant (RFC 3339, e.g. `2026-11-30T08:00:00Z`) instead of now, so
+    /// stored evidence re-classifies reproducibly: its timing hints are validated against
+    /// this time, not the wall clock.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -104,6 +109,34 @@ mod tests {
         };
         assert_eq!(args.addr, "127.0.0.1:3000".parse().unwrap());
         assert_eq!(args.db.database, "recourse.db");
+    }
+
+    #[test]
+    fn classify_takes_an_instant_to_classify_at() {
+        let cli = Cli::try_parse_from([
+            "recourse",
+            "classify",
+            "--now",
+            "2026-11-30T08:00:00Z",
+            "in.jsonl",
+        ])
+        .unwrap();
+        let Command::Classify(args) = cli.command else {
+            panic!("expected classify")
+        };
+        assert_eq!(args.now, Some("2026-11-30T08:00:00Z".parse().unwrap()));
+        assert_eq!(args.input, PathBuf::from("in.jsonl"));
+        let cli = Cli::try_parse_from(["recourse", "classify"]).unwrap();
+        let Command::Classify(args) = cli.command else {
+            panic!("expected classify")
+        };
+        assert_eq!(args.now, None);
+    }
+
+    #[test]
+    fn a_bad_classify_instant_is_rejected_with_the_flag_named() {
+        let err = Cli::try_parse_from(["recourse", "classify", "--now", "yesterday"]).unwrap_err();
+        assert!(err.to_string().contains("--now"), "{err}");
     }
 
     #[test]

@@ -96,9 +96,9 @@ pub async fn migrate(args: DatabaseArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `recourse classify [FILE|-]`: exit 0 whenever the input could be read.
+/// `recourse classify [--now RFC3339] [FILE|-]`: exit 0 whenever the input could be read.
 pub fn classify(args: &ClassifyArgs) -> anyhow::Result<ExitCode> {
-    let now = chrono::Utc::now();
+    let now = args.now.unwrap_or_else(chrono::Utc::now);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.input.as_os_str() == "-" {

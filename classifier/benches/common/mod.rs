@@ -260,6 +260,11 @@ pub(crate) fn large_cases() -> Vec<Case> {
 /// [`noise`], which is made of words such as `request`, `tokens` and `error` on purpose): the
 /// scan's floor, where the filter almost never asks for a comparison.
 pub(crate) fn plain_envelope(bytes: usize) -> Vec<u8> {
+    message_run(&plain_text(bytes))
+}
+
+/// About `bytes` of ordinary words outside the catalogue's vocabulary.
+pub(crate) fn plain_text(bytes: usize) -> String {
     const WORDS: &[&str] = &[
         "garden", "window", "yellow", "bicycle", "harbor", "velvet", "puzzle", "orchard", "lantern",
         "meadow", "copper", "violin", "glacier", "pebble", "thunder", "maple", "saddle", "jigsaw",
@@ -273,7 +278,7 @@ pub(crate) fn plain_envelope(bytes: usize) -> Vec<u8> {
         text.push_str(WORDS[(x % WORDS.len() as u64) as usize]);
         text.push(if x.is_multiple_of(11) { '\n' } else { ' ' });
     }
-    message_run(&text)
+    text
 }
 
 pub(crate) fn linear_cases(corpus: &Corpus) -> Vec<Case> {

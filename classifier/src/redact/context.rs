@@ -1,0 +1,410 @@
+//! Credential contexts: a name that says "what follows is a secret" redacts whatever follows.
+//!
+//! A key format nobody has seen yet still sits behind a name: a header (`Authorization:`,
+//! `x-api-key:`, `Cookie:`, `Ocp-Apim-Subscription-Key:`), a JSON or dict key
+//! (`"SecretAccessKey":"..."`, `'api_key' => '...'`, escaped `\"x-api-key\":\"...\"`), an
+//! environment assignment (`NAME_API_KEY=`, `DB_PASSWORD=`, `..._AUTH_TOKEN=`), a phrase
+//! (`Invalid API key: ...`, `API key provided: ...`) or an authorization scheme (`Bearer`,
+//! `Basic`, `token`). So the value after such a name goes, whatever its shape.
+//!
+//! A name is a credential name when one of its *components* is a credential word: names are
+//! split at `_`, `-`, `.` and camel-case humps, so `SecretAccessKey`, `OPENAI_API_KEY` and
+//! `x-goog-api-key` qualify and `max_tokens`, `keyword` or `monkey` do not. Names of
+//! identifiers (`account_id`, `"project": "..."`) redact their value too, when it is one.
+//!
+//! The value: an optional scheme word (`Bearer`, `Basic`, ...), then a quoted string up to its
+//! closing quote (a quote escaped once, `\"`, is closed by `\"`; an unclosed quote runs to the
+//! end), or, unquoted, a header's value to the end of its line and any other value to the next
+//! whitespace.
+
+/// Names whose value runs to the end of the line (HTTP header values).
+const LINE_VALUE_NAMES: &[&str] = &["authorization", "proxy-authorization", "cookie", "set-cookie"];
+
+/// Words that may stand between a name and its separator (`API key provided: ...`).
+const FILLERS: &[&str] = &[
+    "provided", "given", "used", "supplied", "passed", "value", "is", "was",
+];
+
+/// Schemes that may precede a credential value.
+const SCHEMES: &[&str] = &[
+    "bearer",
+    "basic",
+    "digest",
+    "token",
+    "negotiate",
+    "apikey",
+    "key",
+    "sharedaccesssignature",
+    "aws4-hmac-sha256",
+];
+
+/// Appends the byte ranges of credential values in `t` to `spans`.
+pub(super) fn spans(t: &str, spans: &mut Vec<(usize, usize)>) {
+    let b = t.as_bytes();
+    let mut from = 0;
+    while let Some(off) = memchr::memchr2(b':', b'=', &b[from..]) {
+        let p = from + off;
+        from = p + 1;
+        // `://` is a URL, `::` a path, `==` a comparison or base64 padding.
+        if b.get(p + 1)
+            .is_some_and(|&c| c == b'/' || c == b':' || (b[p] == b'=' && c == b'='))
+            || (b[p] == b':' && p > 0 && b[p - 1] == b':')
+        {
+            continue;
+        }
+        let Some(kind) = name_before(b, p) else {
+            continue;
+        };
+        let mut v = p + 1;
+        if b[p] == b'=' && b.get(v) == Some(&b'>') {
+            v += 1;
+        }
+        // The scan goes on inside the value: `credentials: password="a b"` holds a second
+        // context whose quoted value reaches further than the first one's word.
+        if let Some(span) = value_after(b, v, kind) {
+            spans.push(span);
+        }
+    }
+    bare_schemes(t, spans);
+}
+
+/// What a name before a separator asks for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// A credential: the value goes whatever it is.
+    Secret,
+    /// A header whose value runs to the end of the line.
+    Line,
+    /// An identifier: the value goes when it looks like one.
+    Id { needs_digit: bool },
+}
+
+/// The name that ends just before the separator at `p` (skipping a closing quote, escaped or
+/// not, and blanks), judged; `None` when it is not a credential or identifier name.
+fn name_before(b: &[u8], p: usize) -> Option<Kind> {
+    let mut end = p;
+    while end > 0 && matches!(b[end - 1], b' ' | b'\t') {
+        end -= 1;
+    }
+    if end > 0 && matches!(b[end - 1], b'"' | b'\'' | b'`') {
+        end -= 1;
+        while end > 0 && b[end - 1] == b'\\' {
+            end -= 1;
+        }
+    }
+    let mut name = name_ending_at(b, end)?;
+    if name.1.len() <= 8 && FILLERS.iter().any(|f| name.1.eq_ignore_ascii_case(f.as_bytes())) {
+        // `API key provided:`: the name is the word before the filler.
+        let mut e = name.0;
+        while e > 0 && matches!(b[e - 1], b' ' | b'\t') {
+            e -= 1;
+        }
+        name = name_ending_at(b, e)?;
+    }
+    judge(name.1)
+}
+
+/// The name characters ending at `end`: (start, name).
+fn name_ending_at(b: &[u8], end: usize) -> Option<(usize, &[u8])> {
+    let mut start = end;
+    while start > 0 && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'_' | b'-' | b'.')) {
+        start -= 1;
+    }
+    (start < end && end - start <= 96).then(|| (start, &b[start..end]))
+}
+
+fn judge(name: &[u8]) -> Option<Kind> {
+    if matches!(name.len(), 6 | 10 | 13 | 19)
+        && LINE_VALUE_NAMES
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+    {
+        return Some(Kind::Line);
+    }
+    let mut has_id_word = false;
+    let mut has_id_suffix = false;
+    let mut n = 0;
+    let mut secret = false;
+    components(name, |c| {
+        n += 1;
+        // Compared lower-cased in a small buffer: no word is longer than 16 bytes.
+        if c.len() > 16 {
+            return;
+        }
+        let mut buf = [0u8; 16];
+        let lower = &mut buf[..c.len()];
+        lower.copy_from_slice(c);
+        lower.make_ascii_lowercase();
+        match word_kind(lower) {
+            WordKind::Credential => secret = true,
+            WordKind::Id => has_id_word = true,
+            WordKind::IdSuffix => has_id_suffix = true,
+            WordKind::Other => {}
+        }
+    });
+    if secret {
+        Some(Kind::Secret)
+    } else if has_id_word && has_id_suffix {
+        Some(Kind::Id { needs_digit: false })
+    } else if has_id_word && n == 1 {
+        Some(Kind::Id { needs_digit: true })
+    } else {
+        None
+    }
+}
+
+enum WordKind {
+    Credential,
+    Id,
+    IdSuffix,
+    Other,
+}
+
+/// What a lower-case name component is (a `match`: the compiler switches on length first).
+fn word_kind(w: &[u8]) -> WordKind {
+    match w {
+        b"key" | b"apikey" | b"token" | b"secret" | b"password" | b"passwd" | b"pwd" | b"pass"
+        | b"passphrase" | b"credential" | b"credentials" | b"cred" | b"creds" | b"authorization"
+        | b"auth" | b"cookie" | b"bearer" | b"signature" | b"sig" | b"sas" | b"session" | b"jwt" | b"otp" => {
+            WordKind::Credential
+        }
+        b"account" | b"project" | b"org" | b"organization" | b"organisation" | b"tenant"
+        | b"subscription" | b"customer" | b"user" | b"workspace" | b"billing" | b"team" => WordKind::Id,
+        b"id" | b"ids" | b"number" | b"no" | b"num" | b"uuid" | b"name" | b"email" => WordKind::IdSuffix,
+        _ => WordKind::Other,
+    }
+}
+
+/// Calls `f` with each component of a name: split at non-alphanumerics, at a lower-case or
+/// digit followed by an upper-case letter (`secretAccess`), and before the last upper-case
+/// letter of an upper-case run followed by a lower-case one (`APIKey` -> `API`, `Key`).
+pub(super) fn components(name: &[u8], mut f: impl FnMut(&[u8])) {
+    let mut start = None::<usize>;
+    for i in 0..=name.len() {
+        let c = name.get(i).copied();
+        let boundary = match c {
+            None => true,
+            Some(c) if !c.is_ascii_alphanumeric() => true,
+            Some(c) => {
+                let prev = i.checked_sub(1).and_then(|j| name.get(j)).copied();
+                let next = name.get(i + 1).copied();
+                c.is_ascii_uppercase()
+                    && prev.is_some_and(|p| {
+                        p.is_ascii_lowercase()
+                            || p.is_ascii_digit()
+                            || (p.is_ascii_uppercase() && next.is_some_and(|n| n.is_ascii_lowercase()))
+                    })
+            }
+        };
+        if boundary {
+            if let Some(s) = start.take() {
+                f(&name[s..i]);
+            }
+        }
+        if c.is_some_and(|c| c.is_ascii_alphanumeric()) && start.is_none() {
+            start = Some(i);
+        }
+    }
+}
+
+/// The span of the value starting at or after `v` (blanks and up to one line break skipped).
+fn value_after(b: &[u8], v: usize, kind: Kind) -> Option<(usize, usize)> {
+    let mut i = v;
+    let mut breaks = 0;
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        breaks += usize::from(b[i] == b'\n');
+        if breaks > 1 || i - v > 16 {
+            return None;
+        }
+        i += 1;
+    }
+    let start = i;
+    // An optional scheme word and its blank belong to the value.
+    let word_end = i + b[i..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'-')
+        .count();
+    if word_end > i
+        && b.get(word_end).is_some_and(|c| *c == b' ' || *c == b'\t')
+        && SCHEMES
+            .iter()
+            .any(|s| b[i..word_end].eq_ignore_ascii_case(s.as_bytes()))
+        && kind != (Kind::Id { needs_digit: true })
+    {
+        i = word_end;
+        while i < b.len() && matches!(b[i], b' ' | b'\t') {
+            i += 1;
+        }
+    }
+    let end = match b.get(i)? {
+        // A nested object or list: its own names decide.
+        b'{' | b'[' => return None,
+        _ if quote_at(b, i).is_some() => {
+            let (q, slashes, open_len) = quote_at(b, i)?;
+            let inner = i + open_len;
+            let close = closing_quote(b, inner, q, slashes).unwrap_or(b.len());
+            // `value\"`: the backslashes before an escaped closing quote are the quote's.
+            let mut e = close;
+            while slashes > 0 && e > inner && b[e - 1] == b'\\' {
+                e -= 1;
+            }
+            return (e > inner)
+                .then_some((if start < i { start } else { inner }, e))
+                .filter(|_| kind_accepts(kind, &b[inner..e]));
+        }
+        _ if kind == Kind::Line => i + b[i..].iter().take_while(|c| **c != b'\n' && **c != b'\r').count(),
+        _ => {
+            let mut e = i + b[i..].iter().take_while(|c| !c.is_ascii_whitespace()).count();
+            // Punctuation that closes the surrounding text is not the value's.
+            while e > i
+                && matches!(
+                    b[e - 1],
+                    b',' | b';' | b'.' | b')' | b']' | b'}' | b'>' | b'"' | b'\'' | b'`'
+                )
+            {
+                e -= 1;
+            }
+            e
+        }
+    };
+    (end > i && kind_accepts(kind, &b[i..end])).then_some((start, end))
+}
+
+fn kind_accepts(kind: Kind, value: &[u8]) -> bool {
+    match kind {
+        Kind::Id { needs_digit: true } => value.iter().any(u8::is_ascii_digit),
+        _ => true,
+    }
+}
+
+/// A quote at `i`, possibly escaped by backslashes: (quote, backslashes, length).
+fn quote_at(b: &[u8], i: usize) -> Option<(u8, usize, usize)> {
+    let slashes = b[i..].iter().take_while(|c| **c == b'\\').count();
+    let q = *b.get(i + slashes)?;
+    matches!(q, b'"' | b'\'' | b'`').then_some((q, slashes, slashes + 1))
+}
+
+/// Where the string opened by `q` (escaped with `slashes` backslashes) closes: the first `q`
+/// preceded by exactly `slashes` backslashes (for `slashes == 0`: by an even number).
+fn closing_quote(b: &[u8], from: usize, q: u8, slashes: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(off) = memchr::memchr(q, b.get(at..)?) {
+        let p = at + off;
+        let before = b[..p].iter().rev().take_while(|c| **c == b'\\').count();
+        let closes = if slashes == 0 {
+            before % 2 == 0
+        } else {
+            before == slashes
+        };
+        if closes {
+            return Some(p);
+        }
+        at = p + 1;
+    }
+    None
+}
+
+/// `Bearer <v>`, `Basic <v>`, `Digest <v>` and `token <v>` anywhere: the value goes. A
+/// scheme word is followed by a blank, so the scan visits blanks, not every byte.
+fn bare_schemes(t: &str, spans: &mut Vec<(usize, usize)>) {
+    let b = t.as_bytes();
+    for p in memchr::memchr2_iter(b' ', b'\t', b) {
+        // The word before the blank: 5 or 6 letters, not the end of a longer word.
+        let w_start = p - b[..p]
+            .iter()
+            .rev()
+            .take(7)
+            .take_while(|c| c.is_ascii_alphabetic())
+            .count();
+        let word = &b[w_start..p];
+        if !(5..=6).contains(&word.len()) || (w_start > 0 && b[w_start - 1].is_ascii_alphanumeric()) {
+            continue;
+        }
+        let min = if word.eq_ignore_ascii_case(b"token") {
+            12
+        } else if [b"bearer".as_slice(), b"basic", b"digest"]
+            .iter()
+            .any(|w| word.eq_ignore_ascii_case(w))
+        {
+            6
+        } else {
+            continue;
+        };
+        let mut v = p;
+        while v < b.len() && matches!(b[v], b' ' | b'\t') {
+            v += 1;
+        }
+        // A run of blanks is visited once, from its first blank.
+        if b[p - 1] == b' ' || b[p - 1] == b'\t' {
+            continue;
+        }
+        let mut e = v + b[v..].iter().take_while(|c| !c.is_ascii_whitespace()).count();
+        while e > v && matches!(b[e - 1], b',' | b';' | b'.' | b')' | b']' | b'}' | b'"' | b'\'') {
+            e -= 1;
+        }
+        let value = &b[v..e];
+        // A credential has a digit, a capital or a symbol; plain words ("Bearer token") stay.
+        let credential_like = value.iter().any(|c| {
+            c.is_ascii_digit()
+                || c.is_ascii_uppercase()
+                || matches!(c, b'_' | b'-' | b'.' | b'+' | b'/' | b'=')
+        });
+        if value.len() >= min && credential_like {
+            spans.push((v, e));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comps(s: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        components(s.as_bytes(), |c| v.push(String::from_utf8_lossy(c).into_owned()));
+        v
+    }
+
+    #[test]
+    fn names_split_into_components() {
+        assert_eq!(comps("SecretAccessKey"), ["Secret", "Access", "Key"]);
+        assert_eq!(comps("OPENAI_API_KEY"), ["OPENAI", "API", "KEY"]);
+        assert_eq!(comps("x-goog-api-key"), ["x", "goog", "api", "key"]);
+        assert_eq!(comps("APIKey"), ["API", "Key"]);
+        assert_eq!(comps("apiKey2"), ["api", "Key2"]);
+        assert_eq!(comps("max_tokens"), ["max", "tokens"]);
+    }
+
+    #[test]
+    fn only_credential_and_identifier_names_qualify() {
+        for name in [
+            "SecretAccessKey",
+            "DB_PASSWORD",
+            "GITHUB_AUTH_TOKEN",
+            "Ocp-Apim-Subscription-Key",
+            "x-api-key",
+            "key",
+            "apiKey",
+            "client_secret",
+            "AccountKey",
+            "sig",
+        ] {
+            assert_eq!(judge(name.as_bytes()), Some(Kind::Secret), "{name}");
+        }
+        for name in [
+            "max_tokens",
+            "keyword",
+            "monkey",
+            "model",
+            "type",
+            "message",
+            "status",
+            "tokens",
+        ] {
+            assert_eq!(judge(name.as_bytes()), None, "{name}");
+        }
+        assert_eq!(judge(b"Cookie"), Some(Kind::Line));
+        assert_eq!(judge(b"account_id"), Some(Kind::Id { needs_digit: false }));
+        assert_eq!(judge(b"project"), Some(Kind::Id { needs_digit: true }));
+    }
+}

@@ -1,0 +1,427 @@
+//! Secrets that stand alone: long random-looking tokens, account numbers, e-mail addresses.
+//!
+//! The text is cut into *units*: maximal runs of ASCII letters, digits and `_ - + / =` (the
+//! alphabets of base64, base64url, hex and every key format we know). `.` separates units, so a
+//! JWT or `SG.xxx.yyy` is several units and a host name keeps its dots. A unit goes when:
+//!
+//! - it is *random-looking*: one of its pieces (split at `_ - + / =`) of at least
+//!   [`MIN_RANDOM_PIECE`] characters reads as noise rather than words. Words are runs like
+//!   `Generate`, `REQUESTS`, `2024`; a piece whose average word is shorter than
+//!   [`MAX_NOISE_WORD`] characters is noise (random base62 averages about two, camel-case
+//!   error names five or more), and so is a piece of one letter case whose letters are not
+//!   distributed like words (fewer than one vowel in five, or more than one in eight of
+//!   `j k q v w x z`). Pieces are split at `-` and `_`; base64's `+ / =` are glued back.
+//!   Known key prefixes (`sk-`, `csk-`, `AKIA`, `ghp_`, ...) with enough characters after them
+//!   go too;
+//! - it is a number of [`MIN_ACCOUNT_DIGITS`] digits or more, or groups of digits joined by
+//!   `-` adding up to that (account and project numbers);
+//! - it is hexadecimal of [`MIN_HEX`] digits or more, alone or as a UUID's groups.
+//!
+//! E-mail addresses (`@`, `%40` or `\u0040` between a local part and a dotted domain) go whole.
+
+/// The shortest piece judged for randomness.
+pub(super) const MIN_RANDOM_PIECE: usize = 16;
+/// A piece whose words average fewer characters than this is noise.
+const MAX_NOISE_WORD: f64 = 3.0;
+/// The shortest number treated as an account or project number.
+pub(super) const MIN_ACCOUNT_DIGITS: usize = 10;
+/// The shortest hexadecimal run treated as an identifier.
+const MIN_HEX: usize = 24;
+
+/// Prefixes of key and identifier formats (case-sensitive), by first byte: each must be
+/// followed by at least 8 more letters or digits that are not plain lower-case words.
+fn prefixes(first: u8) -> &'static [&'static str] {
+    match first {
+        b's' => &["sk-", "sk_", "sub_", "sess-", "sgp_", "shpat_", "sq0atp-"],
+        b'p' => &["pk_", "pplx-", "pypi-", "proj_", "proj-"],
+        b'r' => &["rk_", "r8_", "req_"],
+        b'c' => &["csk-", "cus_"],
+        b'f' => &["fw_"],
+        b'g' => &[
+            "gsk_",
+            "glpat-",
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+        ],
+        b'x' => &["xai-", "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-"],
+        b'h' => &["hf_"],
+        b'n' => &["npm_", "nvapi-"],
+        b'G' => &["GOCSPX-"],
+        b'A' => &["AIza", "AGE-SECRET-KEY-"],
+        b'y' => &["ya29"],
+        b'o' => &["org-"],
+        b'u' => &["user-"],
+        b'a' => &["acct_", "api-"],
+        b'k' => &["key-"],
+        b't' => &["tok_", "tk-"],
+        b'd' => &["dop_v1_"],
+        b'e' => &["eyJ"],
+        _ => &[],
+    }
+}
+
+/// AWS access key IDs: one of these, then at least 12 capitals or digits.
+const AWS_PREFIXES: &[&str] = &[
+    "AKIA", "ASIA", "ABIA", "ACCA", "AROA", "AIDA", "ANPA", "ANVA", "APKA",
+];
+
+/// Byte classes, as a table: the unit scan reads every byte of every excerpt.
+const ALNUM: u8 = 1;
+const DIGIT: u8 = 2;
+const HEX: u8 = 4;
+const DASH: u8 = 8; // `-` or `_`: splits pieces
+const B64: u8 = 16; // `+`, `/` or `=`: glued within a piece
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        let mut k = 0;
+        if b.is_ascii_alphanumeric() {
+            k |= ALNUM;
+        }
+        if b.is_ascii_digit() {
+            k |= DIGIT;
+        }
+        if b.is_ascii_hexdigit() {
+            k |= HEX;
+        }
+        if b == b'-' || b == b'_' {
+            k |= DASH;
+        }
+        if b == b'+' || b == b'/' || b == b'=' {
+            k |= B64;
+        }
+        t[c] = k;
+        c += 1;
+    }
+    t
+};
+
+fn class(c: u8) -> u8 {
+    CLASS[usize::from(c)]
+}
+
+fn is_piece_sep(c: u8) -> bool {
+    class(c) & (DASH | B64) != 0
+}
+
+/// Appends the byte ranges of standalone secrets in `t` to `spans`.
+pub(super) fn spans(t: &str, spans: &mut Vec<(usize, usize)>) {
+    let b = t.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if class(b[i]) == 0 {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && class(b[i]) != 0 {
+            i += 1;
+        }
+        // Most units are words, too short to be anything.
+        if i - start >= 8 {
+            let u = &b[start..i];
+            if secret_unit_with(u, &stats(u)) {
+                spans.push((start, i));
+            }
+        }
+    }
+    emails(b, spans);
+}
+
+/// What one scan of a unit found.
+#[derive(Default)]
+struct Stats {
+    alnum: usize,
+    digits: usize,
+    hex: usize,
+    /// `-` and `_`.
+    dashes: usize,
+    /// The longest piece between dashes, in letters and digits (base64's `+ / =` glued).
+    longest_piece: usize,
+}
+
+/// Whether a unit is a secret on its own (see the module documentation).
+#[cfg(test)]
+pub(super) fn secret_unit(u: &[u8]) -> bool {
+    let st = stats(u);
+    st.alnum >= 8 && secret_unit_with(u, &st)
+}
+
+/// One scan of a unit: what the judgement needs.
+fn stats(u: &[u8]) -> Stats {
+    let mut st = Stats::default();
+    let mut piece = 0;
+    for &c in u {
+        let k = class(c);
+        if k & ALNUM != 0 {
+            st.alnum += 1;
+            piece += 1;
+            st.longest_piece = st.longest_piece.max(piece);
+        }
+        st.digits += usize::from(k & DIGIT != 0);
+        st.hex += usize::from(k & HEX != 0);
+        st.dashes += usize::from(k & DASH != 0);
+        if k & DASH != 0 {
+            piece = 0;
+        }
+    }
+    st
+}
+
+fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
+    if st.alnum < 8 {
+        return false;
+    }
+    let prefixed = prefixes(u[0]).iter().any(|p| {
+        u.starts_with(p.as_bytes()) && u[p.len()..].iter().filter(|c| c.is_ascii_alphanumeric()).count() >= 8
+    }) && !plain_words(u);
+    let aws = u[0] == b'A'
+        && AWS_PREFIXES.iter().any(|p| {
+            u.starts_with(p.as_bytes())
+                && u[p.len()..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                    .count()
+                    >= 12
+        });
+    if prefixed || aws {
+        return true;
+    }
+    let only_dashes_besides = |n: usize| n + st.dashes == u.len() && !u.contains(&b'_');
+    // Account and project numbers: digits, alone or in `-` groups.
+    if st.digits >= MIN_ACCOUNT_DIGITS && only_dashes_besides(st.digits) {
+        return true;
+    }
+    // Hex identifiers and UUIDs, with a letter and a digit among them.
+    if st.hex >= MIN_HEX && only_dashes_besides(st.hex) && st.digits > 0 && st.digits < st.hex {
+        return true;
+    }
+    if st.longest_piece < MIN_RANDOM_PIECE {
+        return false;
+    }
+    // Pieces are split at `-` and `_`; base64's `+`, `/` and `=` are glued back, so a key
+    // whose separators happen to fall every few characters is still judged whole.
+    u.split(|c| class(*c) & DASH != 0).any(|piece| {
+        if piece.iter().any(|c| class(*c) & B64 != 0) {
+            let glued: Vec<u8> = piece.iter().copied().filter(u8::is_ascii_alphanumeric).collect();
+            random_piece(&glued)
+        } else {
+            random_piece(piece)
+        }
+    })
+}
+
+/// `sk-proj` alone, `user-agent`, `api-version-2024-05-01`: ordinary words and short numbers
+/// after a prefix are not a key.
+fn plain_words(u: &[u8]) -> bool {
+    u.split(|c| is_piece_sep(*c)).all(|p| {
+        p.len() < MIN_RANDOM_PIECE
+            && (p.iter().all(u8::is_ascii_lowercase) || p.iter().all(u8::is_ascii_digit))
+    })
+}
+
+/// Whether one piece (no separators) reads as noise.
+pub(super) fn random_piece(p: &[u8]) -> bool {
+    if p.len() < MIN_RANDOM_PIECE || !p.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    if p.iter().all(u8::is_ascii_digit) {
+        return false; // numbers are judged as account numbers
+    }
+    let mut words = 0usize;
+    let mut i = 0;
+    while i < p.len() {
+        let c = p[i];
+        let mut j = i + 1;
+        if c.is_ascii_digit() {
+            while j < p.len() && p[j].is_ascii_digit() {
+                j += 1;
+            }
+        } else if c.is_ascii_lowercase() {
+            while j < p.len() && p[j].is_ascii_lowercase() {
+                j += 1;
+            }
+        } else {
+            // Capitals: `Generate` (one capital then lower case) or `HTTPS` (a capital run,
+            // whose last letter starts the next word when lower case follows).
+            while j < p.len() && p[j].is_ascii_uppercase() {
+                j += 1;
+            }
+            if j - i == 1 {
+                while j < p.len() && p[j].is_ascii_lowercase() {
+                    j += 1;
+                }
+            } else if j < p.len() && p[j].is_ascii_lowercase() {
+                j -= 1;
+            }
+        }
+        words += 1;
+        i = j;
+    }
+    #[allow(clippy::cast_precision_loss)] // lengths are at most a few hundred
+    let average = p.len() as f64 / words as f64;
+    if average < MAX_NOISE_WORD {
+        return true;
+    }
+    // Letters of one case (with or without digits) read as words only if their letters are
+    // distributed like words: enough vowels, few of the rare letters. Camel case is judged by
+    // its words above.
+    let has_upper = p.iter().any(u8::is_ascii_uppercase);
+    let has_lower = p.iter().any(u8::is_ascii_lowercase);
+    let letters = p.iter().filter(|c| c.is_ascii_alphabetic()).count();
+    if (has_upper && has_lower) || letters < 12 {
+        return false;
+    }
+    let count = |set: &[u8]| p.iter().filter(|c| set.contains(&c.to_ascii_lowercase())).count();
+    let vowels = count(b"aeiouy");
+    let rare = count(b"jkqvwxz");
+    vowels * 5 < letters || rare * 8 > letters
+}
+
+/// E-mail addresses, with `@` written plainly, percent-encoded or JSON-escaped.
+fn emails(b: &[u8], spans: &mut Vec<(usize, usize)>) {
+    let is_local = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
+    let is_domain = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-');
+    for (at, len) in ats(b) {
+        // `\\u0040` (escaped once more): the backslashes belong to the `@`.
+        let mut s = at;
+        while s > 0 && b[s - 1] == b'\\' {
+            s -= 1;
+        }
+        let d = at + len;
+        let mut e = d;
+        while e < b.len() && is_domain(b[e]) {
+            e += 1;
+        }
+        while e > d && b[e - 1] == b'.' {
+            e -= 1;
+        }
+        let domain = &b[d..e];
+        let tld_ok = domain
+            .rsplit(|c| *c == b'.')
+            .next()
+            .is_some_and(|tld| tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic));
+        let local_end = s;
+        while s > 0 && is_local(b[s - 1]) {
+            s -= 1;
+        }
+        if s < local_end && domain.contains(&b'.') && tld_ok {
+            spans.push((s, e));
+        }
+    }
+}
+
+/// Positions and lengths of `@`, `%40` and `\u0040`.
+fn ats(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let plain = memchr::memchr_iter(b'@', b).map(|i| (i, 1));
+    let pct = super::shapes::find_all(b, b"%40").map(|i| (i, 3));
+    let esc = super::shapes::find_all(b, b"\\u0040").map(|i| (i, 6));
+    plain.chain(pct).chain(esc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_pieces_are_noise_and_words_are_not() {
+        for noise in [
+            "9x8f7g6h5j4k3l2m1n0b9v8c7x6z5a4s",
+            "T3BlbkFJuVwXyZ0123456789",
+            "qwxzkvbnmtrplkjhgfds",
+            "zkqxwvbnm7trplkjhgfd",
+            "QWXZKVBNMTRPLKJHGF",
+            "3f2b9c4e8d7a6b5c",
+            "X7K2M9P4Q1R8T5V3",
+            "AbCdEfGhIjKlMnOpQrSt",
+        ] {
+            assert!(random_piece(noise.as_bytes()), "{noise}");
+        }
+        for word in [
+            "GenerateRequestsPerDayPerProjectPerModel",
+            "generativelanguage",
+            "ResourceNotFoundException",
+            "InvokeModelWithResponseStream",
+            "HTTPSConnectionPool",
+            "internationalization",
+            "cloudresourcemanager",
+            "streamgeneratecontent",
+            "ServiceQuotaExceededException",
+            "UNABLE",
+            "ThrottlingException",
+            "20250929",
+        ] {
+            assert!(!random_piece(word.as_bytes()), "{word}");
+        }
+    }
+
+    #[test]
+    fn model_ids_and_error_names_are_not_secrets() {
+        for unit in [
+            "gpt-4o-mini-2024-07-18",
+            "claude-3-5-sonnet-20241022",
+            "claude-sonnet-4-5-20250929",
+            "Llama-3",
+            "meta-llama/Llama-3",
+            "Qwen/Qwen2",
+            "Mixtral-8x7B-Instruct-v0",
+            "llama-v3p1-405b-instruct",
+            "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+            "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+            "x-ratelimit-remaining-tokens",
+            "RESOURCE_EXHAUSTED",
+            "/v1/chat/completions",
+            "2026-11-30",
+            "user-agent",
+            "api-version-2024-05-01",
+            "Asianification",
+            "AKIAtraining",
+            "sk-proj",
+            "Asian",
+        ] {
+            assert!(!secret_unit(unit.as_bytes()), "{unit}");
+        }
+    }
+
+    #[test]
+    fn keys_numbers_and_hex_ids_are_secrets() {
+        for unit in [
+            "csk-9x8f7g6h5j4k3l2m1n0b9v8c7x6z5a4s3d2f1g0h",
+            "fw_3ZabcdEFGhijKLMnop12",
+            "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWx",
+            "sk-ant-api03-AbCdEfGhIjKl",
+            "AKIAIOSFODNN7EXAMPLE",
+            "123456789012",
+            "1234-5678-9012",
+            "3f2b9c4e-8d7a-4b1c-9e6f-0a1b2c3d4e5f",
+            "0123456789abcdef01234567",
+            "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
+            "q8Zk2+XyWv/Ab3+Cd9e/Fg7H+iJkL/mN0p",
+        ] {
+            assert!(secret_unit(unit.as_bytes()), "{unit}");
+        }
+    }
+
+    #[test]
+    fn emails_in_every_spelling() {
+        for t in [
+            "mail alice.smith@example.com now",
+            "u=alice.smith%40example.com&x",
+            r"to alice\u0040example.com",
+        ] {
+            let mut s = Vec::new();
+            emails(t.as_bytes(), &mut s);
+            assert_eq!(s.len(), 1, "{t}");
+            assert!(t[s[0].0..s[0].1].contains("alice"), "{t}");
+        }
+        let mut s = Vec::new();
+        emails(b"@cf/meta/llama and a@b", &mut s);
+        assert!(s.is_empty());
+    }
+}

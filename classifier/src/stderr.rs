@@ -1,0 +1,175 @@
+//! Stderr lines grouped into the entries a person reads.
+//!
+//! A stderr line is not always a whole message. Terminals wrap long lines (Codex prints
+//! `Stream disconnected before completion: Rate limit reached ... Requested 58487.` and, on the
+//! next, indented line, `Please try again in 14.036s.`), agents pretty-print the provider's
+//! JSON over many lines, and a private key arrives one base64 line at a time. Matching each
+//! line alone would lose the timing, split the JSON into fragments that contradict each
+//! other, and show a bare key line as an excerpt. So lines are grouped into *entries*:
+//!
+//! - a line that starts with whitespace continues the entry above it (the convention log
+//!   collectors use for multi-line entries: stack traces, wrapped text);
+//! - while a JSON bracket opened in the entry is still open (counted outside JSON strings, a
+//!   string may span lines), every line belongs to it;
+//! - from a `-----BEGIN ` line to its `-----END ` line, every line belongs to it.
+//!
+//! An entry holds at most [`MAX_ENTRY_LINES`] lines and about `MAX_TEXT_BYTES` bytes; its
+//! lines are joined with `\n`. A single-line entry borrows its line.
+
+use crate::envelope::MAX_TEXT_BYTES;
+use std::borrow::Cow;
+
+/// Most lines in one entry.
+pub(crate) const MAX_ENTRY_LINES: usize = 48;
+
+/// The entries of a stderr item, in order.
+pub(crate) fn entries(lines: &[String]) -> Vec<Cow<'_, str>> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let mut state = Open::default();
+        state.feed(&lines[i]);
+        let mut bytes = lines[i].len();
+        let mut j = i + 1;
+        while let Some(next) = lines.get(j) {
+            let continues = state.is_open() || next.starts_with([' ', '\t']);
+            if !continues || j - i >= MAX_ENTRY_LINES || bytes + 1 + next.len() > MAX_TEXT_BYTES {
+                break;
+            }
+            state.feed(next);
+            bytes += 1 + next.len();
+            j += 1;
+        }
+        out.push(if j == i + 1 {
+            Cow::Borrowed(lines[i].as_str())
+        } else {
+            Cow::Owned(lines[i..j].join("\n"))
+        });
+        i = j;
+    }
+    out
+}
+
+/// What is still open at the end of the lines fed so far.
+#[derive(Default)]
+struct Open {
+    /// JSON brackets opened and not closed, outside strings.
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// Inside a `-----BEGIN ...-----` block.
+    armor: bool,
+}
+
+impl Open {
+    fn is_open(&self) -> bool {
+        self.depth > 0 || self.armor
+    }
+
+    fn feed(&mut self, line: &str) {
+        let b = line.as_bytes();
+        // Armor markers start with five dashes; most lines have none.
+        if memchr::memchr_iter(b'-', b).any(|i| b[i..].starts_with(b"-----")) {
+            if contains(b, b"-----BEGIN ") {
+                self.armor = true;
+            }
+            if contains(b, b"-----END ") {
+                self.armor = false;
+            }
+        }
+        // Only lines with brackets or quotes change the JSON state.
+        if memchr::memchr3(b'{', b'[', b'"', b).is_none() && self.depth == 0 && !self.in_string {
+            return;
+        }
+        for &c in b {
+            if self.in_string {
+                match (self.escaped, c) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth = self.depth.saturating_add(1),
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    memchr::memchr_iter(needle[0], hay).any(|i| hay[i..].starts_with(needle))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(lines: &[&str]) -> Vec<String> {
+        let owned: Vec<String> = lines.iter().map(|s| (*s).to_owned()).collect();
+        entries(&owned).into_iter().map(Cow::into_owned).collect()
+    }
+
+    #[test]
+    fn separate_lines_stay_separate() {
+        assert_eq!(
+            group(&["one", "two", "[INFO] three"]),
+            ["one", "two", "[INFO] three"]
+        );
+    }
+
+    #[test]
+    fn an_indented_line_continues_the_entry_above() {
+        let g = group(&[
+            "  └ Stream disconnected before completion: Rate limit reached. Requested 58487.",
+            "    Please try again in 14.036s.",
+            "next entry",
+        ]);
+        assert_eq!(g.len(), 2);
+        assert!(g[0].ends_with("Please try again in 14.036s."), "{g:?}");
+    }
+
+    #[test]
+    fn pretty_printed_json_is_one_entry_even_unindented() {
+        let g = group(&[
+            "✕ [API Error: [{",
+            "\"error\": {",
+            "\"code\": 429,",
+            "\"message\": \"Resource exhausted. Please refer to",
+            "https://example.com/x for more details.\",",
+            "\"status\": \"RESOURCE_EXHAUSTED\"",
+            "}",
+            "}",
+            "]]",
+            "Switching to the gemini-2.5-flash model.",
+        ]);
+        assert_eq!(g.len(), 2, "{g:?}");
+        assert!(g[0].ends_with("]]"));
+    }
+
+    #[test]
+    fn an_armored_block_is_one_entry() {
+        let g = group(&[
+            "-----BEGIN PRIVATE KEY-----",
+            "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+            "Q0vZ4g==",
+            "-----END PRIVATE KEY-----",
+            "after",
+        ]);
+        assert_eq!(g.len(), 2, "{g:?}");
+    }
+
+    #[test]
+    fn an_entry_is_bounded() {
+        let lines: Vec<String> = std::iter::once("{".to_owned())
+            .chain((0..200).map(|i| format!("\"k{i}\": 1,")))
+            .collect();
+        let e = entries(&lines);
+        assert!(e.iter().all(|x| x.lines().count() <= MAX_ENTRY_LINES));
+        assert_eq!(e.iter().map(|x| x.lines().count()).sum::<usize>(), lines.len());
+    }
+}
