@@ -17,14 +17,35 @@ for (const viewport of ['desktop', 'phone', 'small-phone']) {
   test(`the disclosure on the routes page opens only once hydrated (${viewport})`, async () => {
     const { context, page, errors } = await openPage(browser, viewport);
     try {
-      await page.goto(BASE_URL);
-      // The server-rendered page already shows its content before any WASM runs.
+      // Hold the WASM back, so the page can be seen (and clicked) as served, before hydration.
+      let loadWasm;
+      const wasmAllowed = new Promise((ok) => {
+        loadWasm = ok;
+      });
+      await page.route('**/pkg/*.wasm', async (route) => {
+        await wasmAllowed;
+        await route.continue();
+      });
+      await page.goto(BASE_URL, { waitUntil: 'domcontentloaded' });
+      // The server-rendered page already shows its content before any WASM runs, closed.
       await page.getByRole('heading', { name: 'Routes', level: 1 }).waitFor();
-      await page.getByRole('button', { name: /How Recourse decides/ }).waitFor();
-      await waitHydrated(page);
       const toggle = page.getByRole('button', { name: /How Recourse decides/ });
+      const panel = page.locator('#how-recourse-decides');
+      const hydrated = page.locator('#app[data-hydrated="true"]');
+      await toggle.waitFor();
+      assert.equal(await hydrated.count(), 0, 'not hydrated while the WASM is held');
       assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
-      assert.equal(await page.locator('#how-recourse-decides').isVisible(), false);
+      assert.equal(await panel.isVisible(), false, 'the panel is closed as served');
+      // Before hydration the button does nothing: it stays closed.
+      await toggle.click();
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'false', 'inert before hydration');
+      assert.equal(await panel.isVisible(), false, 'still closed before hydration');
+      assert.equal(await hydrated.count(), 0, 'still not hydrated after the click');
+
+      loadWasm();
+      await waitHydrated(page);
+      assert.equal(await toggle.getAttribute('aria-expanded'), 'false', 'hydration keeps it closed');
+      assert.equal(await panel.isVisible(), false);
       await toggle.click();
       assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
       await page.getByText('Only a current failure that happened before any output').waitFor({ state: 'visible' });

@@ -92,27 +92,77 @@ for (const viewport of Object.keys(VIEWPORTS)) {
   });
 }
 
-test('keyboard focus is visible on every control of the profile page', async () => {
-  const { context, page } = await openPage(browser, 'desktop');
+test('keyboard focus reaches every control of the profile page, each with a visible ring', async () => {
+  const { context, page, errors } = await openPage(browser, 'desktop');
   try {
     await page.goto(`${BASE_URL}${pages[2].path}`);
     await waitHydrated(page);
-    await page.getByRole('button', { name: pages[2].open }).click();
-    const unfocused = [];
-    for (let i = 0; i < 40; i++) {
+    // Walk the page with Tab alone, from the top, until focus leaves the page after the last
+    // control. The candidate's policies are opened from the keyboard on the way, so the walk
+    // covers the controls inside them too. Each stop is marked in the page.
+    const stops = [];
+    for (let press = 0; press < 300; press++) {
       await page.keyboard.press('Tab');
-      const ring = await page.evaluate(() => {
+      const at = await page.evaluate(() => {
         const el = document.activeElement;
-        if (!el || el === document.body) return null;
+        if (!el || el === document.body || el === document.documentElement) return null;
+        const again = el.hasAttribute('data-focus-walk');
+        el.setAttribute('data-focus-walk', '');
         const s = getComputedStyle(el);
         return {
-          what: `${el.tagName} ${el.id || el.textContent.trim().slice(0, 30)}`,
-          visible: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2,
+          what: `${el.tagName.toLowerCase()} ${el.id || (el.getAttribute('aria-label') ?? el.textContent).trim().slice(0, 40)}`,
+          ring: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2,
+          again,
+          opens: el.getAttribute('aria-expanded') === 'false' && /^Edit policies/.test(el.textContent.trim()),
         };
       });
-      if (ring && !ring.visible) unfocused.push(ring.what);
+      if (at === null || at.again) break;
+      stops.push(at);
+      if (at.opens) {
+        await page.keyboard.press('Enter');
+        assert.equal(
+          await page.evaluate(() => document.activeElement.getAttribute('aria-expanded')),
+          'true',
+          `Enter opens ${at.what}`,
+        );
+      }
     }
-    assert.deepEqual(unfocused, []);
+    assert.ok(stops.length > 0, 'Tab moved focus onto a control');
+    assert.deepEqual(
+      stops.filter((s) => !s.ring).map((s) => s.what),
+      [],
+      'every control shows a focus ring of at least 2 px when focused from the keyboard',
+    );
+    // Every control a keyboard can reach (focusable, enabled, shown, not taken out of the
+    // order with tabindex=-1) was a stop of the walk: none skipped, none unreachable.
+    const missed = await page.evaluate(() => {
+      const selector = 'a[href], button, input:not([type=hidden]), select, textarea, [tabindex]:not([tabindex="-1"])';
+      return [...document.querySelectorAll(selector)]
+        .filter((el) => {
+          if (el.disabled || el.tabIndex < 0 || el.closest('[hidden], [inert]')) return false;
+          const r = el.getBoundingClientRect();
+          return r.width > 0 && r.height > 0 && getComputedStyle(el).visibility !== 'hidden';
+        })
+        .filter((el) => !el.hasAttribute('data-focus-walk'))
+        .map((el) => el.outerHTML.slice(0, 120));
+    });
+    assert.deepEqual(missed, [], 'controls the keyboard never reached');
+    // And by name, the ones this page is for.
+    const named = [
+      page.getByRole('textbox', { name: 'Profile name' }),
+      page.getByRole('textbox', { name: 'Candidate 1 id' }),
+      page.getByRole('button', { name: /Hide policies for claude-main/ }),
+      page.getByRole('switch').first(),
+      page.getByRole('combobox').first(),
+      page.getByRole('textbox', { name: 'Add a candidate (its id)' }),
+      page.getByRole('button', { name: 'Add candidate' }),
+      page.getByRole('button', { name: 'Save profile' }),
+    ];
+    for (const control of named) {
+      assert.ok((await control.count()) > 0, `${control} exists`);
+      assert.equal(await control.evaluate((el) => el.hasAttribute('data-focus-walk')), true, `focus landed on ${control}`);
+    }
+    assert.deepEqual(errors, []);
   } finally {
     await context.close();
   }

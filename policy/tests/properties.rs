@@ -1,9 +1,12 @@
 //! Properties, checked over random inputs (256 cases each, to keep the suite fast on 2 cores):
 //!
-//! - Random event sequences: no generation is advanced twice (a racing event for a generation
-//!   that already moved never commits), the retry budget and the once-per-cycle reset wait are
-//!   never exceeded, no retry delay exceeds 24 h, no wait exceeds its maximum, terminal states
-//!   absorb everything, and every state survives a JSON round trip.
+//! - Random event sequences: `step` accepts exactly what the transition table in
+//!   `policy::route`'s docs accepts and rejects everything else with exactly the error the
+//!   table names (an independent model of the table, [`table`], is the oracle), no generation
+//!   is advanced twice (a racing event for a generation that already moved never commits), the
+//!   retry budget and the once-per-cycle reset wait are never exceeded, no retry delay exceeds
+//!   24 h, no wait exceeds its maximum, terminal states absorb everything, and every state
+//!   survives a JSON round trip.
 //! - Every valid document round-trips through JSON and validates identically; any document,
 //!   valid or not, gets the same verdict after a round trip.
 //! - Arbitrary JSON never panics validation or legacy normalization.
@@ -25,8 +28,8 @@ use policy::{
     legacy::normalize,
     limits::MAX_RETRY_DELAY_SECONDS,
     route::{
-        start, step, CandidateOption, DispatchState, Eligibility, FailureReport, ManualAction, RouteEvent,
-        RouteState, RouteStatus, TransitionError,
+        start, step, ActionReason, CandidateOption, DispatchState, Eligibility, FailureReport, ManualAction,
+        RouteEvent, RouteState, RouteStatus, StateName, TransitionError,
     },
     schedule::retry_delay_seconds,
 };
@@ -267,6 +270,9 @@ struct FailSpec {
     gate: Option<GateReason>,
     retry_after: Option<u64>,
     reset_in: Option<i64>,
+    /// Carry another candidate's policy (a caller bug the machine must reject), when the
+    /// document has another candidate.
+    foreign_policy: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -279,6 +285,8 @@ enum Op {
     Fail(FailSpec),
     Succeed,
     Fire,
+    /// The timer fires at the current time, which may be before its deadline.
+    FireEarly,
     Evaluate(Vec<bool>),
     Work,
     Manual(ManualAction),
@@ -307,12 +315,14 @@ fn arb_fail() -> impl Strategy<Value = FailSpec> {
         gate,
         proptest::option::of(prop_oneof![4 => 0u64..600, 1 => 0u64..700_000, 1 => Just(u64::MAX)]),
         proptest::option::of(prop_oneof![4 => -10i64..600, 1 => -100i64..700_000]),
+        proptest::bool::weighted(0.05),
     )
-        .prop_map(|(code, gate, retry_after, reset_in)| FailSpec {
+        .prop_map(|(code, gate, retry_after, reset_in, foreign_policy)| FailSpec {
             code,
             gate,
             retry_after,
             reset_in,
+            foreign_policy,
         })
 }
 
@@ -328,6 +338,7 @@ fn arb_op() -> impl Strategy<Value = Op> {
         12 => arb_fail().prop_map(Op::Fail),
         3 => Just(Op::Succeed),
         4 => Just(Op::Fire),
+        2 => Just(Op::FireEarly),
         3 => proptest::collection::vec(any::<bool>(), 4).prop_map(Op::Evaluate),
         2 => Just(Op::Work),
         6 => proptest::sample::select(ManualAction::ALL.to_vec()).prop_map(Op::Manual),
@@ -382,11 +393,16 @@ impl World {
                     None if c.code.is_none() => Gate::deny(GateReason::Unclassified),
                     None => Gate::ALLOW,
                 };
+                let current = &state.candidate().id;
+                let foreign = spec
+                    .foreign_policy
+                    .then(|| self.doc.candidates().iter().find(|p| p.id() != current))
+                    .flatten();
                 RouteEvent::Failed(Box::new(FailureReport {
                     evidence_generation: g,
                     classification: c,
                     gate,
-                    policy: self.doc.candidate(&state.candidate().id).cloned(),
+                    policy: foreign.or_else(|| self.doc.candidate(current)).cloned(),
                 }))
             }
             Op::Succeed => RouteEvent::Succeeded { generation: g },
@@ -396,6 +412,7 @@ impl World {
                 }
                 RouteEvent::DeadlineReached { generation: g }
             }
+            Op::FireEarly => RouteEvent::DeadlineReached { generation: g },
             Op::Evaluate(eligible) => RouteEvent::CandidatesEvaluated {
                 expected_generation: g,
                 candidates: self
@@ -435,6 +452,175 @@ fn skewed(g: u64, skew: i64) -> u64 {
     g.saturating_add_signed(skew)
 }
 
+/// What the transition table (the docs of `policy::route`) says about `event` in `state`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Accepted without a change ("=" in the table).
+    Same,
+    /// Accepted as a change, to this state when the table names one (a failure and an
+    /// eligibility answer have several rows; the evaluator decides among them).
+    Moves(Option<StateName>),
+}
+
+/// The table, written out again from its documentation, independently of `step`'s code: the
+/// oracle the random sequences check `step` against. `Err` is the exact rejection the table
+/// names; an event the table has no row for is `NotAllowed`.
+fn table(state: &RouteState, event: &RouteEvent, now: DateTime<Utc>) -> Result<Verdict, TransitionError> {
+    use ManualAction as M;
+    use RouteEvent as E;
+    use RouteStatus as S;
+    use StateName as N;
+
+    let pending = |a: &policy::route::Attempt| a.dispatch == DispatchState::Pending;
+    let started = |a: &policy::route::Attempt| a.dispatch == DispatchState::Started;
+    let status = state.status();
+    let name = state.state_name();
+    let current = state.generation();
+    // A repeat of the request made at `g`: the current generation, or the one just before.
+    let repeat = |g: u64| g == current || g.checked_add(1) == Some(current);
+    // Rows that come before generation fencing.
+    match (status, event) {
+        // A finished route answers a repeat of its finishing request as done, ignores a
+        // restart, and refuses everything else (stale, or not allowed).
+        (
+            S::Completed,
+            E::Complete {
+                expected_generation: g,
+            },
+        )
+        | (
+            S::Abandoned,
+            E::Abandon {
+                expected_generation: g,
+            },
+        ) if repeat(*g) => return Ok(Verdict::Same),
+        (S::Completed | S::Abandoned, E::Restarted) => return Ok(Verdict::Same),
+        (S::Completed | S::Abandoned, e) => {
+            return Err(match e.generation() {
+                Some(given) if given != current => TransitionError::StaleGeneration {
+                    given,
+                    current,
+                    state: name,
+                },
+                _ => TransitionError::NotAllowed {
+                    state: name,
+                    event: e.kind(),
+                },
+            })
+        }
+        // Cancel or stop with nothing automatic pending: done, for the current generation and
+        // for a repeat of the very request that stopped the route.
+        (
+            S::ActionRequired { reason },
+            E::Manual {
+                action,
+                expected_generation: g,
+            },
+        ) if matches!(action, M::CancelWait | M::Stop)
+            && (*g == current
+                || (g.checked_add(1) == Some(current)
+                    && matches!(
+                        (action, reason),
+                        (M::CancelWait, ActionReason::WaitCancelled) | (M::Stop, ActionReason::StoppedByUser)
+                    ))) =>
+        {
+            return Ok(Verdict::Same)
+        }
+        _ => {}
+    }
+    if let Some(given) = event.generation() {
+        if given != state.generation() {
+            return Err(TransitionError::StaleGeneration {
+                given,
+                current: state.generation(),
+                state: name,
+            });
+        }
+    }
+    let to = |n: StateName| Ok(Verdict::Moves(Some(n)));
+    match (status, event) {
+        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::DispatchStarted { .. })
+            if pending(a) =>
+        {
+            to(name)
+        }
+        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::DispatchHeld { hold, .. })
+            if pending(a) =>
+        {
+            if state.hold() == Some(hold) {
+                Ok(Verdict::Same)
+            } else {
+                to(name)
+            }
+        }
+        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::Failed(report)) if started(a) => {
+            match &report.policy {
+                Some(p) if p.id() != state.candidate().id => Err(TransitionError::PolicyForOtherCandidate {
+                    given: p.id().to_owned(),
+                    current: state.candidate().id.clone(),
+                }),
+                _ => Ok(Verdict::Moves(None)),
+            }
+        }
+        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::Succeeded { .. }) if started(a) => {
+            to(N::Active)
+        }
+        (S::Active { attempt: None }, E::WorkSubmitted { .. }) => to(N::Active),
+        (S::Active { attempt: None }, E::Complete { .. }) => to(N::Completed),
+        (S::WaitingForReset { deadline } | S::RetryWait { deadline }, E::DeadlineReached { .. }) => {
+            if now < *deadline {
+                Err(TransitionError::DeadlineNotReached {
+                    deadline: *deadline,
+                    now,
+                })
+            } else {
+                to(N::Retrying)
+            }
+        }
+        (S::WaitingForReset { .. } | S::RetryWait { .. }, E::Manual { action, .. }) => to(match action {
+            M::RetryNow => N::Retrying,
+            M::SkipNow => N::Switching,
+            M::CancelWait | M::Stop => N::ActionRequired,
+        }),
+        (S::Switching, E::CandidatesEvaluated { .. }) => Ok(Verdict::Moves(None)),
+        (
+            S::ActionRequired { .. },
+            E::Manual {
+                action: M::RetryNow, ..
+            },
+        ) => to(N::Retrying),
+        (
+            S::ActionRequired { .. },
+            E::Manual {
+                action: M::SkipNow, ..
+            },
+        ) => to(N::Switching),
+        (S::Active { .. } | S::Retrying { .. } | S::Switching, E::Manual { action: M::Stop, .. }) => {
+            to(N::ActionRequired)
+        }
+        (_, E::Abandon { .. }) => to(N::Abandoned),
+        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::Restarted) => {
+            if started(a) {
+                to(N::ActionRequired)
+            } else {
+                Ok(Verdict::Same)
+            }
+        }
+        (
+            S::WaitingForReset { .. }
+            | S::RetryWait { .. }
+            | S::Switching
+            | S::Active { attempt: None }
+            | S::ActionRequired { .. },
+            E::Restarted,
+        ) => Ok(Verdict::Same),
+        _ => Err(TransitionError::NotAllowed {
+            state: name,
+            event: event.kind(),
+        }),
+    }
+}
+
 proptest! {
     #![proptest_config(config())]
 
@@ -462,6 +648,7 @@ proptest! {
             let Some(event) = world.event(&state, &op, skewed(g, skew)) else { continue };
             let fenced = event.generation().is_some();
             let now = world.now;
+            let expected = table(&state, &event, now);
             let result = step(&state, event.clone(), now);
 
             if state.is_terminal() {
@@ -470,16 +657,43 @@ proptest! {
                     prop_assert!(!t.changed && t.effects.is_empty());
                 }
             }
-            let t = match result {
-                Ok(t) => t,
-                Err(TransitionError::StaleGeneration { given, current, .. }) => {
-                    prop_assert!(given != current && current == g);
+            // Every rejection must be one the table names for this state and event, and every
+            // event the table accepts must be accepted: an unexpected error fails the property.
+            let (t, verdict) = match (result, expected) {
+                (Ok(t), Ok(verdict)) => (t, verdict),
+                (Err(got), Err(want)) => {
+                    prop_assert_eq!(got, want, "{:?} in {:?}", event.kind(), state.status());
                     continue;
                 }
-                Err(_) => continue,
+                (Err(got), Ok(verdict)) => {
+                    return Err(TestCaseError::fail(format!(
+                        "{:?} in {:?}: the table says {verdict:?}, step rejected it: {got}",
+                        event.kind(),
+                        state.status(),
+                    )));
+                }
+                (Ok(t), Err(want)) => {
+                    return Err(TestCaseError::fail(format!(
+                        "{:?} in {:?}: the table rejects it ({want}), step accepted it (to {:?})",
+                        event.kind(),
+                        state.status(),
+                        t.next.status(),
+                    )));
+                }
             };
             if fenced && skew != 0 {
                 prop_assert!(!t.changed, "an event for another generation changed the route: {:?}", op);
+            }
+            match verdict {
+                Verdict::Same => {
+                    prop_assert!(!t.changed, "{:?} in {:?} must change nothing", event.kind(), state.status());
+                }
+                Verdict::Moves(to) => {
+                    prop_assert!(t.changed, "{:?} in {:?} must change the route", event.kind(), state.status());
+                    if let Some(to) = to {
+                        prop_assert_eq!(t.next.state_name(), to, "{:?} in {:?}", event.kind(), state.status());
+                    }
+                }
             }
             if !t.changed {
                 prop_assert_eq!(&t.next, &state);

@@ -1,4 +1,8 @@
-//! An in-memory [`Backend`] for the server-function tests: answers by id, records every call.
+//! An in-memory [`Backend`] for the server-function tests. It decides nothing: it records
+//! every call with exactly what the server function sent ([`Call`]), and answers with what the
+//! test scripted (a success value per operation, or one port error for every call). So a test
+//! asserts what the function under test sends to the port, what it returns, and how it maps
+//! the port's errors, never the fake's own logic.
 
 use crate::backend::{Backend, BackendError, BackendFuture};
 use leptos::prelude::{provide_context, Owner};
@@ -7,73 +11,180 @@ use policy::{
         ActionOutcome, Caller, CallerKind, ManualActionRequest, Profile, ProfileSummary, RouteDetail,
         RouteFilter, RouteSummary,
     },
-    document::{ValidationCode, ValidationError, ValidationErrors},
+    document::PolicyDocument,
     input::ValidatedProfile,
     route::{start, CandidateOption},
     wire::{RouteSnapshot, StateName},
 };
 use std::{
     future::Future,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, MutexGuard},
     task::{Context, Poll, Waker},
 };
 
-#[derive(Default, Clone)]
+/// One call on the port, with its arguments as the server function passed them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Call {
+    ListProfiles,
+    GetProfile(String),
+    CreateProfile(ValidatedProfile),
+    UpdateProfile(String, ValidatedProfile),
+    DeleteProfile(String),
+    ListRoutes(RouteFilter),
+    GetRoute(String),
+    PerformAction(String, ManualActionRequest),
+}
+
+/// What the fake answers. Each success value is returned as is, whatever the arguments.
+#[derive(Clone)]
+struct Script {
+    /// When set, every call fails with this error.
+    failure: Option<BackendError>,
+    profiles: Vec<ProfileSummary>,
+    profile: Profile,
+    routes: Vec<RouteSummary>,
+    detail: RouteDetail,
+    action: ActionOutcome,
+}
+
+#[derive(Clone)]
 pub(crate) struct FakeBackend {
-    calls: Arc<Mutex<Vec<String>>>,
-    /// What `list_routes` answers from, filtered by state like the store.
-    routes: Arc<Mutex<Vec<RouteSummary>>>,
-    /// Profile ids whose deletion is refused as a conflict (they have open routes).
-    busy_profiles: Arc<Mutex<Vec<String>>>,
+    calls: Arc<Mutex<Vec<Call>>>,
+    script: Arc<Mutex<Script>>,
+}
+
+impl Default for FakeBackend {
+    /// A fake that answers every call successfully with the values of [`FakeBackend::profile`],
+    /// [`FakeBackend::routes`], [`FakeBackend::detail`] and an applied action.
+    fn default() -> FakeBackend {
+        FakeBackend {
+            calls: Arc::default(),
+            script: Arc::new(Mutex::new(Script {
+                failure: None,
+                profiles: vec![profile_summary()],
+                profile: FakeBackend::profile(),
+                routes: FakeBackend::routes(),
+                detail: FakeBackend::detail(),
+                action: ActionOutcome::Applied(snapshot(StateName::ActionRequired, 4)),
+            })),
+        }
+    }
 }
 
 impl FakeBackend {
-    /// A fake whose stored routes are `(id, state, updated second)`.
-    pub(crate) fn with_routes(routes: &[(&str, StateName, i64)]) -> FakeBackend {
+    /// A fake whose every call fails with `error`.
+    pub(crate) fn failing(error: BackendError) -> FakeBackend {
         let fake = FakeBackend::default();
-        if let Ok(mut stored) = fake.routes.lock() {
-            stored.extend(
-                routes
-                    .iter()
-                    .map(|&(id, state, second)| route_summary(id, state, second)),
-            );
-        }
+        fake.script().failure = Some(error);
         fake
     }
 
-    /// Refuses to delete `profile_id`, as the server does for a profile with open routes.
-    pub(crate) fn refusing_to_delete(self, profile_id: &str) -> FakeBackend {
-        if let Ok(mut busy) = self.busy_profiles.lock() {
-            busy.push(profile_id.to_owned());
-        }
-        self
+    /// A fake whose manual actions answer `outcome`.
+    pub(crate) fn answering_action(outcome: ActionOutcome) -> FakeBackend {
+        let fake = FakeBackend::default();
+        fake.script().action = outcome;
+        fake
     }
 
-    pub(crate) fn calls(&self) -> Vec<String> {
+    /// Every call so far, in order.
+    pub(crate) fn calls(&self) -> Vec<Call> {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
 
-    fn record(&self, call: String) {
-        if let Ok(mut calls) = self.calls.lock() {
-            calls.push(call);
+    /// The profile `get_profile`, `create_profile` and `update_profile` answer: stored and
+    /// normalized, so it differs from any input a test sends (a function that echoed its
+    /// input instead of the port's answer would show).
+    pub(crate) fn profile() -> Profile {
+        let policy: PolicyDocument = serde_json::from_value(serde_json::json!({"version": 1, "candidates": [{"id": "stored",
+            "transient": {"retry": {"enabled": true, "max_retries": 2, "initial_interval_seconds": 5},
+                          "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"},
+            "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+                     "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"}}]}))
+        .expect("a version-1 document");
+        Profile {
+            id: "stored-id".into(),
+            name: "Stored".into(),
+            description: Some("as the store has it".into()),
+            revision: 7,
+            targets: vec![],
+            policy,
+            normalized_from_legacy: true,
+            created_at: at(10),
+            updated_at: at(20),
         }
     }
 
-    /// A route in `retry_wait` at generation 3.
-    fn snapshot(generation: u64) -> RouteSnapshot {
-        let t = start(&[CandidateOption::now("a")]).expect("one eligible candidate");
-        let mut s = t.next.snapshot();
-        s.generation = generation;
-        s.state = policy::wire::StateName::RetryWait;
-        s
+    /// The list `list_routes` answers: in the port's order (not by time, and with a finished
+    /// route in it), so a function that re-sorted or re-filtered the port's answer would show.
+    pub(crate) fn routes() -> Vec<RouteSummary> {
+        vec![
+            route_summary("older", StateName::RetryWait, 10),
+            route_summary("finished", StateName::Completed, 30),
+            route_summary("newer", StateName::Active, 20),
+        ]
+    }
+
+    /// The route `get_route` answers.
+    pub(crate) fn detail() -> RouteDetail {
+        RouteDetail {
+            route: route_summary("detailed", StateName::RetryWait, 40),
+            history: vec![],
+            dispatches: vec![],
+        }
+    }
+
+    fn script(&self) -> MutexGuard<'_, Script> {
+        self.script
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records `call`, then answers the scripted failure or `ok` applied to the script.
+    fn answer<'a, T: Send + 'a>(
+        &self,
+        call: Call,
+        ok: impl FnOnce(&Script) -> T,
+    ) -> BackendFuture<'a, Result<T, BackendError>> {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push(call);
+        }
+        let script = self.script();
+        let result = match &script.failure {
+            Some(error) => Err(error.clone()),
+            None => Ok(ok(&script)),
+        };
+        Box::pin(std::future::ready(result))
+    }
+}
+
+/// A route snapshot in `state` at `generation`.
+pub(crate) fn snapshot(state: StateName, generation: u64) -> RouteSnapshot {
+    let t = start(&[CandidateOption::now("a")]).expect("one eligible candidate");
+    let mut s = t.next.snapshot();
+    s.generation = generation;
+    s.state = state;
+    s
+}
+
+fn at(second: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp(second, 0).unwrap_or_default()
+}
+
+fn profile_summary() -> ProfileSummary {
+    ProfileSummary {
+        id: "stored-id".into(),
+        name: "Stored".into(),
+        description: None,
+        revision: 7,
+        candidate_ids: vec!["stored".into()],
+        open_routes: 1,
+        routes: 2,
+        updated_at: at(20),
     }
 }
 
 /// A route `id` in `state`, last changed `second` seconds after the epoch.
 fn route_summary(id: &str, state: StateName, second: i64) -> RouteSummary {
-    let mut snapshot = FakeBackend::snapshot(1);
-    snapshot.state = state;
-    let at = chrono::DateTime::from_timestamp(second, 0).unwrap_or_default();
     RouteSummary {
         id: id.to_owned(),
         profile_id: "p1".into(),
@@ -84,86 +195,44 @@ fn route_summary(id: &str, state: StateName, second: i64) -> RouteSummary {
             invocation_id: format!("inv-{id}"),
         },
         title: None,
-        snapshot,
+        snapshot: snapshot(state, 1),
         durable_error: None,
-        created_at: at,
-        updated_at: at,
+        created_at: at(second),
+        updated_at: at(second),
     }
-}
-
-fn ready<'a, T: Send + 'a>(value: T) -> BackendFuture<'a, T> {
-    Box::pin(std::future::ready(value))
 }
 
 impl Backend for FakeBackend {
     fn list_profiles(&self) -> BackendFuture<'_, Result<Vec<ProfileSummary>, BackendError>> {
-        self.record("list_profiles".into());
-        ready(Ok(vec![]))
+        self.answer(Call::ListProfiles, |s| s.profiles.clone())
     }
 
     fn get_profile(&self, id: String) -> BackendFuture<'_, Result<Profile, BackendError>> {
-        self.record(format!("get_profile {id}"));
-        ready(Err(BackendError::NotFound { what: "profile" }))
+        self.answer(Call::GetProfile(id), |s| s.profile.clone())
     }
 
-    fn create_profile(&self, _profile: ValidatedProfile) -> BackendFuture<'_, Result<Profile, BackendError>> {
-        self.record("create_profile".into());
-        ready(Err(BackendError::Unavailable))
+    fn create_profile(&self, input: ValidatedProfile) -> BackendFuture<'_, Result<Profile, BackendError>> {
+        self.answer(Call::CreateProfile(input), |s| s.profile.clone())
     }
 
     fn update_profile(
         &self,
         id: String,
-        _profile: ValidatedProfile,
+        input: ValidatedProfile,
     ) -> BackendFuture<'_, Result<Profile, BackendError>> {
-        self.record(format!("update_profile {id}"));
-        ready(Err(BackendError::Invalid(ValidationErrors {
-            errors: vec![ValidationError {
-                path: "candidates[1].id".into(),
-                code: ValidationCode::Duplicate,
-                message: "Candidate id `a` is already used by candidates[0].".into(),
-            }],
-        })))
+        self.answer(Call::UpdateProfile(id, input), |s| s.profile.clone())
     }
 
     fn delete_profile(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>> {
-        self.record(format!("delete_profile {id}"));
-        let busy = self.busy_profiles.lock().is_ok_and(|b| b.contains(&id));
-        ready(if busy {
-            Err(BackendError::Conflict(
-                "the profile has 2 routes; it is kept so their history stays readable".into(),
-            ))
-        } else {
-            Ok(())
-        })
+        self.answer(Call::DeleteProfile(id), |_| ())
     }
 
     fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>> {
-        self.record(format!(
-            "list_routes {} limit {}",
-            match (filter.state, filter.open_only) {
-                (Some(s), _) => s.as_str(),
-                (None, true) => "open",
-                (None, false) => "any",
-            },
-            filter.limit.unwrap_or(0)
-        ));
-        let mut found: Vec<RouteSummary> = self
-            .routes
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|r| filter.state.is_none_or(|s| r.snapshot.state == s))
-            .filter(|r| !filter.open_only || !r.snapshot.state.is_terminal())
-            .collect();
-        found.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
-        ready(Ok(found))
+        self.answer(Call::ListRoutes(filter), |s| s.routes.clone())
     }
 
     fn get_route(&self, id: String) -> BackendFuture<'_, Result<RouteDetail, BackendError>> {
-        self.record(format!("get_route {id}"));
-        ready(Err(BackendError::Unavailable))
+        self.answer(Call::GetRoute(id), |s| s.detail.clone())
     }
 
     fn perform_action(
@@ -171,17 +240,7 @@ impl Backend for FakeBackend {
         route_id: String,
         request: ManualActionRequest,
     ) -> BackendFuture<'_, Result<ActionOutcome, BackendError>> {
-        self.record(format!(
-            "perform_action {route_id} {} {}",
-            request.action.as_str(),
-            request.expected_generation
-        ));
-        // The route is at generation 3: only that generation wins.
-        ready(Ok(if request.expected_generation == 3 {
-            ActionOutcome::Applied(FakeBackend::snapshot(4))
-        } else {
-            ActionOutcome::Conflict(FakeBackend::snapshot(3))
-        }))
+        self.answer(Call::PerformAction(route_id, request), |s| s.action.clone())
     }
 }
 

@@ -16,7 +16,8 @@ pub async fn get_profile(id: String) -> Result<Profile, AppError> {
     Ok(crate::backend::backend()?.get_profile(id).await?)
 }
 
-/// Creates a profile; answers with the stored, normalized profile.
+/// Creates a profile; answers with the stored, normalized profile. The input is parsed here,
+/// once, with the function the REST API uses (`policy::input`); the port gets the parsed one.
 #[server(prefix = "/api/ui", input = Json)]
 pub async fn create_profile(input: ProfileInput) -> Result<Profile, AppError> {
     let profile = policy::input::ValidatedProfile::parse(&input)?;
@@ -37,10 +38,13 @@ pub async fn delete_profile(id: String) -> Result<(), AppError> {
 }
 
 #[cfg(all(test, feature = "ssr"))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::api::fake::{with_backend, FakeBackend};
-    use policy::wire::ValidationCode;
+    use crate::{
+        api::fake::{block_on, with_backend, Call, FakeBackend},
+        backend::BackendError,
+    };
+    use policy::wire::{ValidationCode, ValidationError, ValidationErrors};
     use serde_json::json;
 
     fn input(policy: serde_json::Value) -> ProfileInput {
@@ -49,36 +53,54 @@ mod tests {
             description: None,
             targets: vec![],
             policy,
-            expected_revision: None,
+            expected_revision: Some(3),
         }
+    }
+
+    /// A valid version-1 document with one candidate `a`, its transient `max_retries` as given.
+    fn document(max_retries: u32) -> serde_json::Value {
+        json!({"version": 1, "candidates": [{"id": "a",
+            "transient": {"retry": {"enabled": true, "max_retries": max_retries, "initial_interval_seconds": 5},
+                          "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"},
+            "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+                     "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"}}]})
+    }
+
+    /// Every port error and the wire error a server function must turn it into.
+    pub(crate) fn port_errors() -> Vec<(BackendError, AppError)> {
+        let field = ValidationError {
+            path: "candidates[1].id".into(),
+            code: ValidationCode::Duplicate,
+            message: "Candidate id `a` is already used by candidates[0].".into(),
+        };
+        vec![
+            (BackendError::NotFound { what: "profile" }, AppError::NotFound),
+            (
+                BackendError::Invalid(ValidationErrors {
+                    errors: vec![field.clone()],
+                }),
+                AppError::Invalid { errors: vec![field] },
+            ),
+            (
+                BackendError::Conflict("the profile has 2 routes; it is kept".into()),
+                AppError::Conflict {
+                    message: "the profile has 2 routes; it is kept".into(),
+                },
+            ),
+            (BackendError::Unavailable, AppError::Unavailable),
+        ]
     }
 
     #[test]
     fn an_out_of_range_value_comes_back_on_its_field_without_reaching_the_backend() {
         let fake = FakeBackend::default();
-        let doc = json!({"version": 1, "candidates": [{"id": "a",
-            "transient": {"retry": {"enabled": true, "max_retries": 11, "initial_interval_seconds": 5},
-                          "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"},
-            "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
-                     "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"}}]});
-        let err = with_backend(&fake, save_profile("p1".into(), input(doc))).unwrap_err();
+        let err = with_backend(&fake, save_profile("p1".into(), input(document(11)))).unwrap_err();
         let field = err
             .at("candidates[0].transient.retry.max_retries")
             .next()
             .cloned();
         assert_eq!(field.map(|e| e.code), Some(ValidationCode::OutOfRange));
-        assert_eq!(fake.calls(), Vec::<String>::new());
-    }
-
-    #[test]
-    fn the_backends_field_errors_and_missing_profiles_map_to_the_wire_error() {
-        let fake = FakeBackend::default();
-        let err = with_backend(&fake, get_profile("nope".into())).unwrap_err();
-        assert_eq!(err, AppError::NotFound);
-        let valid = json!({"on_error": "try_next", "candidates": [{"id": "a"}]});
-        let err = with_backend(&fake, save_profile("dup".into(), input(valid))).unwrap_err();
-        assert_eq!(err.at("candidates[1].id").count(), 1);
-        assert_eq!(fake.calls(), vec!["get_profile nope", "update_profile dup"]);
+        assert_eq!(fake.calls(), vec![]);
     }
 
     #[test]
@@ -97,28 +119,81 @@ mod tests {
         let codes: Vec<_> = err.at("targets[0].model_id").map(|e| e.code).collect();
         assert_eq!(codes, vec![ValidationCode::TooLong]);
         assert_eq!(err.at("targets[0].provider_id").count(), 0);
-        assert_eq!(fake.calls(), Vec::<String>::new());
+        assert_eq!(fake.calls(), vec![]);
     }
 
     #[test]
-    fn deleting_a_profile_answers_ok_or_the_servers_reason_for_keeping_it() {
-        let fake = FakeBackend::default().refusing_to_delete("busy");
-        assert_eq!(with_backend(&fake, delete_profile("free".into())), Ok(()));
-        match with_backend(&fake, delete_profile("busy".into())) {
-            Err(AppError::Conflict { message }) => assert!(message.contains("routes"), "{message}"),
-            other => panic!("expected a conflict, got {other:?}"),
+    fn a_valid_profile_goes_to_the_port_parsed_and_the_stored_one_comes_back() {
+        let fake = FakeBackend::default();
+        let edited = input(document(10));
+        let saved = with_backend(&fake, save_profile("p1".into(), edited.clone()));
+        assert_eq!(saved, Ok(FakeBackend::profile()));
+        // A legacy shape is normalized by the same parse the REST API runs.
+        let legacy = input(json!({"on_error": "try_next", "candidates": [{"id": "a"}]}));
+        let created = with_backend(&fake, create_profile(legacy.clone()));
+        assert_eq!(created, Ok(FakeBackend::profile()));
+        let parsed = |i: &ProfileInput| policy::input::ValidatedProfile::parse(i).unwrap();
+        assert_eq!(
+            fake.calls(),
+            vec![
+                Call::UpdateProfile("p1".into(), parsed(&edited)),
+                Call::CreateProfile(parsed(&legacy))
+            ]
+        );
+        assert!(parsed(&legacy).normalized_from_legacy());
+    }
+
+    #[test]
+    fn reading_and_deleting_ask_the_port_for_the_profile_named() {
+        let fake = FakeBackend::default();
+        assert_eq!(
+            with_backend(&fake, get_profile("p7".into())),
+            Ok(FakeBackend::profile())
+        );
+        assert_eq!(with_backend(&fake, delete_profile("p8".into())), Ok(()));
+        let listed = with_backend(&fake, list_profiles()).unwrap();
+        assert_eq!(
+            listed.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+            ["stored-id"]
+        );
+        assert_eq!(
+            fake.calls(),
+            vec![
+                Call::GetProfile("p7".into()),
+                Call::DeleteProfile("p8".into()),
+                Call::ListProfiles
+            ]
+        );
+    }
+
+    #[test]
+    fn every_port_error_reaches_the_page_as_its_wire_error() {
+        for (port, wire) in port_errors() {
+            let fake = FakeBackend::failing(port.clone());
+            let each = [
+                ("list", with_backend(&fake, list_profiles()).map(drop)),
+                ("get", with_backend(&fake, get_profile("p1".into())).map(drop)),
+                (
+                    "create",
+                    with_backend(&fake, create_profile(input(document(1)))).map(drop),
+                ),
+                (
+                    "save",
+                    with_backend(&fake, save_profile("p1".into(), input(document(1)))).map(drop),
+                ),
+                ("delete", with_backend(&fake, delete_profile("p1".into()))),
+            ];
+            for (function, result) in each {
+                assert_eq!(result, Err(wire.clone()), "{function} after {port:?}");
+            }
+            assert_eq!(fake.calls().len(), 5, "each function asked the port once");
         }
-        assert_eq!(fake.calls(), vec!["delete_profile free", "delete_profile busy"]);
     }
 
     #[test]
     fn without_a_backend_in_context_the_page_says_unavailable() {
         let owner = Owner::new();
-        let err = owner.with(|| futures_executor(list_profiles())).unwrap_err();
+        let err = owner.with(|| block_on(list_profiles())).unwrap_err();
         assert_eq!(err, AppError::Unavailable);
-    }
-
-    fn futures_executor<F: std::future::Future>(f: F) -> F::Output {
-        crate::api::fake::block_on(f)
     }
 }

@@ -113,69 +113,156 @@ pub async fn act_on_route(
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
     use super::*;
-    use crate::api::fake::{with_backend, FakeBackend};
-    use policy::wire::StateName;
+    use crate::api::{
+        fake::{snapshot, with_backend, Call, FakeBackend},
+        profiles::tests::port_errors,
+    };
+    use policy::api::{ActionOutcome, ManualActionRequest, RouteFilter};
+
+    /// The filter the list sends for `query`, as the port receives it.
+    fn sent_filter(query: RouteQuery) -> RouteFilter {
+        let fake = FakeBackend::default();
+        let listed = with_backend(&fake, list_routes(query));
+        // Whatever the filter, the port's answer is shown as the port gave it: in its order,
+        // nothing dropped or re-sorted here.
+        assert_eq!(listed, Ok(FakeBackend::routes()));
+        match fake.calls().as_slice() {
+            [Call::ListRoutes(filter)] => filter.clone(),
+            other => panic!("expected one list_routes call, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_default_list_asks_the_port_for_open_routes_only_within_the_list_limit() {
+        assert_eq!(
+            sent_filter(RouteQuery::default()),
+            RouteFilter {
+                open_only: true,
+                limit: Some(LIST_LIMIT),
+                ..RouteFilter::default()
+            }
+        );
+    }
+
+    #[test]
+    fn the_state_filter_asks_for_every_route_or_exactly_one_state() {
+        let all = sent_filter(RouteQuery {
+            states: StateScope::All,
+            ..RouteQuery::default()
+        });
+        assert_eq!(
+            all,
+            RouteFilter {
+                limit: Some(LIST_LIMIT),
+                ..RouteFilter::default()
+            }
+        );
+        // A finished state is shown when asked for by name: not narrowed to open routes.
+        let finished = sent_filter(RouteQuery {
+            states: StateScope::Only(StateName::Completed),
+            ..RouteQuery::default()
+        });
+        assert_eq!(
+            finished,
+            RouteFilter {
+                state: Some(StateName::Completed),
+                limit: Some(LIST_LIMIT),
+                ..RouteFilter::default()
+            }
+        );
+    }
+
+    #[test]
+    fn the_caller_filters_reach_the_port_unchanged() {
+        let filter = sent_filter(RouteQuery {
+            caller_kind: Some(CallerKind::Workflow),
+            caller_reference: Some("build-42".into()),
+            states: StateScope::Only(StateName::RetryWait),
+        });
+        assert_eq!(
+            filter,
+            RouteFilter {
+                caller_kind: Some(CallerKind::Workflow),
+                caller_reference: Some("build-42".into()),
+                state: Some(StateName::RetryWait),
+                open_only: false,
+                profile_id: None,
+                limit: Some(LIST_LIMIT),
+            }
+        );
+    }
+
+    #[test]
+    fn a_route_is_read_by_its_id() {
+        let fake = FakeBackend::default();
+        assert_eq!(
+            with_backend(&fake, get_route("r9".into())),
+            Ok(FakeBackend::detail())
+        );
+        assert_eq!(fake.calls(), vec![Call::GetRoute("r9".into())]);
+    }
+
+    #[test]
+    fn an_action_is_sent_with_the_generation_the_person_saw_and_answers_the_new_snapshot() {
+        let applied = snapshot(StateName::ActionRequired, 4);
+        let fake = FakeBackend::answering_action(ActionOutcome::Applied(applied.clone()));
+        let ok = with_backend(&fake, act_on_route("r1".into(), ManualAction::CancelWait, 3));
+        assert_eq!(ok, Ok(applied));
+        assert_eq!(
+            fake.calls(),
+            vec![Call::PerformAction(
+                "r1".into(),
+                ManualActionRequest {
+                    action: ManualAction::CancelWait,
+                    expected_generation: 3
+                }
+            )]
+        );
+    }
 
     #[test]
     fn a_stale_generation_answers_with_the_fresh_snapshot() {
-        let fake = FakeBackend::default();
-        let ok = with_backend(&fake, act_on_route("r1".into(), ManualAction::CancelWait, 3)).unwrap();
-        assert_eq!(ok.generation, 4);
-        let err = with_backend(&fake, act_on_route("r1".into(), ManualAction::CancelWait, 2)).unwrap_err();
-        match err {
-            AppError::RouteChanged { snapshot } => {
-                assert_eq!(snapshot.generation, 3);
-                assert_eq!(snapshot.state, StateName::RetryWait);
-            }
-            other => panic!("expected RouteChanged, got {other:?}"),
-        }
+        let current = snapshot(StateName::Retrying, 5);
+        let fake = FakeBackend::answering_action(ActionOutcome::Conflict(current.clone()));
+        let err = with_backend(&fake, act_on_route("r1".into(), ManualAction::SkipNow, 2));
+        assert_eq!(
+            err,
+            Err(AppError::RouteChanged {
+                snapshot: Box::new(current)
+            })
+        );
         assert_eq!(
             fake.calls(),
-            vec![
-                "perform_action r1 cancel_wait 3",
-                "perform_action r1 cancel_wait 2"
-            ]
+            vec![Call::PerformAction(
+                "r1".into(),
+                ManualActionRequest {
+                    action: ManualAction::SkipNow,
+                    expected_generation: 2
+                }
+            )]
         );
     }
 
-    fn ids(list: Vec<RouteSummary>) -> Vec<String> {
-        list.into_iter().map(|r| r.id).collect()
-    }
-
     #[test]
-    fn the_default_list_shows_every_open_route_most_recent_first_and_no_finished_one() {
-        let fake = FakeBackend::with_routes(&[
-            ("done", StateName::Completed, 50),
-            ("waiting", StateName::RetryWait, 40),
-            ("healthy", StateName::Active, 30),
-            ("gone", StateName::Abandoned, 60),
-            ("stopped", StateName::ActionRequired, 45),
-        ]);
-        let open = with_backend(&fake, list_routes(RouteQuery::default())).unwrap();
-        assert_eq!(ids(open), ["stopped", "waiting", "healthy"]);
-        // One read, for the open routes, with the list's limit.
-        assert_eq!(fake.calls(), [format!("list_routes open limit {LIST_LIMIT}")]);
-    }
-
-    #[test]
-    fn the_state_filter_can_still_show_all_routes_or_exactly_one_state() {
-        let fake = FakeBackend::with_routes(&[
-            ("done", StateName::Completed, 50),
-            ("waiting", StateName::RetryWait, 40),
-        ]);
-        let all = RouteQuery {
-            states: StateScope::All,
-            ..RouteQuery::default()
-        };
-        assert_eq!(
-            ids(with_backend(&fake, list_routes(all)).unwrap()),
-            ["done", "waiting"]
-        );
-        let finished = RouteQuery {
-            states: StateScope::Only(StateName::Completed),
-            ..RouteQuery::default()
-        };
-        assert_eq!(ids(with_backend(&fake, list_routes(finished)).unwrap()), ["done"]);
+    fn every_port_error_reaches_the_page_as_its_wire_error() {
+        for (port, wire) in port_errors() {
+            let fake = FakeBackend::failing(port.clone());
+            let each = [
+                (
+                    "list",
+                    with_backend(&fake, list_routes(RouteQuery::default())).map(drop),
+                ),
+                ("get", with_backend(&fake, get_route("r1".into())).map(drop)),
+                (
+                    "act",
+                    with_backend(&fake, act_on_route("r1".into(), ManualAction::RetryNow, 1)).map(drop),
+                ),
+            ];
+            for (function, result) in each {
+                assert_eq!(result, Err(wire.clone()), "{function} after {port:?}");
+            }
+            assert_eq!(fake.calls().len(), 3, "each function asked the port once");
+        }
     }
 
     #[test]
@@ -188,12 +275,5 @@ mod tests {
         assert_eq!(StateScope::from_query(None), StateScope::Open);
         assert_eq!(StateScope::from_query(Some("")), StateScope::Open);
         assert_eq!(StateScope::from_query(Some("finished-ish")), StateScope::Open);
-    }
-
-    #[test]
-    fn an_unavailable_store_is_reported_without_detail() {
-        let fake = FakeBackend::default();
-        let err = with_backend(&fake, get_route("broken".into())).unwrap_err();
-        assert_eq!(err, AppError::Unavailable);
     }
 }

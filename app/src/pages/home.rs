@@ -1,7 +1,7 @@
 //! The routes overview: routed work and how each route is recovering, filtered by caller and
 //! state through the address (`/?caller=office&state=retry_wait`), so a filtered view can be
 //! bookmarked, survives a reload and works before the page is live. Kept current by the event
-//! stream.
+//! stream (reloaded on its events and after every gap in it).
 //!
 //! Without a `state` parameter the list shows open routes only (`state=open`): completed and
 //! abandoned routes need nobody. `state=all` shows every route.
@@ -45,8 +45,12 @@ pub fn HomePage() -> impl IntoView {
         })
     });
     let tick = RwSignal::new(0u64);
-    let routes = Resource::new(move || (filter.get(), tick.get()), |(f, _)| list_routes(f));
     let live = use_route_events(move |_| tick.update(|t| *t += 1));
+    // Reloaded on any route change, a retry, and every gap in the event stream.
+    let routes = Resource::new(
+        move || (filter.get(), tick.get(), live.gaps()),
+        move |(f, _, gap)| live.reload(gap, list_routes(f)),
+    );
     let filtered = move || filter.with(|f| f != &RouteQuery::default());
     let scope_option = move |scope: StateScope, label: &'static str| {
         view! {
@@ -125,7 +129,7 @@ pub fn HomePage() -> impl IntoView {
                 </div>
             </fieldset>
         </Form>
-        <p class="mt-2 text-xs text-slate-600" role="status" data-testid="live-status">{move || live.get().text()}</p>
+        <p class="mt-2 text-xs text-slate-600" role="status" data-testid="live-status">{move || live.status().text()}</p>
 
         <Transition fallback=|| view! { <Loading what="routes" /> }>
             {move || Suspend::new(async move {

@@ -1,5 +1,6 @@
 //! One route: where it is, why, what happens next, the manual actions, and its history. Kept
-//! current by the event stream; actions carry the generation the person saw.
+//! current by the event stream (reloaded on its events and after every gap in it); actions
+//! carry the generation the person saw.
 
 use crate::{
     api::routes::{get_route, ActOnRoute},
@@ -35,12 +36,16 @@ pub fn RoutePage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
     let tick = RwSignal::new(0u64);
-    let detail = Resource::new(move || (id.get(), tick.get()), |(id, _)| get_route(id));
     let live = use_route_events(move |route| {
         if route.is_none_or(|r| r == id.get_untracked()) {
             tick.update(|t| *t += 1);
         }
     });
+    // Reloaded on a change of this route, a retry, and every gap in the event stream.
+    let detail = Resource::new(
+        move || (id.get(), tick.get(), live.gaps()),
+        move |(id, _, gap)| live.reload(gap, get_route(id)),
+    );
     let act = ServerAction::<ActOnRoute>::new();
     let note: RwSignal<Option<ActionNote>> = RwSignal::new(None);
     Effect::new(move |_| {
@@ -71,7 +76,7 @@ pub fn RoutePage() -> impl IntoView {
                 "← All routes"
             </A>
         </p>
-        <p class="text-xs text-slate-600" role="status" data-testid="live-status">{move || live.get().text()}</p>
+        <p class="text-xs text-slate-600" role="status" data-testid="live-status">{move || live.status().text()}</p>
         <Transition fallback=|| view! { <Loading what="the route" /> }>
             {move || Suspend::new(async move {
                 match detail.await {
