@@ -129,11 +129,14 @@ mod tests {
         Box::new(start(&[CandidateOption::now("a")]).unwrap().next.snapshot())
     }
 
+    /// An engine error, the status REST answers it with, and what the UI's port must say.
+    type Case = (EngineError, StatusCode, fn(&BackendError) -> bool);
+
     /// Each engine error, as REST answers it and as the UI's port reports it: the same verdict.
     #[test]
     fn rest_and_the_ui_classify_every_engine_error_alike() {
         let invalid = ValidationErrors { errors: vec![] };
-        let cases: Vec<(EngineError, StatusCode, fn(&BackendError) -> bool)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 EngineError::RouteNotFound("r".into()),
                 StatusCode::NOT_FOUND,
