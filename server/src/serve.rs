@@ -1,6 +1,7 @@
 //! `recourse serve`, `migrate`, `classify` and `catalogue check`.
 
 use crate::{
+    assets::{self, Site},
     cli::{ClassifyArgs, DatabaseArgs, ServeArgs},
     clock::{Clock, ManualClock, SystemClock},
     db,
@@ -17,22 +18,36 @@ use std::{
 };
 use tokio::{net::TcpListener, sync::watch};
 
-/// UI options for the server: the asset folder and address from the command line, production
-/// mode (no dev auto-reload), and the output name compiled in by cargo-leptos or
-/// `.cargo/config.toml`.
+/// UI options for the server: the address from the command line, production mode (no dev
+/// auto-reload), and the output name compiled in by cargo-leptos or `.cargo/config.toml`.
+/// `serve` replaces the output name with the content-hashed one of the embedded UI; file
+/// hashing is the server's own (see [`crate::assets`]), never Leptos's `hash.txt` next to the
+/// binary, which an installed binary would not have.
 pub fn leptos_options(args: &ServeArgs) -> anyhow::Result<LeptosOptions> {
     let mut options = get_configuration(None)
         .context("reading Leptos settings")?
         .leptos_options;
-    options.site_root = args.site_root.to_string_lossy().as_ref().into();
     options.site_addr = args.addr;
     options.env = Env::PROD;
+    options.hash_files = false;
     Ok(options)
 }
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let site = Site::embedded().context("the web UI embedded in this binary cannot be served")?;
+    let mut leptos = leptos_options(&args)?;
+    match site.ui() {
+        Some(ui) => {
+            tracing::info!(name = ui.stem(), "web UI embedded in this binary");
+            leptos.output_name = ui.stem().into();
+        }
+        None => tracing::warn!(
+            "this binary was built without its web UI: pages answer 503 with how to build it; the \
+             REST API and /healthz work. Build the UI with `cargo leptos build --release --precompress` \
+             (or `./dev run`), then build the server again"
+        ),
+    }
     let pool = db::open(&args.db.database).await?;
-    let leptos = leptos_options(&args)?;
     let test_clock = args.test_clock.map(ManualClock::new);
     let clock: Arc<dyn Clock> = match &test_clock {
         Some(c) => Arc::new(c.clone()),
@@ -62,14 +77,16 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "demo workspace seeded: open /routes to watch them"
         );
     }
-    warn_if_assets_missing(&args.site_root, &leptos);
     let shutdown = shutdown_signal();
     let listener = TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, database = %args.db.database, "recourse is serving on http://{local}");
-    let app = web::router(AppState::new(engine.clone(), leptos, test_clock));
+    let mut app = web::router(AppState::new(engine.clone(), leptos, test_clock));
+    if site.ui().is_none() {
+        app = app.layer(axum::middleware::from_fn(assets::ui_missing));
+    }
     web::run(listener, app, shutdown).await.context("server failed")?;
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
@@ -138,20 +155,6 @@ fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Without the built WASM and CSS the pages render but never become interactive; say so once
-/// at start rather than leaving a person to wonder.
-fn warn_if_assets_missing(site_root: &Path, options: &LeptosOptions) {
-    let wasm = site_root
-        .join(&*options.site_pkg_dir)
-        .join(format!("{}.wasm", options.output_name));
-    if !wasm.exists() {
-        tracing::warn!(
-            path = %wasm.display(),
-            "UI assets not found: pages will render without interactivity; build them with `cargo leptos build --release` or point --site-root at them"
-        );
-    }
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is called,
