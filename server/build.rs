@@ -1,10 +1,11 @@
 //! Rebuilds the server crate when what it embeds at compile time changes: the migrations
 //! (`sqlx::migrate!` embeds `../migrations`) and the built UI (`src/assets.rs`).
 //!
-//! rust-embed reads `target/site` when the server crate compiles, and cargo then tracks only
-//! the files it found there. A UI built later (new, content-hashed file names) would not make
-//! cargo rebuild the server, so this script watches the folder and the crate rebuilds whenever
-//! cargo-leptos rewrites it. It also says, as a build warning, when there is no UI to embed
+//! In release builds rust-embed reads `target/site` when the server crate compiles, and cargo
+//! then tracks only the files it found there. A UI built later (new, content-hashed file names)
+//! would not make cargo rebuild the server, so this script watches the folder and the crate
+//! rebuilds whenever cargo-leptos rewrites it. (cargo compares modification times, so every
+//! `cargo leptos build` recompiles the server crate, even when the UI came out the same.) It also says, as a build warning, when there is no UI to embed
 //! (a plain `cargo build` in a fresh clone), when the UI was built without precompressed
 //! variants, or when it is older than its sources.
 
@@ -28,6 +29,11 @@ fn main() {
         return;
     };
     let site = workspace.join("target").join("site");
+    // Debug builds read the folder when they run (rust-embed's dynamic mode), so they neither
+    // need to rebuild when it changes nor embed anything that could be stale.
+    if std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some() {
+        return;
+    }
     // cargo reruns a script on every build while a path it watches is missing; the folder
     // cargo-leptos writes to is created empty instead, so only real UI builds are noticed.
     if let Err(err) = fs::create_dir_all(&site) {
