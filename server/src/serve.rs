@@ -38,7 +38,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut leptos = leptos_options(&args)?;
     match site.ui() {
         Some(ui) => {
-            tracing::info!(name = ui.stem(), "web UI embedded in this binary");
+            // Release builds carry it; debug builds read the clone's target/site.
+            tracing::info!(
+                name = ui.stem(),
+                embedded = cfg!(not(debug_assertions)),
+                "serving the web UI"
+            );
             leptos.output_name = ui.stem().into();
         }
         None => tracing::warn!(
