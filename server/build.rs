@@ -1,4 +1,138 @@
-// `sqlx::migrate!` embeds ../migrations at compile time; rebuild when a migration is added.
+//! Rebuilds the server crate when what it embeds at compile time changes: the migrations
+//! (`sqlx::migrate!` embeds `../migrations`) and the built UI (`src/assets.rs`).
+//!
+//! In release builds rust-embed reads `target/site` when the server crate compiles, and cargo
+//! then tracks only the files it found there. A UI built later (new, content-hashed file names)
+//! would not make cargo rebuild the server, so this script watches the folder and the crate
+//! rebuilds whenever cargo-leptos rewrites it. (cargo compares modification times, so every
+//! `cargo leptos build` recompiles the server crate, even when the UI came out the same.) It also says, as a build warning, when there is no UI to embed
+//! (a plain `cargo build` in a fresh clone), when the UI was built without precompressed
+//! variants, or when it is older than its sources.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    time::SystemTime,
+};
+
+/// The UI's sources, relative to the workspace root: the UI build is stale when one of them is
+/// newer than it.
+const UI_SOURCES: [&str; 5] = ["app/src", "frontend/src", "policy/src", "style", "public"];
+
 fn main() {
-    println!("cargo:rerun-if-changed=../migrations");
+    println!("cargo::rerun-if-changed=../migrations");
+    let Some(workspace) = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .and_then(|dir| dir.parent().map(Path::to_path_buf))
+    else {
+        println!("cargo::warning=CARGO_MANIFEST_DIR is not set; the UI build is not watched");
+        return;
+    };
+    let site = workspace.join("target").join("site");
+    // Debug builds read the folder when they run (rust-embed's dynamic mode), so they neither
+    // need to rebuild when it changes nor embed anything that could be stale.
+    if std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some() {
+        return;
+    }
+    // cargo reruns a script on every build while a path it watches is missing; the folder
+    // cargo-leptos writes to is created empty instead, so only real UI builds are noticed.
+    if let Err(err) = fs::create_dir_all(&site) {
+        println!("cargo::warning=cannot create {}: {err}", site.display());
+    }
+    println!("cargo::rerun-if-changed={}", site.display());
+    for source in UI_SOURCES {
+        println!("cargo::rerun-if-changed={}", workspace.join(source).display());
+    }
+
+    let pkg = site.join("pkg");
+    let ui: Vec<PathBuf> = files(&pkg)
+        .into_iter()
+        .filter(|p| p.parent() == Some(pkg.as_path()))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "js" || e == "wasm" || e == "css")
+        })
+        .collect();
+    if !["js", "wasm", "css"]
+        .iter()
+        .all(|ext| ui.iter().any(|p| p.extension().is_some_and(|e| e == *ext)))
+    {
+        println!(
+            "cargo::warning=no web UI in {}: this binary will serve the API, and pages that say \
+             how to build the UI. Run `cargo leptos build --release --precompress` (or `./dev run`) \
+             first to embed it.",
+            site.display()
+        );
+        return;
+    }
+    // The server renders what the embedded WASM hydrates; both must be compiled with Leptos's
+    // erased components or hydration fails in every browser. `.cargo/config.toml` sets it for
+    // every build run from the repository; a build run from elsewhere (say `cargo install
+    // --path /somewhere/server` from another directory) would not get it.
+    if std::env::var_os("CARGO_CFG_ERASE_COMPONENTS").is_none() {
+        eprintln!(
+            "error: the server would embed the UI in {} but is not compiled with \
+             `--cfg erase_components` as the UI was: run cargo from the repository root, so \
+             `.cargo/config.toml` applies",
+            site.display()
+        );
+        std::process::exit(1);
+    }
+    if !ui
+        .iter()
+        .all(|p| p.with_extension(format!("{}.br", ext(p))).exists())
+    {
+        println!(
+            "cargo::warning=the UI in {} has no precompressed (.br/.gz) files: build it with \
+             `cargo leptos build --release --precompress` so it is served compressed without \
+             per-request work",
+            site.display()
+        );
+    }
+    let built = ui.iter().filter_map(|p| modified(p)).min();
+    let newest_source = UI_SOURCES
+        .iter()
+        .flat_map(|s| files(&workspace.join(s)))
+        .filter_map(|p| modified(&p).map(|t| (t, p)))
+        .max();
+    if let (Some(built), Some((changed, path))) = (built, newest_source) {
+        if changed > built {
+            println!(
+                "cargo::warning=the UI in {} is older than {}: this binary embeds the old UI. \
+                 Run `cargo leptos build --release --precompress` to rebuild both.",
+                site.display(),
+                path.display()
+            );
+        }
+    }
+}
+
+fn ext(path: &Path) -> String {
+    path.extension()
+        .map(|e| e.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Every file under `dir` (none if it cannot be read).
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
 }

@@ -8,11 +8,20 @@
 //! Map: [`shell`] is the HTML document; [`App`] holds the router; `pages/` has one file per
 //! route and `components/` the pieces they share.
 
+// The server and the browser are two builds of this crate, never one. With both features on,
+// client-side effects would run inside the server and panic outside a `LocalSet` (issue 15).
+// `frontend` declares `hydrate` for wasm32 only, so no native build can reach this.
+#[cfg(all(feature = "ssr", feature = "hydrate"))]
+compile_error!(
+    "`app` was built with both `ssr` and `hydrate`: build the server and the WASM front end \
+     separately (`cargo leptos build`, or `cargo build --bin recourse` for the server alone)"
+);
+
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path,
+    path, SsrMode,
 };
 
 pub mod api;
@@ -29,7 +38,12 @@ use pages::{
 };
 
 /// The HTML document around the app, rendered by the server for every page.
+///
+/// The script, WASM and stylesheet share one content-hashed name, `options.output_name`
+/// (the server sets it from the assets it embeds), so browsers can keep them for a year.
+/// `HydrationScripts` carries the per-response CSP nonce that `leptos_axum` provides.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let stylesheet = format!("/{}/{}.css", options.site_pkg_dir, options.output_name);
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -38,6 +52,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <link id="leptos" rel="stylesheet" href=stylesheet />
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
                 <MetaTags />
@@ -59,17 +74,22 @@ pub fn App() -> impl IntoView {
     Effect::new(move |_| set_hydrated.set(true));
 
     view! {
-        <Stylesheet id="leptos" href="/pkg/recourse.css" />
         <Title formatter=|page: String| format!("{page} · Recourse") />
         <Router>
             <div id="app" data-hydrated=move || hydrated.get().to_string() class="flex min-h-screen flex-col">
                 <NavBar />
                 <main id="main" class="mx-auto w-full max-w-5xl flex-1 px-4 py-6 sm:px-6">
+                    // Pages are rendered in order (each Suspense waits for its data) rather
+                    // than out of order with fallbacks swapped in later: the server sends a page
+                    // in one piece anyway (it hashes it for its ETag and compresses it), and an
+                    // in-order page is the same bytes for the same data, so a reload revalidates
+                    // with a 304. (`SsrMode::Async` would do too, but it sometimes never finished
+                    // a page when several rendered at once in the server's tests.)
                     <Routes fallback=NotFound>
-                        <Route path=path!("") view=HomePage />
-                        <Route path=path!("/profiles") view=ProfilesPage />
-                        <Route path=path!("/profiles/:id") view=ProfilePage />
-                        <Route path=path!("/routes/:id") view=RoutePage />
+                        <Route path=path!("") view=HomePage ssr=SsrMode::InOrder />
+                        <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::InOrder />
+                        <Route path=path!("/profiles/:id") view=ProfilePage ssr=SsrMode::InOrder />
+                        <Route path=path!("/routes/:id") view=RoutePage ssr=SsrMode::InOrder />
                     </Routes>
                 </main>
             </div>

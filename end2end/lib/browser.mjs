@@ -2,7 +2,7 @@
 // promise to support, and helpers every test uses (hydration wait, screenshots, page errors).
 
 import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const BASE_URL = process.env.RECOURSE_URL ?? 'http://127.0.0.1:3000';
@@ -31,17 +31,34 @@ export async function launch() {
   return chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ARGS });
 }
 
-/** A page at the given viewport that records uncaught errors and console errors. */
+/**
+ * A page at the given viewport that records uncaught errors, console errors and
+ * Content-Security-Policy violations. The page runs under the server's CSP like any browser's;
+ * closing the context throws if anything violated it, so a violation fails the test. A test
+ * that provokes one on purpose empties `csp` before closing.
+ */
 export async function openPage(browser, viewportName) {
   const viewport = VIEWPORTS[viewportName];
   const context = await browser.newContext({ viewport, isMobile: viewportName !== 'desktop', hasTouch: viewportName !== 'desktop' });
+  const csp = [];
+  await context.exposeBinding('__recourseCspViolation', (_source, text) => csp.push(text));
+  await context.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__recourseCspViolation(`${e.effectiveDirective} blocked ${e.blockedURI || 'inline code'} (${e.sourceFile || 'page'}:${e.lineNumber})`);
+    });
+  });
+  const close = context.close.bind(context);
+  context.close = async (...args) => {
+    await close(...args);
+    if (csp.length) throw new Error(`Content-Security-Policy violations: ${csp.join('; ')}`);
+  };
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));
   page.on('console', (msg) => {
     if (msg.type() === 'error') errors.push(`console: ${msg.text()}`);
   });
-  return { context, page, errors };
+  return { context, page, errors, csp };
 }
 
 /** Resolves once the WASM has hydrated the page (an effect that only runs in the browser). */
@@ -65,9 +82,13 @@ export async function documentOverflow(page) {
 
 const AXE = new URL('../../node_modules/axe-core/axe.min.js', import.meta.url).pathname;
 
-/** Runs axe-core on the page; returns the serious and critical violations, summarized. */
+/**
+ * Runs axe-core on the page; returns the serious and critical violations, summarized. axe is
+ * evaluated through the driver, which the page's CSP does not govern (a script tag would be
+ * refused, as it should be).
+ */
 export async function seriousA11yViolations(page) {
-  await page.addScriptTag({ path: AXE });
+  await page.evaluate(readFileSync(AXE, 'utf8'));
   const results = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
   return results.violations
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')

@@ -77,10 +77,6 @@ pub struct ServeArgs {
     pub addr: SocketAddr,
     #[command(flatten)]
     pub db: DatabaseArgs,
-    /// Folder with the built UI assets (`pkg/` with the WASM, JS and CSS), as cargo-leptos
-    /// writes them.
-    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
-    pub site_root: PathBuf,
     /// Seed a demo workspace (simulated candidates and a few routes that wait, retry, switch
     /// and stop within a minute).
     #[arg(long, env = "RECOURSE_DEMO")]

@@ -19,12 +19,16 @@
 //! - [`api`]: the REST API under `/api/v1`, the SSE stream; [`openapi`]: its document.
 //! - [`demo`]: the demo workspace of `recourse serve --demo`.
 //! - [`web`]: the axum router (UI, API, `/healthz`) and [`web::run`], which tests call directly.
+//! - [`assets`]: the built UI embedded in the binary, served with content negotiation and
+//!   cache headers; [`headers`]: the security headers (CSP with the page's nonce);
+//!   [`revalidate`]: ETag and `no-cache` on pages.
 //! - [`serve`]: `recourse serve`, `migrate`, `classify` and `catalogue check` wired together.
 
 // Leptos views from `app` nest deep attribute tuples; the default limit is too small for them.
 #![recursion_limit = "512"]
 
 pub mod api;
+pub mod assets;
 pub mod backend;
 pub mod cli;
 pub mod clock;
@@ -33,8 +37,10 @@ pub mod demo;
 pub mod engine;
 pub mod failure;
 pub mod guard;
+pub mod headers;
 pub mod openapi;
 pub mod profiles;
+pub mod revalidate;
 pub mod scheduler;
 pub mod serve;
 pub mod store;

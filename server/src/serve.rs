@@ -1,6 +1,7 @@
 //! `recourse serve`, `migrate`, `classify` and `catalogue check`.
 
 use crate::{
+    assets::{self, Site},
     cli::{ClassifyArgs, DatabaseArgs, ServeArgs},
     clock::{Clock, ManualClock, SystemClock},
     db,
@@ -18,22 +19,41 @@ use std::{
 };
 use tokio::{net::TcpListener, sync::watch};
 
-/// UI options for the server: the asset folder and address from the command line, production
-/// mode (no dev auto-reload), and the output name compiled in by cargo-leptos or
-/// `.cargo/config.toml`.
+/// UI options for the server: the address from the command line, production mode (no dev
+/// auto-reload), and the output name compiled in by cargo-leptos or `.cargo/config.toml`.
+/// `serve` replaces the output name with the content-hashed one of the embedded UI; file
+/// hashing is the server's own (see [`crate::assets`]), never Leptos's `hash.txt` next to the
+/// binary, which an installed binary would not have.
 pub fn leptos_options(args: &ServeArgs) -> anyhow::Result<LeptosOptions> {
     let mut options = get_configuration(None)
         .context("reading Leptos settings")?
         .leptos_options;
-    options.site_root = args.site_root.to_string_lossy().as_ref().into();
     options.site_addr = args.addr;
     options.env = Env::PROD;
+    options.hash_files = false;
     Ok(options)
 }
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let site = Site::embedded().context("the web UI embedded in this binary cannot be served")?;
+    let mut leptos = leptos_options(&args)?;
+    match site.ui() {
+        Some(ui) => {
+            // Release builds carry it; debug builds read the clone's target/site.
+            tracing::info!(
+                name = ui.stem(),
+                embedded = cfg!(not(debug_assertions)),
+                "serving the web UI"
+            );
+            leptos.output_name = ui.stem().into();
+        }
+        None => tracing::warn!(
+            "this binary was built without its web UI: pages answer 503 with how to build it; the \
+             REST API and /healthz work. Build the UI with `cargo leptos build --release --precompress` \
+             (or `./dev run`), then build the server again"
+        ),
+    }
     let pool = db::open(&args.db.database).await?;
-    let leptos = leptos_options(&args)?;
     let test_clock = args.test_clock.map(ManualClock::new);
     let clock: Arc<dyn Clock> = match &test_clock {
         Some(c) => Arc::new(c.clone()),
@@ -64,7 +84,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "demo workspace seeded: open /routes to watch them"
         );
     }
-    warn_if_assets_missing(&args.site_root, &leptos);
     let signal = shutdown_signal();
     let listener = TcpListener::bind(args.addr)
         .await
@@ -73,7 +92,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing::info!(addr = %local, database = %args.db.database, "recourse is serving on http://{local}");
     let state = AppState::new(engine.clone(), leptos, test_clock);
     let stopping = state.shutdown.clone();
-    let app = web::router(state);
+    let mut app = web::router(state);
+    if site.ui().is_none() {
+        app = app.layer(axum::middleware::from_fn(assets::ui_missing));
+    }
     // On the signal, tell long-lived responses (the event stream) to end, so the graceful stop
     // does not wait on an open browser tab.
     let shutdown = async move {
@@ -148,20 +170,6 @@ fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// Without the built WASM and CSS the pages render but never become interactive; say so once
-/// at start rather than leaving a person to wonder.
-fn warn_if_assets_missing(site_root: &Path, options: &LeptosOptions) {
-    let wasm = site_root
-        .join(&*options.site_pkg_dir)
-        .join(format!("{}.wasm", options.output_name));
-    if !wasm.exists() {
-        tracing::warn!(
-            path = %wasm.display(),
-            "UI assets not found: pages will render without interactivity; build them with `cargo leptos build --release` or point --site-root at them"
-        );
-    }
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM. The handlers are installed when this is called,

@@ -1,5 +1,8 @@
-//! The HTTP surface: the server-rendered UI, its server functions, its static assets, the
-//! REST API ([`crate::api`]) and `/healthz`.
+//! The HTTP surface: the server-rendered UI, its server functions, its static assets
+//! ([`crate::assets`], embedded in the binary), the REST API ([`crate::api`]) and `/healthz`.
+//! Every response passes the layers of [`crate::revalidate`] (pages), compression (pages and
+//! JSON; the event stream and precompressed assets pass through as they are) and
+//! [`crate::headers`] (security headers).
 //!
 //! [`router`] builds the whole application from an [`AppState`]; [`run`] serves it on a
 //! listener until a shutdown future resolves. Tests call both directly, so they exercise the
@@ -21,16 +24,19 @@ use axum::{
     body::Body,
     extract::{FromRef, Request, State},
     http::StatusCode,
+    middleware,
     response::IntoResponse,
     routing::get,
     Json, Router,
 };
 use leptos::{config::LeptosOptions, prelude::provide_context};
-use leptos_axum::{generate_route_list, handle_server_fns_with_context, LeptosRoutes};
+use leptos_axum::{
+    generate_route_list, handle_server_fns_with_context, render_app_to_stream_with_context, LeptosRoutes,
+};
 use serde::Serialize;
 use std::{future::Future, sync::Arc};
 use tokio::{net::TcpListener, sync::watch};
-use tower_http::trace::TraceLayer;
+use tower_http::{compression::CompressionLayer, trace::TraceLayer};
 
 /// Everything a request handler may need. Cheap to clone: everything is shared.
 #[derive(Clone)]
@@ -103,15 +109,22 @@ impl FromRef<AppState> for LeptosOptions {
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos = state.leptos.clone();
-    let context = backend_context(state.backend.clone());
+    let not_found = state.leptos.clone();
+    let pages = crate::headers::with_page_csp(backend_context(state.backend.clone()));
     Router::new()
         .route("/healthz", get(healthz))
         .merge(crate::api::routes(state.test_clock.is_some()))
         .route("/api/{*fn_name}", get(server_fn).post(server_fn))
-        .leptos_routes_with_context(&state, routes, context, move || shell(leptos.clone()))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .layer(axum::middleware::from_fn(crate::guard::writes))
+        .leptos_routes_with_context(&state, routes, pages.clone(), move || shell(leptos.clone()))
+        .merge(crate::assets::routes())
+        .fallback(render_app_to_stream_with_context(pages, move || {
+            shell(not_found.clone())
+        }))
         .layer(DefaultBodyLimit::max(policy::limits::MAX_REQUEST_BODY_BYTES))
+        .layer(middleware::from_fn(crate::guard::writes))
+        .layer(middleware::from_fn(crate::revalidate::html))
+        .layer(CompressionLayer::new()) // pages and JSON; not SSE, not precompressed assets
+        .layer(middleware::from_fn(crate::headers::security))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

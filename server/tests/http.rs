@@ -20,7 +20,6 @@ async fn app(dir: &tempfile::TempDir) -> axum::Router {
         db: DatabaseArgs {
             database: database.clone(),
         },
-        site_root: dir.path().join("site"),
         demo: false,
         test_clock: None,
     };

@@ -296,11 +296,7 @@ async fn when_the_decision_cannot_be_written_nothing_is_armed_or_dispatched_and_
         .unwrap();
     assert_eq!(dispatches, 1);
     // And the API says so with 503.
-    let ro_app = server::web::router(server::web::AppState::new(
-        ro.clone(),
-        leptos_options(h.dir.path()),
-        None,
-    ));
+    let ro_app = server::web::router(server::web::AppState::new(ro.clone(), leptos_options(), None));
     let g = s["generation"].clone();
     let req = axum::http::Request::builder()
         .method(Method::POST)

@@ -29,13 +29,12 @@ pub struct Harness {
     pub dir: tempfile::TempDir,
 }
 
-pub fn leptos_options(dir: &std::path::Path) -> LeptosOptions {
+pub fn leptos_options() -> LeptosOptions {
     let args = server::cli::ServeArgs {
         addr: "127.0.0.1:0".parse().unwrap(),
         db: server::cli::DatabaseArgs {
             database: String::new(),
         },
-        site_root: dir.join("site"),
         demo: false,
         test_clock: None,
     };
@@ -101,7 +100,7 @@ impl Harness {
         let engine = Engine::new(server::store::Store::new(pool.clone()), Arc::new(clock.clone()));
         let app = router(AppState::new(
             engine.clone(),
-            leptos_options(dir.path()),
+            leptos_options(),
             Some(clock.clone()),
         ));
         Harness {

@@ -1,0 +1,165 @@
+// How the UI is delivered (issue 18): the Content-Security-Policy is in force, pages cannot be
+// framed, a phone's first visit stays within its byte budget and a second visit reuses the
+// cache, and a reload revalidates the page instead of downloading it again.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launch, openPage, waitHydrated, BASE_URL } from '../lib/browser.mjs';
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+/**
+ * Counts the bytes a page receives over the network (headers and bodies, as encoded) for the
+ * requests that finish; the live event stream never does, so it is not counted.
+ */
+async function byteCounter(context, page) {
+  const cdp = await context.newCDPSession(page);
+  const requests = new Map();
+  const waiters = [];
+  let bytes = 0;
+  cdp.on('Network.requestWillBeSent', (e) => requests.set(e.requestId, { url: e.request.url, type: e.type }));
+  cdp.on('Network.responseReceived', (e) => {
+    const r = requests.get(e.requestId);
+    if (r) Object.assign(r, { status: e.response.status, encoding: e.response.headers['content-encoding'] ?? e.response.headers['Content-Encoding'] });
+  });
+  // The status as it came over the wire: Chromium reports a revalidated response (304) with
+  // the cached response's status.
+  cdp.on('Network.responseReceivedExtraInfo', (e) => {
+    const r = requests.get(e.requestId);
+    if (r) r.wireStatus = e.statusCode;
+  });
+  cdp.on('Network.loadingFinished', (e) => {
+    bytes += e.encodedDataLength;
+    const r = requests.get(e.requestId);
+    if (r) r.bytes = e.encodedDataLength;
+    for (const w of waiters) if (r && w.pattern.test(r.url)) w.ok(r);
+  });
+  await cdp.send('Network.enable');
+  return {
+    /** Resolves when a request whose URL matches `pattern` has finished loading. */
+    finished(pattern) {
+      const done = [...requests.values()].find((r) => r.bytes !== undefined && pattern.test(r.url));
+      return done ? Promise.resolve(done) : new Promise((ok) => waiters.push({ pattern, ok }));
+    },
+    get bytes() {
+      return bytes;
+    },
+    requests: () => [...requests.values()],
+    reset() {
+      bytes = 0;
+      requests.clear();
+    },
+  };
+}
+
+test('pages carry the security headers and the browser enforces the CSP', async () => {
+  const res = await fetch(BASE_URL);
+  const policy = res.headers.get('content-security-policy') ?? '';
+  const html = await res.text();
+  const nonce = html.match(/<script type="module" nonce="([^"]+)"/)?.[1];
+  assert.ok(nonce, 'the hydration script carries a nonce');
+  assert.match(policy, new RegExp(`script-src 'self' 'nonce-${nonce}' 'wasm-unsafe-eval'`));
+  assert.match(policy, /frame-ancestors 'none'/);
+  assert.doesNotMatch(policy, /unsafe-inline/);
+  assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+  assert.equal(res.headers.get('referrer-policy'), 'same-origin');
+
+  const { context, page, errors, csp } = await openPage(browser, 'phone');
+  try {
+    await page.goto(BASE_URL);
+    await waitHydrated(page);
+    assert.deepEqual(csp, [], 'the app itself runs within the policy');
+    // An injected inline script (what an XSS would add) is refused and reported.
+    const ran = await page.evaluate(async () => {
+      const s = document.createElement('script');
+      s.textContent = 'window.__injected = true;';
+      const reported = new Promise((ok) => document.addEventListener('securitypolicyviolation', ok, { once: true }));
+      document.head.append(s);
+      await reported;
+      return window.__injected === true;
+    });
+    assert.equal(ran, false, 'the injected script did not run');
+    assert.equal(csp.length, 1, `one violation reported: ${csp.join('; ')}`);
+    assert.match(csp[0], /^script-src/);
+    csp.length = 0;
+    assert.deepEqual(
+      errors.filter((e) => !e.includes('Content Security Policy')),
+      [],
+    );
+  } finally {
+    await context.close();
+  }
+});
+
+test('another page cannot frame Recourse', async () => {
+  const { context, page, csp } = await openPage(browser, 'desktop');
+  try {
+    await page.goto(`${BASE_URL}/healthz`);
+    await page.evaluate((src) => {
+      const frame = document.createElement('iframe');
+      frame.src = src;
+      document.body.append(frame);
+      return new Promise((ok) => frame.addEventListener('load', ok, { once: true }));
+    }, `${BASE_URL}/`);
+    const framed = page.frames().find((f) => f !== page.mainFrame());
+    // Chromium shows its own error page in the frame instead ("127.0.0.1 is blocked").
+    assert.match(framed.url(), /^chrome-error:/, `the frame holds ${framed.url()}`);
+    const text = await framed.evaluate(() => document.body?.innerText ?? '').catch(() => '');
+    assert.doesNotMatch(text, /Routed agent work/, 'the framed page was not rendered');
+    csp.length = 0;
+  } finally {
+    await context.close();
+  }
+});
+
+test('a first visit on a phone stays under 450 KB and a second visit under 20 KB', async () => {
+  const { context, page, errors } = await openPage(browser, 'phone');
+  try {
+    const counter = await byteCounter(context, page);
+    await page.goto(BASE_URL);
+    await waitHydrated(page);
+    await counter.finished(/\.wasm$/);
+    const first = counter.bytes;
+    const wasm = counter.requests().find((r) => r.url.endsWith('.wasm'));
+    assert.equal(wasm?.encoding, 'br', 'the WASM arrives brotli-compressed');
+    assert.ok(first < 450_000, `first visit transferred ${first} bytes`);
+
+    const second = await context.newPage();
+    const again = await byteCounter(context, second);
+    await second.goto(BASE_URL);
+    await waitHydrated(second);
+    assert.ok(again.bytes < 20_000, `second visit transferred ${again.bytes} bytes: ${JSON.stringify(again.requests())}`);
+    assert.ok(
+      !again.requests().some((r) => /\/pkg\//.test(r.url) && r.bytes > 0),
+      `the script, WASM and stylesheet come from the cache: ${JSON.stringify(again.requests())}`,
+    );
+    console.log(`# transferred: first visit ${first} B, second visit ${again.bytes} B`);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a reload revalidates the page with a 304 and it hydrates again', async () => {
+  const { context, page, errors } = await openPage(browser, 'phone');
+  try {
+    await page.goto(`${BASE_URL}/profiles`);
+    await waitHydrated(page);
+    const counter = await byteCounter(context, page);
+    const response = await page.reload();
+    await waitHydrated(page);
+    const document = counter.requests().find((r) => r.type === 'Document');
+    assert.equal(document?.wireStatus, 304, `the page was revalidated: ${JSON.stringify(document)}`);
+    assert.ok(document.bytes < 1000, `only headers came over the network: ${document.bytes} bytes`);
+    assert.equal(response.ok(), true);
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});

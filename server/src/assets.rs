@@ -1,0 +1,530 @@
+//! The built UI (the WASM, its JavaScript glue, the stylesheet and the `public/` files), embedded
+//! in the binary at compile time and served from memory.
+//!
+//! Why embedded: the binary is what an operator installs, and the WASM must come from the same
+//! sources as the server or hydration breaks. A binary that carries its UI cannot meet a
+//! missing, moved or mismatched asset folder, whatever directory it is started from.
+//!
+//! What is embedded is `target/site` as `cargo leptos build --release --precompress` leaves it
+//! ([`Embedded`]; `server/build.rs` makes the server crate rebuild when that folder changes).
+//! [`Site::from_files`] turns the files into a table of [`Asset`]s:
+//! - the UI's script, WASM and stylesheet are served as `/pkg/{stem}.js`, `.wasm` and `.css`,
+//!   where the stem (`recourse-` and 16 hex digits) is a hash of all three, so one name changes
+//!   whenever any of them does and the glue script never meets a WASM from another build; these
+//!   are cached by browsers for a year (`immutable`). `serve` puts the stem into Leptos's
+//!   `output_name`, which the page shell uses for its links;
+//! - every file is also served at its own path with `no-cache` (browsers revalidate it with its
+//!   ETag, a cheap 304): `/favicon.svg` and anything else from `public/`;
+//! - `F.br` and `F.gz` beside a file `F` are its precompressed variants (written by cargo-leptos'
+//!   `--precompress`), chosen by the request's `Accept-Encoding`. A file without them is left
+//!   to the compression layer.
+//!
+//! A binary built before the UI was (a plain `cargo build` in a fresh clone) has no UI files:
+//! `serve` says so at start and [`ui_missing`] answers page requests with a page that says how
+//! to build it, instead of a page that never becomes interactive.
+
+use axum::{
+    body::{Body, Bytes},
+    extract::Request,
+    http::{
+        header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, VARY},
+        HeaderMap, HeaderValue, Method, StatusCode,
+    },
+    middleware::Next,
+    response::{IntoResponse, Response},
+    routing::get,
+    Router,
+};
+use sha2::{Digest, Sha256};
+use std::{
+    borrow::Cow,
+    collections::BTreeMap,
+    fmt::Write as _,
+    sync::{Arc, LazyLock},
+};
+
+/// `target/site`, read at compile time in release builds (rust-embed reads it from disk at run
+/// time in debug builds). Keep the folder in step with `site-root` in the workspace's
+/// `[[workspace.metadata.leptos]]` and with `server/build.rs`.
+#[derive(rust_embed::Embed)]
+#[folder = "../target/site"]
+#[allow_missing = true]
+struct Embedded;
+
+/// The folder of the UI build inside the site (`site-pkg-dir`).
+pub const PKG_DIR: &str = "pkg";
+
+/// How long browsers may keep a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caching {
+    /// Its name changes with its content: keep it for a year without asking again.
+    Immutable,
+    /// Its name stays: keep it, but ask (with the ETag) before each use.
+    Revalidate,
+}
+
+impl Caching {
+    fn header(self) -> HeaderValue {
+        HeaderValue::from_static(match self {
+            Caching::Immutable => "public, max-age=31536000, immutable",
+            Caching::Revalidate => "no-cache",
+        })
+    }
+}
+
+/// One file as it is served: its bytes and the precompressed variants the build made.
+#[derive(Clone, Debug)]
+pub struct Asset {
+    content_type: HeaderValue,
+    etag: HeaderValue,
+    caching: Caching,
+    identity: Bytes,
+    brotli: Option<Bytes>,
+    gzip: Option<Bytes>,
+}
+
+/// Content codings a response can have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coding {
+    Brotli,
+    Gzip,
+    Identity,
+}
+
+impl Asset {
+    /// The response to a GET or HEAD with these request headers: 304 when the client's copy is
+    /// current, otherwise the best encoding the client accepts.
+    pub fn respond(&self, request: &HeaderMap) -> Response {
+        let mut headers = HeaderMap::new();
+        headers.insert(CACHE_CONTROL, self.caching.header());
+        headers.insert(ETAG, self.etag.clone());
+        if self.brotli.is_some() || self.gzip.is_some() {
+            headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
+        }
+        if crate::revalidate::is_current(request, &self.etag) {
+            return (StatusCode::NOT_MODIFIED, headers).into_response();
+        }
+        headers.insert(CONTENT_TYPE, self.content_type.clone());
+        let (coding, body) = match preferred_coding(request, self.brotli.is_some(), self.gzip.is_some()) {
+            Coding::Brotli => (Some("br"), self.brotli.clone()),
+            Coding::Gzip => (Some("gzip"), self.gzip.clone()),
+            Coding::Identity => (None, None),
+        };
+        if let Some(coding) = coding {
+            headers.insert(CONTENT_ENCODING, HeaderValue::from_static(coding));
+        }
+        let body = body.unwrap_or_else(|| self.identity.clone());
+        (StatusCode::OK, headers, Body::from(body)).into_response()
+    }
+
+    pub fn caching(&self) -> Caching {
+        self.caching
+    }
+}
+
+/// The coding to answer with: the highest `q` among the available variants (brotli on a tie),
+/// identity when the client accepts neither.
+fn preferred_coding(request: &HeaderMap, brotli: bool, gzip: bool) -> Coding {
+    let q = |name: &str| -> f32 {
+        let mut wildcard = None;
+        for value in request.get_all(ACCEPT_ENCODING) {
+            for item in value.to_str().unwrap_or_default().split(',') {
+                let mut parts = item.split(';');
+                let coding = parts.next().unwrap_or_default().trim();
+                let weight = parts
+                    .find_map(|p| p.trim().strip_prefix("q="))
+                    .and_then(|q| q.trim().parse::<f32>().ok())
+                    .unwrap_or(1.0);
+                if coding.eq_ignore_ascii_case(name) {
+                    return weight;
+                }
+                if coding == "*" {
+                    wildcard = Some(weight);
+                }
+            }
+        }
+        wildcard.unwrap_or(0.0)
+    };
+    let br = if brotli { q("br") } else { 0.0 };
+    let gz = if gzip { q("gzip") } else { 0.0 };
+    if br > 0.0 && br >= gz {
+        Coding::Brotli
+    } else if gz > 0.0 {
+        Coding::Gzip
+    } else {
+        Coding::Identity
+    }
+}
+
+/// The names of the UI build in a [`Site`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ui {
+    stem: String,
+}
+
+impl Ui {
+    /// The shared file name of the script, WASM and stylesheet (without the extension): what
+    /// Leptos calls the output name.
+    pub fn stem(&self) -> &str {
+        &self.stem
+    }
+}
+
+/// A site that cannot be served as it is.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SiteError {
+    #[error(
+        "the UI build has {count} `.{extension}` files in `{PKG_DIR}/` where one was expected; \
+         rebuild it with `cargo leptos build --release --precompress` and then the server"
+    )]
+    Ambiguous { extension: &'static str, count: usize },
+}
+
+/// Every servable file, by the path it is served at.
+#[derive(Debug, Default)]
+pub struct Site {
+    ui: Option<Ui>,
+    assets: BTreeMap<String, Arc<Asset>>,
+}
+
+impl Site {
+    /// The site embedded in this binary, read once.
+    pub fn embedded() -> Result<&'static Site, &'static SiteError> {
+        static SITE: LazyLock<Result<Site, SiteError>> = LazyLock::new(|| {
+            Site::from_files(Embedded::iter().filter_map(|path| {
+                let file = Embedded::get(&path)?;
+                let bytes = match file.data {
+                    Cow::Borrowed(b) => Bytes::from_static(b),
+                    Cow::Owned(v) => Bytes::from(v),
+                };
+                Some((path.into_owned(), bytes))
+            }))
+        });
+        SITE.as_ref()
+    }
+
+    /// Builds the table from `(path relative to the site root, contents)` pairs.
+    pub fn from_files(files: impl IntoIterator<Item = (String, Bytes)>) -> Result<Site, SiteError> {
+        let files: BTreeMap<String, Bytes> = files.into_iter().collect();
+        let variant = |path: &str, suffix: &str| files.get(&format!("{path}.{suffix}")).cloned();
+        let mut assets = BTreeMap::new();
+        for (path, bytes) in &files {
+            if path.ends_with(".br") || path.ends_with(".gz") {
+                continue;
+            }
+            let content_type = mime_guess::from_path(path).first_or_octet_stream();
+            let asset = Asset {
+                content_type: HeaderValue::from_str(content_type.essence_str())
+                    .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+                etag: weak_etag(bytes),
+                caching: Caching::Revalidate,
+                identity: bytes.clone(),
+                brotli: variant(path, "br"),
+                gzip: variant(path, "gz"),
+            };
+            assets.insert(format!("/{path}"), Arc::new(asset));
+        }
+        let ui = ui_files(&files)?;
+        let ui = ui.map(|[js, wasm, css]| {
+            let mut hash = Sha256::new();
+            for path in [js, wasm, css] {
+                hash.update(Sha256::digest(&files[path]));
+            }
+            let prefix = js
+                .trim_start_matches(&format!("{PKG_DIR}/"))
+                .split('.')
+                .next()
+                .unwrap_or_default();
+            let stem = format!("{prefix}-{}", &hex(&hash.finalize())[..16]);
+            for (path, extension) in [(js, "js"), (wasm, "wasm"), (css, "css")] {
+                let asset = Asset {
+                    caching: Caching::Immutable,
+                    ..Asset::clone(&assets[&format!("/{path}")])
+                };
+                assets.insert(format!("/{PKG_DIR}/{stem}.{extension}"), Arc::new(asset));
+            }
+            Ui { stem }
+        });
+        Ok(Site { ui, assets })
+    }
+
+    /// The UI build, if the site has one.
+    pub fn ui(&self) -> Option<&Ui> {
+        self.ui.as_ref()
+    }
+
+    /// The file served at `path`.
+    pub fn get(&self, path: &str) -> Option<&Asset> {
+        self.assets.get(path).map(|a| a.as_ref())
+    }
+
+    /// One GET (and HEAD) route per file. Paths that axum would read as a pattern are skipped.
+    pub fn routes<S: Clone + Send + Sync + 'static>(&self) -> Router<S> {
+        let mut router = Router::new();
+        for (path, asset) in &self.assets {
+            if path.contains(['{', '}', '*']) {
+                tracing::warn!(path, "an asset name axum cannot route is not served");
+                continue;
+            }
+            let asset = asset.clone();
+            router = router.route(
+                path,
+                get(move |headers: HeaderMap| {
+                    let asset = asset.clone();
+                    async move { asset.respond(&headers) }
+                }),
+            );
+        }
+        router
+    }
+}
+
+/// The routes of the embedded site (none if it cannot be served; `serve` refuses to start then).
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    Site::embedded().map(Site::routes).unwrap_or_default()
+}
+
+/// The script, WASM and stylesheet of the UI build at the top of `pkg/`, if all three are there.
+fn ui_files(files: &BTreeMap<String, Bytes>) -> Result<Option<[&str; 3]>, SiteError> {
+    let mut found = Vec::with_capacity(3);
+    for extension in ["js", "wasm", "css"] {
+        let matching: Vec<&str> = files
+            .keys()
+            .map(String::as_str)
+            .filter(|p| {
+                p.strip_prefix(PKG_DIR)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .is_some_and(|name| !name.contains('/') && name.ends_with(&format!(".{extension}")))
+            })
+            .collect();
+        match matching.len() {
+            0 => return Ok(None),
+            1 => found.push(matching[0]),
+            count => return Err(SiteError::Ambiguous { extension, count }),
+        }
+    }
+    Ok(Some([found[0], found[1], found[2]]))
+}
+
+fn weak_etag(bytes: &[u8]) -> HeaderValue {
+    let digest = hex(&Sha256::digest(bytes));
+    HeaderValue::from_str(&format!("W/\"{}\"", &digest[..32])).unwrap_or(HeaderValue::from_static("W/\"\""))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// What a page request gets from a binary built without its UI: 503 and how to build it. The
+/// API, server functions and `/healthz` answer as usual.
+pub async fn ui_missing(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    let page = matches!(*req.method(), Method::GET | Method::HEAD)
+        && path != "/healthz"
+        && !path.starts_with("/api/")
+        && !path.starts_with(&format!("/{PKG_DIR}/"));
+    if !page {
+        return next.run(req).await;
+    }
+    let mut response = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8")),
+            (CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        UI_MISSING_PAGE,
+    )
+        .into_response();
+    crate::headers::secure(response.headers_mut(), crate::headers::over_tls(req.headers()));
+    response
+}
+
+const UI_MISSING_PAGE: &str = "<!DOCTYPE html>
+<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">
+<title>Recourse: this binary has no web UI</title></head>
+<body><main>
+<h1>This Recourse binary was built without its web UI</h1>
+<p>It was compiled before the UI (WASM, script and stylesheet) had been built, so it has none to serve.
+The REST API under <code>/api/v1</code> and <code>/healthz</code> work.</p>
+<p>To get the UI, in the Recourse repository run <code>cargo leptos build --release --precompress</code>
+(or <code>./dev run</code>), then build or install the server again (<code>cargo build --release --bin recourse</code>
+or <code>cargo install --path server --locked</code>): it embeds the UI. README, section \u{201c}Install\u{201d}, has the details.</p>
+</main></body></html>
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(files: &[(&str, &[u8])]) -> Site {
+        Site::from_files(
+            files
+                .iter()
+                .map(|(p, b)| (p.to_string(), Bytes::copy_from_slice(b))),
+        )
+        .unwrap()
+    }
+
+    fn ui_site() -> Site {
+        site(&[
+            ("favicon.svg", b"<svg/>"),
+            ("pkg/recourse.AAA.js", b"export function hydrate() {}"),
+            ("pkg/recourse.AAA.js.br", b"br-js"),
+            ("pkg/recourse.BBB.wasm", b"\0asm wasm"),
+            ("pkg/recourse.BBB.wasm.br", b"br-wasm"),
+            ("pkg/recourse.BBB.wasm.gz", b"gz-wasm"),
+            ("pkg/recourse.CCC.css", b"body{}"),
+        ])
+    }
+
+    fn request(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    fn header<'r>(res: &'r Response, name: &str) -> Option<&'r str> {
+        res.headers().get(name).map(|v| v.to_str().unwrap())
+    }
+
+    #[test]
+    fn the_ui_files_share_one_content_hashed_name_cached_for_a_year() {
+        let site = ui_site();
+        let stem = site.ui().unwrap().stem().to_string();
+        assert!(
+            stem.starts_with("recourse-") && stem.len() == "recourse-".len() + 16,
+            "{stem}"
+        );
+        for ext in ["js", "wasm", "css"] {
+            let asset = site.get(&format!("/pkg/{stem}.{ext}")).unwrap();
+            assert_eq!(asset.caching(), Caching::Immutable);
+            let res = asset.respond(&HeaderMap::new());
+            assert_eq!(
+                header(&res, "cache-control"),
+                Some("public, max-age=31536000, immutable")
+            );
+        }
+        let favicon = site.get("/favicon.svg").unwrap().respond(&HeaderMap::new());
+        assert_eq!(header(&favicon, "cache-control"), Some("no-cache"));
+        assert_eq!(header(&favicon, "content-type"), Some("image/svg+xml"));
+    }
+
+    #[test]
+    fn any_change_to_the_script_wasm_or_stylesheet_changes_the_name() {
+        let before = ui_site().ui().unwrap().stem().to_string();
+        let changed = site(&[
+            ("pkg/recourse.AAA.js", b"export function hydrate() {}"),
+            ("pkg/recourse.BBB.wasm", b"\0asm wasm"),
+            ("pkg/recourse.CCC.css", b"body{color:red}"),
+        ]);
+        assert_ne!(changed.ui().unwrap().stem(), before);
+    }
+
+    #[test]
+    fn content_types_follow_the_file_extension() {
+        let site = ui_site();
+        let stem = site.ui().unwrap().stem().to_string();
+        for (ext, ty) in [
+            ("js", "text/javascript"),
+            ("wasm", "application/wasm"),
+            ("css", "text/css"),
+        ] {
+            let res = site
+                .get(&format!("/pkg/{stem}.{ext}"))
+                .unwrap()
+                .respond(&HeaderMap::new());
+            assert_eq!(header(&res, "content-type"), Some(ty), "{ext}");
+        }
+    }
+
+    #[tokio::test]
+    async fn brotli_is_preferred_then_gzip_then_the_plain_bytes() {
+        use http_body_util::BodyExt;
+        let site = ui_site();
+        let wasm = site.get("/pkg/recourse.BBB.wasm").unwrap();
+        // (request headers, expected content coding, expected body)
+        type Case = (
+            &'static [(&'static str, &'static str)],
+            Option<&'static str>,
+            &'static [u8],
+        );
+        let cases: [Case; 6] = [
+            (
+                &[("accept-encoding", "gzip, deflate, br")],
+                Some("br"),
+                b"br-wasm",
+            ),
+            (&[("accept-encoding", "gzip")], Some("gzip"), b"gz-wasm"),
+            (
+                &[("accept-encoding", "br;q=0.5, gzip;q=0.8")],
+                Some("gzip"),
+                b"gz-wasm",
+            ),
+            (&[("accept-encoding", "br;q=0, gzip;q=0")], None, b"\0asm wasm"),
+            (&[("accept-encoding", "*")], Some("br"), b"br-wasm"),
+            (&[], None, b"\0asm wasm"),
+        ];
+        for (req, coding, body) in cases {
+            let res = wasm.respond(&request(req));
+            assert_eq!(res.status(), StatusCode::OK);
+            assert_eq!(header(&res, "content-encoding"), coding, "{req:?}");
+            assert_eq!(header(&res, "vary"), Some("accept-encoding"));
+            let bytes = res.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(&bytes[..], body, "{req:?}");
+        }
+        // Only a brotli variant: a gzip-only client gets the plain bytes.
+        let js = site.get("/pkg/recourse.AAA.js").unwrap();
+        let res = js.respond(&request(&[("accept-encoding", "gzip")]));
+        assert_eq!(header(&res, "content-encoding"), None);
+    }
+
+    #[test]
+    fn a_current_copy_is_answered_with_304_and_no_body() {
+        let site = ui_site();
+        let favicon = site.get("/favicon.svg").unwrap();
+        let etag = favicon.respond(&HeaderMap::new()).headers()["etag"].clone();
+        let mut req = HeaderMap::new();
+        req.insert(axum::http::header::IF_NONE_MATCH, etag.clone());
+        let res = favicon.respond(&req);
+        assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(res.headers()["etag"], etag);
+        assert_eq!(header(&res, "content-type"), None);
+        let stale = favicon.respond(&request(&[("if-none-match", "W/\"0123\", \"abc\"")]));
+        assert_eq!(stale.status(), StatusCode::OK);
+    }
+
+    #[test]
+    fn a_site_without_the_ui_build_has_no_ui_but_serves_its_files() {
+        let site = site(&[("favicon.svg", b"<svg/>"), ("pkg/recourse.AAA.js", b"x")]);
+        assert_eq!(site.ui(), None);
+        assert!(site.get("/favicon.svg").is_some());
+        assert!(Site::from_files([]).unwrap().ui().is_none());
+    }
+
+    #[test]
+    fn two_builds_mixed_in_one_folder_are_refused() {
+        let err = Site::from_files(
+            [
+                ("pkg/recourse.A.js", "a"),
+                ("pkg/recourse.B.js", "b"),
+                ("pkg/recourse.A.wasm", "w"),
+                ("pkg/recourse.A.css", "c"),
+            ]
+            .map(|(p, b)| (p.to_string(), Bytes::from_static(b.as_bytes()))),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            SiteError::Ambiguous {
+                extension: "js",
+                count: 2
+            }
+        );
+    }
+}
