@@ -235,10 +235,13 @@ test("a candidate's dispatcher, provider, model and label are chosen in view, ch
     await target.getByText(/^HTTP: a one-shot call/).waitFor({ state: 'visible' });
     await target.getByLabel('Provider id (optional)').fill('anthropic');
 
-    // The server's identifier check, inline: too long, then control characters, then fixed.
+    // The server's identifier check, inline: too long, then a character it may not hold, then fixed.
     const model = target.getByLabel('Model id (optional)');
     await model.fill('m'.repeat(129));
-    await target.getByText('Candidate id must be at most 128 characters.').waitFor({ state: 'visible' });
+    await target.getByText('Use at most 128 characters for the model id.').waitFor({ state: 'visible' });
+    assert.equal(await model.getAttribute('aria-invalid'), 'true');
+    await model.fill('claude sonnet');
+    await target.getByText(/^The model id may hold only letters, digits/).waitFor({ state: 'visible' });
     assert.equal(await model.getAttribute('aria-invalid'), 'true');
     // Saving with the bad value opens nothing new and sends nothing: it says what to fix.
     await page.getByRole('button', { name: 'Save profile' }).click();
