@@ -367,6 +367,8 @@ pub struct TargetDraft {
     pub provider_id: RwSignal<String>,
     pub model_id: RwSignal<String>,
     pub label: RwSignal<String>,
+    /// The configured agent or endpoint id (`acp` and `http` only).
+    pub runner: RwSignal<String>,
     pub script: StoredValue<Vec<SimulatedStep>>,
 }
 
@@ -377,20 +379,14 @@ impl TargetDraft {
             provider_id: RwSignal::new(target.provider_id.clone().unwrap_or_default()),
             model_id: RwSignal::new(target.model_id.clone().unwrap_or_default()),
             label: RwSignal::new(target.label.clone().unwrap_or_default()),
+            runner: RwSignal::new(target.runner.clone().unwrap_or_default()),
             script: StoredValue::new(target.script.clone()),
         }
     }
 
     /// A new candidate's target: `external` (the server's default), shown and changeable.
     pub fn external(id: &str) -> TargetDraft {
-        TargetDraft::new(&CandidateTarget {
-            id: id.to_owned(),
-            dispatcher: DispatcherKind::External,
-            provider_id: None,
-            model_id: None,
-            label: None,
-            script: Vec::new(),
-        })
+        TargetDraft::new(&CandidateTarget::external(id))
     }
 
     /// The inline check of one identifier (tracked).
@@ -410,6 +406,7 @@ impl TargetDraft {
             provider_id: self.check(TargetField::ProviderId).ok()?,
             model_id: self.check(TargetField::ModelId).ok()?,
             label: (!label.is_empty()).then_some(label),
+            runner: self.runner.with(|r| (!r.trim().is_empty()).then(|| r.trim().to_owned())),
             script: self.script.get_value(),
         })
     }
@@ -562,6 +559,7 @@ mod tests {
                 provider_id: Some("anthropic".into()),
                 model_id: None,
                 label: Some("Demo".into()),
+                runner: None,
                 script: vec![SimulatedStep {
                     outcome: SimulatedOutcome::Fail,
                     after_seconds: 0,

@@ -118,6 +118,11 @@ pub struct CandidateTarget {
     /// A readable label for the UI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The agent (`acp`) or endpoint (`http`) of the server's configuration file that runs this
+    /// candidate, by id. Required for those two dispatchers, absent for the others: what may
+    /// start a process or spend money is configured on the server, never in a profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
     /// The script of a `simulated` candidate (ignored by other dispatchers).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub script: Vec<SimulatedStep>,

@@ -292,6 +292,21 @@ fn check_target_fields(t: &CandidateTarget, i: usize, problems: &mut Problems) {
             check_identifier(m, "the model id"),
         );
     }
+    let needs_runner = matches!(t.dispatcher, DispatcherKind::Acp | DispatcherKind::Http);
+    match (&t.runner, needs_runner) {
+        (Some(r), true) => problems.check(&format!("targets[{i}].runner"), check_identifier(r, "the runner id")),
+        (None, true) => problems.push(
+            format!("targets[{i}].runner"),
+            ValidationCode::Missing,
+            "Choose the agent or endpoint (from the server's configuration) that runs this candidate.",
+        ),
+        (Some(_), false) => problems.push(
+            format!("targets[{i}].runner"),
+            ValidationCode::UnknownField,
+            "Only ACP and HTTP candidates name an agent or an endpoint.",
+        ),
+        (None, false) => {}
+    }
     if let Some(l) = &t.label {
         problems.check(
             &format!("targets[{i}].label"),
@@ -351,6 +366,7 @@ impl CandidateTarget {
             provider_id: None,
             model_id: None,
             label: None,
+            runner: None,
             script: Vec::new(),
         }
     }

@@ -54,6 +54,7 @@ fn target(id: &str, provider: &str, script: Vec<SimulatedStep>) -> CandidateTarg
         provider_id: Some(provider.to_owned()),
         model_id: None,
         label: Some(format!("Simulated {provider}")),
+        runner: None,
         script,
     }
 }

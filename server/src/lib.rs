@@ -32,6 +32,7 @@ pub mod assets;
 pub mod backend;
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod db;
 pub mod demo;
 pub mod engine;

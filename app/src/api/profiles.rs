@@ -113,6 +113,7 @@ pub(crate) mod tests {
             provider_id: Some("anthropic".into()),
             model_id: Some("x".repeat(policy::limits::MAX_CANDIDATE_ID_CHARS + 1)),
             label: None,
+            runner: Some("mini".into()),
             script: vec![],
         }];
         let err = with_backend(&fake, create_profile(bad)).unwrap_err();

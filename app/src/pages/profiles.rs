@@ -265,6 +265,7 @@ fn NewProfile() -> impl IntoView {
                     provider_id: None,
                     model_id: None,
                     label: None,
+                    runner: None,
                     script: Vec::new(),
                 }],
                 policy,
