@@ -406,7 +406,9 @@ impl TargetDraft {
             provider_id: self.check(TargetField::ProviderId).ok()?,
             model_id: self.check(TargetField::ModelId).ok()?,
             label: (!label.is_empty()).then_some(label),
-            runner: self.runner.with(|r| (!r.trim().is_empty()).then(|| r.trim().to_owned())),
+            runner: self
+                .runner
+                .with(|r| (!r.trim().is_empty()).then(|| r.trim().to_owned())),
             script: self.script.get_value(),
         })
     }

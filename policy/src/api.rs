@@ -240,7 +240,7 @@ pub struct Caller {
 }
 
 /// `POST /api/v1/routes`: start routed work on a profile.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StartRouteRequest {
     pub profile_id: String,
@@ -248,6 +248,51 @@ pub struct StartRouteRequest {
     /// A short, caller-chosen title for the UI (no prompt text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The work itself, for candidates Recourse runs (`acp`, `http`): stored durably, apart
+    /// from evidence, and given to every attempt of the route's current prompt generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<Work>,
+}
+
+/// The work a route carries (design contract 7): what each kind of candidate needs to run it.
+/// An `acp` candidate gets the prompt (ACP content blocks) in the working directory; an `http`
+/// candidate gets the messages and parameters (its model and key come from the endpoint's
+/// configuration). A switch to another candidate sends it the same current work on a new
+/// session; earlier turns are not replayed unless the caller sends them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Work {
+    /// For `acp` candidates: ACP content blocks, e.g. `[{"type": "text", "text": "Fix the build"}]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    pub prompt: Vec<Value>,
+    /// For `acp` candidates: an absolute working directory under a root the agent's
+    /// configuration allows (the agent's `default_cwd` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// For `http` candidates: the conversation, e.g. `[{"role": "user", "content": "Summarize ..."}]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    pub messages: Vec<Value>,
+    /// For `http` candidates: request parameters such as `max_tokens` or `temperature` (not
+    /// `model`, `stream` or anything the endpoint's configuration owns).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub params: serde_json::Map<String, Value>,
+}
+
+/// `POST /api/v1/routes/{id}/work`: the next prompt of the same logical session (a new prompt
+/// generation), fenced by `expected_generation`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WorkRequest {
+    /// The route generation the caller last saw; a stale one gets 409 and the snapshot.
+    pub expected_generation: u64,
+    /// The new work; absent, the route's stored work is run again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<Work>,
 }
 
 /// Filter for route lists; every field narrows.

@@ -13,13 +13,16 @@
 //! checked.
 
 use crate::{
-    api::{Caller, CallerKind, CandidateTarget, DispatcherKind, Profile, ProfileInput, StartRouteRequest},
+    api::{
+        Caller, CallerKind, CandidateTarget, DispatcherKind, Profile, ProfileInput, StartRouteRequest, Work,
+    },
     document::{FieldError, ValidatedPolicyDocument, ValidationCode, ValidationError, ValidationErrors},
     legacy::{normalize, DocumentOrigin},
     limits::{
         MAX_CALLER_REFERENCE_CHARS, MAX_IDENTIFIER_CHARS, MAX_ID_CHARS, MAX_INVOCATION_ID_CHARS,
-        MAX_LABEL_CHARS, MAX_PROFILE_DESCRIPTION_CHARS, MAX_PROFILE_NAME_CHARS, MAX_SCRIPT_ENVELOPE_BYTES,
-        MAX_SCRIPT_STEPS, MAX_SIMULATED_DELAY_SECONDS, MAX_TITLE_CHARS,
+        MAX_LABEL_CHARS, MAX_MESSAGES, MAX_PATH_CHARS, MAX_PROFILE_DESCRIPTION_CHARS, MAX_PROFILE_NAME_CHARS,
+        MAX_PROMPT_BLOCKS, MAX_SCRIPT_ENVELOPE_BYTES, MAX_SCRIPT_STEPS, MAX_SIMULATED_DELAY_SECONDS,
+        MAX_TITLE_CHARS, MAX_WORK_BYTES,
     },
 };
 use chrono::{DateTime, Utc};
@@ -294,7 +297,10 @@ fn check_target_fields(t: &CandidateTarget, i: usize, problems: &mut Problems) {
     }
     let needs_runner = matches!(t.dispatcher, DispatcherKind::Acp | DispatcherKind::Http);
     match (&t.runner, needs_runner) {
-        (Some(r), true) => problems.check(&format!("targets[{i}].runner"), check_identifier(r, "the runner id")),
+        (Some(r), true) => problems.check(
+            &format!("targets[{i}].runner"),
+            check_identifier(r, "the runner id"),
+        ),
         (None, true) => problems.push(
             format!("targets[{i}].runner"),
             ValidationCode::Missing,
@@ -376,13 +382,101 @@ impl CandidateTarget {
 // Route starts
 // ------------------------------------------------------------------------------------------------
 
+// ------------------------------------------------------------------------------------------------
+// Work
+// ------------------------------------------------------------------------------------------------
+
+/// Request parameters an `http` candidate's endpoint configuration owns: a caller may not set
+/// them.
+const RESERVED_PARAMS: [&str; 6] = [
+    "model",
+    "stream",
+    "messages",
+    "system",
+    "api_key",
+    "stream_options",
+];
+
+/// Checks a route's work (contract 7) at `path` (`work`): bounded in size and count, prompt
+/// blocks and messages of the right shape, an absolute working directory, no parameter the
+/// endpoint owns. Whether each candidate of the profile can run it (an agent's roots, a
+/// prompt for agents, messages for endpoints) is the server's check, which knows the
+/// configuration.
+pub fn check_work(work: &Work, path: &str) -> Vec<ValidationError> {
+    let mut problems = Problems::default();
+    if serde_json::to_string(work).map_or(usize::MAX, |s| s.len()) > MAX_WORK_BYTES {
+        problems.push(
+            path,
+            ValidationCode::TooLong,
+            format!("The work is at most {MAX_WORK_BYTES} bytes of JSON."),
+        );
+        return problems.0;
+    }
+    if work.prompt.len() > MAX_PROMPT_BLOCKS {
+        problems.push(
+            format!("{path}.prompt"),
+            ValidationCode::TooMany,
+            format!("A prompt has at most {MAX_PROMPT_BLOCKS} content blocks."),
+        );
+    }
+    for (i, block) in work.prompt.iter().enumerate().take(MAX_PROMPT_BLOCKS) {
+        if !block.get("type").is_some_and(serde_json::Value::is_string) {
+            problems.push(
+                format!("{path}.prompt[{i}]"),
+                ValidationCode::WrongType,
+                "An ACP content block is an object with a `type` (e.g. `{\"type\": \"text\", \"text\": ...}`).",
+            );
+        }
+    }
+    if work.messages.len() > MAX_MESSAGES {
+        problems.push(
+            format!("{path}.messages"),
+            ValidationCode::TooMany,
+            format!("A call has at most {MAX_MESSAGES} messages."),
+        );
+    }
+    for (i, m) in work.messages.iter().enumerate().take(MAX_MESSAGES) {
+        let role_ok = m
+            .get("role")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|r| matches!(r, "system" | "user" | "assistant"));
+        if !role_ok || m.get("content").is_none() {
+            problems.push(
+                format!("{path}.messages[{i}]"),
+                ValidationCode::WrongType,
+                "A message is an object with a `role` (system, user or assistant) and its `content`.",
+            );
+        }
+    }
+    for key in work.params.keys() {
+        if RESERVED_PARAMS.contains(&key.as_str()) {
+            problems.push(
+                format!("{path}.params.{key}"),
+                ValidationCode::UnknownField,
+                "The endpoint's configuration owns this parameter.",
+            );
+        }
+    }
+    if let Some(cwd) = &work.cwd {
+        if cwd.chars().count() > MAX_PATH_CHARS || !cwd.starts_with('/') || cwd.contains('\0') {
+            problems.push(
+                format!("{path}.cwd"),
+                ValidationCode::InvalidCharacters,
+                format!("Give an absolute path of at most {MAX_PATH_CHARS} characters."),
+            );
+        }
+    }
+    problems.0
+}
+
 /// A route start that passed every check: a bounded profile id, a caller with a non-blank,
 /// bounded reference and invocation id, and an optional bounded title (no prompt text).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ValidatedStartRoute {
     profile_id: String,
     caller: Caller,
     title: Option<String>,
+    work: Option<Work>,
 }
 
 impl ValidatedStartRoute {
@@ -414,10 +508,14 @@ impl ValidatedStartRoute {
         if let Some(t) = title {
             problems.check("title", check_optional_line(t, "the title", MAX_TITLE_CHARS));
         }
+        if let Some(work) = &request.work {
+            problems.0.extend(check_work(work, "work"));
+        }
         let value = ValidatedStartRoute {
             profile_id: request.profile_id.clone(),
             caller: request.caller.clone(),
             title: title.map(str::to_owned),
+            work: request.work.clone(),
         };
         problems.finish(Some(value))
     }
@@ -436,6 +534,11 @@ impl ValidatedStartRoute {
 
     pub fn title(&self) -> Option<&str> {
         self.title.as_deref()
+    }
+
+    /// The work the route carries, if the caller sent it.
+    pub fn work(&self) -> Option<&Work> {
+        self.work.as_ref()
     }
 }
 
@@ -581,6 +684,38 @@ mod tests {
     }
 
     #[test]
+    fn work_is_bounded_and_shaped_and_leaves_the_endpoints_parameters_alone() {
+        let ok = Work {
+            prompt: vec![json!({"type": "text", "text": "Fix the build"})],
+            cwd: Some("/srv/work/repo".into()),
+            messages: vec![json!({"role": "user", "content": "Summarize"})],
+            params: serde_json::Map::from_iter([("max_tokens".to_owned(), json!(512))]),
+        };
+        assert_eq!(check_work(&ok, "work"), vec![]);
+        let bad = Work {
+            prompt: vec![json!("just text")],
+            cwd: Some("relative/dir".into()),
+            messages: vec![json!({"role": "robot", "content": "x"})],
+            params: serde_json::Map::from_iter([("model".to_owned(), json!("gpt-5"))]),
+        };
+        let paths: Vec<String> = check_work(&bad, "work").into_iter().map(|e| e.path).collect();
+        assert_eq!(
+            paths,
+            [
+                "work.prompt[0]",
+                "work.messages[0]",
+                "work.params.model",
+                "work.cwd"
+            ]
+        );
+        let huge = Work {
+            prompt: vec![json!({"type": "text", "text": "x".repeat(MAX_WORK_BYTES)})],
+            ..Work::default()
+        };
+        assert_eq!(check_work(&huge, "work")[0].code, ValidationCode::TooLong);
+    }
+
+    #[test]
     fn a_route_start_needs_a_bounded_caller_and_title() {
         let ok = StartRouteRequest {
             profile_id: "pf-1".into(),
@@ -590,6 +725,7 @@ mod tests {
                 invocation_id: "inv-1".into(),
             },
             title: Some("  Fix the build ".into()),
+            work: None,
         };
         let v = ValidatedStartRoute::parse(&ok).unwrap();
         assert_eq!(v.title(), Some("Fix the build"));
@@ -602,6 +738,7 @@ mod tests {
                 invocation_id: "z".repeat(MAX_INVOCATION_ID_CHARS + 1),
             },
             title: Some(big),
+            work: None,
         };
         let e = ValidatedStartRoute::parse(&bad).unwrap_err();
         assert_eq!(

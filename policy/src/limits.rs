@@ -62,6 +62,15 @@ pub const MAX_INVOCATION_ID_CHARS: usize = 128;
 /// about 30).
 pub const MAX_ID_CHARS: usize = 128;
 
+/// Largest work a route carries, in bytes of its JSON (prompt, messages and parameters).
+pub const MAX_WORK_BYTES: usize = 256 * 1024;
+/// Most ACP content blocks in a prompt.
+pub const MAX_PROMPT_BLOCKS: usize = 64;
+/// Most messages of an HTTP call.
+pub const MAX_MESSAGES: usize = 256;
+/// Longest working directory path, in characters.
+pub const MAX_PATH_CHARS: usize = 4_096;
+
 /// Largest request body the REST API reads, in bytes (an evidence envelope is the largest).
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 

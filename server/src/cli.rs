@@ -77,6 +77,11 @@ pub struct ServeArgs {
     pub addr: SocketAddr,
     #[command(flatten)]
     pub db: DatabaseArgs,
+    /// The server configuration file: the ACP agents and HTTP endpoints Recourse may run
+    /// (README, "Agents and endpoints"). Reloaded on SIGHUP. Without it, only the simulated and
+    /// external dispatchers are available.
+    #[arg(long, env = "RECOURSE_CONFIG")]
+    pub config: Option<PathBuf>,
     /// Seed a demo workspace (simulated candidates and a few routes that wait, retry, switch
     /// and stop within a minute).
     #[arg(long, env = "RECOURSE_DEMO")]

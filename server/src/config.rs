@@ -197,7 +197,8 @@ impl RunnerConfig {
             #[serde(default)]
             endpoint: Vec<EndpointConfig>,
         }
-        let file: File = toml::from_str(text).map_err(|e| vec![format!("not a valid configuration: {}", e.message())])?;
+        let file: File =
+            toml::from_str(text).map_err(|e| vec![format!("not a valid configuration: {}", e.message())])?;
         let mut problems = Vec::new();
         let mut agents = Vec::with_capacity(file.agent.len());
         let mut ids = HashSet::new();
@@ -205,10 +206,16 @@ impl RunnerConfig {
             let at = |field: &str| format!("agent[{i}].{field}");
             check_id(&a.id, &at("id"), &mut ids, &mut problems);
             if !a.command.is_absolute() {
-                problems.push(format!("{}: give the absolute path of the agent's executable", at("command")));
+                problems.push(format!(
+                    "{}: give the absolute path of the agent's executable",
+                    at("command")
+                ));
             }
             if a.allowed_roots.is_empty() {
-                problems.push(format!("{}: list at least one root a route's working directory may lie under", at("allowed_roots")));
+                problems.push(format!(
+                    "{}: list at least one root a route's working directory may lie under",
+                    at("allowed_roots")
+                ));
             }
             let mut roots = Vec::with_capacity(a.allowed_roots.len());
             for (r, root) in a.allowed_roots.iter().enumerate() {
@@ -223,12 +230,18 @@ impl RunnerConfig {
             a.allowed_roots = roots;
             if let Some(cwd) = &a.default_cwd {
                 if cwd_under(cwd, &a.allowed_roots).is_none() {
-                    problems.push(format!("{}: must be an existing folder under one of allowed_roots", at("default_cwd")));
+                    problems.push(format!(
+                        "{}: must be an existing folder under one of allowed_roots",
+                        at("default_cwd")
+                    ));
                 }
             }
             for (e, name) in a.env.iter().enumerate() {
                 if !is_env_name(name) {
-                    problems.push(format!("{}: not an environment variable name", at(&format!("env[{e}]"))));
+                    problems.push(format!(
+                        "{}: not an environment variable name",
+                        at(&format!("env[{e}]"))
+                    ));
                 }
             }
             for (field, value) in [("provider_id", &a.provider_id), ("model_id", &a.model_id)] {
@@ -283,11 +296,17 @@ impl RunnerConfig {
                 ("request_timeout", e.request_timeout),
             ] {
                 if !(1..=MAX_TIMEOUT_SECONDS).contains(&secs) {
-                    problems.push(format!("{}: between 1 and {MAX_TIMEOUT_SECONDS} seconds", at(field)));
+                    problems.push(format!(
+                        "{}: between 1 and {MAX_TIMEOUT_SECONDS} seconds",
+                        at(field)
+                    ));
                 }
             }
             if !(1..=MAX_RESPONSE_BYTES).contains(&e.max_response_bytes) {
-                problems.push(format!("{}: between 1 and {MAX_RESPONSE_BYTES} bytes", at("max_response_bytes")));
+                problems.push(format!(
+                    "{}: between 1 and {MAX_RESPONSE_BYTES} bytes",
+                    at("max_response_bytes")
+                ));
             }
             endpoints.push(e);
         }
@@ -314,9 +333,7 @@ fn check_id(id: &str, at: &str, seen: &mut HashSet<String>, problems: &mut Vec<S
 
 fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && name.len() <= 128
 }
@@ -491,7 +508,10 @@ mod tests {
         std::fs::create_dir_all(root.join("repo")).unwrap();
         let roots = [root.canonicalize().unwrap()];
         assert!(cwd_under(&root.join("repo"), &roots).is_some());
-        assert!(cwd_under(&root.join("repo/../.."), &roots).is_none(), "no escape through ..");
+        assert!(
+            cwd_under(&root.join("repo/../.."), &roots).is_none(),
+            "no escape through .."
+        );
         assert!(cwd_under(dir.path(), &roots).is_none());
         assert!(cwd_under(&root.join("missing"), &roots).is_none());
     }

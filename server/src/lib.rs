@@ -47,3 +47,4 @@ pub mod serve;
 pub mod store;
 pub mod telemetry;
 pub mod web;
+pub mod work;

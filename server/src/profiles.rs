@@ -4,13 +4,65 @@
 //! history are never touched.
 
 use crate::{
+    config::RunnerConfig,
     engine::{Engine, EngineError},
     store::{new_id, ProfileDelete, ProfileUpdate},
 };
 use policy::{
-    api::{Profile, ProfileSummary},
-    input::ValidatedProfile,
+    api::{CandidateTarget, DispatcherKind, Profile, ProfileSummary},
+    document::{ValidationCode, ValidationError, ValidationErrors},
+    input::{check_identifier, ValidatedProfile},
 };
+
+/// Checks every target's runner against the server's configuration (an `acp` target names a
+/// configured agent, an `http` target a configured endpoint; a 422 at `targets[i].runner`
+/// otherwise) and fills a target's provider and model ids from its runner's configuration when
+/// the profile gives none, so circuits and evidence know them.
+pub fn bind_runners(targets: &mut [CandidateTarget], config: &RunnerConfig) -> Result<(), ValidationErrors> {
+    let mut errors = Vec::new();
+    for (i, t) in targets.iter_mut().enumerate() {
+        let Some(runner) = t.runner.as_deref() else {
+            continue;
+        };
+        let (known, provider, model) = match t.dispatcher {
+            DispatcherKind::Acp => match config.agent(runner) {
+                Some(a) => (true, a.provider_id.clone(), a.model_id.clone()),
+                None => (false, None, None),
+            },
+            DispatcherKind::Http => match config.endpoint(runner) {
+                Some(e) => (true, e.provider_id.clone(), Some(e.model.clone())),
+                None => (false, None, None),
+            },
+            DispatcherKind::Simulated | DispatcherKind::External => (true, None, None),
+        };
+        if !known {
+            let what = if t.dispatcher == DispatcherKind::Acp {
+                "agent"
+            } else {
+                "endpoint"
+            };
+            errors.push(ValidationError {
+                path: format!("targets[{i}].runner"),
+                code: ValidationCode::UnknownField,
+                message: format!(
+                    "The server's configuration has no {what} with this id; choose one it lists, or ask an operator to add it."
+                ),
+            });
+            continue;
+        }
+        if t.provider_id.is_none() {
+            t.provider_id = provider.filter(|p| check_identifier(p, "").is_ok());
+        }
+        if t.model_id.is_none() {
+            t.model_id = model.filter(|m| check_identifier(m, "").is_ok());
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ValidationErrors { errors })
+    }
+}
 
 pub async fn list(engine: &Engine) -> Result<Vec<ProfileSummary>, EngineError> {
     Ok(engine.store().list_profiles().await?)
@@ -39,7 +91,8 @@ pub async fn put(engine: &Engine, id: &str, profile: ValidatedProfile) -> Result
 /// Stores `profile` as revision 1 of a new profile `id`.
 async fn insert_new(engine: &Engine, id: String, profile: ValidatedProfile) -> Result<Profile, EngineError> {
     let now = engine.now();
-    let profile = profile.into_profile(id, 1, now, now);
+    let mut profile = profile.into_profile(id, 1, now, now);
+    bind_runners(&mut profile.targets, &engine.runners().current()).map_err(EngineError::Invalid)?;
     let _writer = engine.writer().await;
     engine.store().insert_profile(&profile).await?;
     Ok(profile)

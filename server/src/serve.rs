@@ -4,6 +4,7 @@ use crate::{
     assets::{self, Site},
     cli::{ClassifyArgs, DatabaseArgs, ServeArgs},
     clock::{Clock, ManualClock, SystemClock},
+    config::{RunnerConfig, Runners},
     db,
     engine::Engine,
     store::Store,
@@ -59,8 +60,24 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(c) => Arc::new(c.clone()),
         None => Arc::new(SystemClock),
     };
+    let runners = match &args.config {
+        Some(path) => {
+            let config = RunnerConfig::load(path)?;
+            tracing::info!(
+                config = %path.display(),
+                agents = config.agents.len(),
+                endpoints = config.endpoints.len(),
+                "configuration loaded"
+            );
+            Runners::new(config)
+        }
+        None => Runners::none(),
+    };
+    if let Some(path) = args.config.clone() {
+        reload_on_sighup(runners.clone(), path)?;
+    }
     let store = Store::new(pool);
-    let engine = Engine::new(store.clone(), clock);
+    let engine = Engine::with_runners(store.clone(), clock, runners);
     let report = engine
         .reconcile()
         .await
@@ -169,6 +186,32 @@ fn collect_json(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
             out.push(p);
         }
     }
+    Ok(())
+}
+
+/// Reloads the configuration file on SIGHUP, for the life of the process. An invalid file is
+/// refused (logged, with every problem) and the previous configuration stays. The handler is
+/// installed now, before serving, so a SIGHUP never kills the process.
+fn reload_on_sighup(runners: Runners, path: PathBuf) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hangup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                let (runners, path) = (runners.clone(), path.clone());
+                match tokio::task::spawn_blocking(move || runners.reload(&path)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %e, "configuration reload refused; the previous one stays")
+                    }
+                    Err(e) => tracing::error!(error = %e, "configuration reload failed"),
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = (runners, path);
     Ok(())
 }
 

@@ -22,6 +22,7 @@ async fn app(dir: &tempfile::TempDir) -> axum::Router {
         },
         demo: false,
         test_clock: None,
+        config: None,
     };
     let pool = db::open(&database).await.unwrap();
     let engine = Engine::new(server::store::Store::new(pool), Arc::new(SystemClock));

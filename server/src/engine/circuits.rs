@@ -16,11 +16,14 @@ use super::{
     tx::{target_of, Pending},
     EngineError,
 };
-use crate::store::{RouteRow, Tx};
+use crate::{
+    config::RunnerConfig,
+    store::{RouteRow, Tx},
+};
 use chrono::{DateTime, Utc};
 use classifier::Verdict;
 use policy::{
-    api::Profile,
+    api::{CandidateTarget, DispatcherKind, Profile},
     circuit::{self, GateDecision},
     route::{CandidateOption, EventKind, Hold, RouteState, StateName},
 };
@@ -43,7 +46,11 @@ pub(super) async fn options(
     let mut out = Vec::with_capacity(profile.policy.candidates.len());
     for c in &profile.policy.candidates {
         let keys = keys_of(profile, &c.id);
-        let eligibility = if keys.is_empty() {
+        let runnable = target_of(profile, &c.id).is_none_or(|t| runner_configured(t, &pending.config));
+        let eligibility = if !runnable {
+            // Its agent or endpoint left the configuration: no wait makes it runnable.
+            policy::route::Eligibility::Never
+        } else if keys.is_empty() {
             policy::route::Eligibility::Now
         } else {
             let rows = pending.circuits(tx, &keys, now).await?;
@@ -55,6 +62,17 @@ pub(super) async fn options(
         });
     }
     Ok(out)
+}
+
+/// Whether the agent or endpoint a target names is in the configuration (targets of other
+/// dispatchers need none).
+pub(super) fn runner_configured(target: &CandidateTarget, config: &RunnerConfig) -> bool {
+    match (target.dispatcher, target.runner.as_deref()) {
+        (DispatcherKind::Acp, Some(id)) => config.agent(id).is_some(),
+        (DispatcherKind::Http, Some(id)) => config.endpoint(id).is_some(),
+        (DispatcherKind::Acp | DispatcherKind::Http, None) => false,
+        (DispatcherKind::Simulated | DispatcherKind::External, _) => true,
+    }
 }
 
 /// The dispatch gate for `route`'s pending attempt: `None` to go (any probe lease it needs is

@@ -41,13 +41,18 @@ pub use reconcile::ReconcileReport;
 
 use crate::{
     clock::Clock,
+    config::Runners,
     store::{DueTimer, Store},
 };
 use chrono::{DateTime, Utc};
 use classifier::{Envelope, Verdict};
 use dispatch::Dispatchers;
 use policy::{
-    api::{ActionOutcome, CircuitView, ManualActionRequest, RouteDetail, RouteFilter, RouteSummary},
+    api::{
+        ActionOutcome, CircuitView, ManualActionRequest, Profile, RouteDetail, RouteFilter, RouteSummary,
+        Work, WorkRequest,
+    },
+    document::ValidationErrors,
     input::ValidatedStartRoute,
     route::{EventKind, RouteEvent},
     wire::{RouteEventPayload, RouteSnapshot},
@@ -79,6 +84,12 @@ pub enum Input {
     /// An evidence envelope for the route's current invocation; classified inside the
     /// transaction against the route's current generation and the profile's current policy.
     Evidence(Box<Envelope>),
+    /// The caller's next prompt (`work_submitted`), with the new work stored in the same
+    /// transaction when there is one.
+    Work {
+        expected_generation: u64,
+        work: Option<Box<Work>>,
+    },
 }
 
 /// The result of a submitted input.
@@ -116,6 +127,8 @@ struct Stats {
 pub struct Engine {
     store: Store,
     clock: Arc<dyn Clock>,
+    /// The agents and endpoints of the server's configuration file (reloadable).
+    runners: Runners,
     dispatchers: Dispatchers,
     /// Wakes the scheduler (a new or earlier timer, released holds).
     wake: Notify,
@@ -134,12 +147,19 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An engine with no agents or endpoints configured.
     pub fn new(store: Store, clock: Arc<dyn Clock>) -> Arc<Engine> {
+        Engine::with_runners(store, clock, Runners::none())
+    }
+
+    /// An engine that runs the agents and endpoints of `runners`.
+    pub fn with_runners(store: Store, clock: Arc<dyn Clock>, runners: Runners) -> Arc<Engine> {
         let (events, _) = broadcast::channel(1024);
         Arc::new_cyclic(|me| Engine {
             dispatchers: Dispatchers::new(store.clone()),
             store,
             clock,
+            runners,
             wake: Notify::new(),
             write: Mutex::new(()),
             events,
@@ -157,6 +177,11 @@ impl Engine {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// The server configuration's agents and endpoints.
+    pub fn runners(&self) -> &Runners {
+        &self.runners
     }
 
     pub fn now(&self) -> DateTime<Utc> {
@@ -303,6 +328,12 @@ impl Engine {
     }
 
     async fn start_here(&self, request: ValidatedStartRoute) -> Result<RouteSummary, EngineError> {
+        let profile = self
+            .store
+            .profile(request.profile_id())
+            .await?
+            .ok_or_else(|| EngineError::ProfileNotFound(request.profile_id().to_owned()))?;
+        self.check_work(profile, request.work().cloned()).await?;
         let ((route, profile, transition), chain) = {
             let (reply, answer) = oneshot::channel();
             self.enqueue(vec![Job::Start { request, reply }])?;
@@ -321,6 +352,42 @@ impl Engine {
         let mut summary = route.summary(profile.name);
         summary.snapshot = latest.snapshot();
         Ok(summary)
+    }
+
+    /// The next prompt of the route's logical session (a new prompt generation), with new work
+    /// or the stored one again, fenced by `expected_generation`.
+    pub async fn submit_work(&self, route_id: &str, request: WorkRequest) -> Result<Applied, EngineError> {
+        if let Some(work) = &request.work {
+            let problems = policy::input::check_work(work, "work");
+            if !problems.is_empty() {
+                return Err(EngineError::Invalid(ValidationErrors { errors: problems }));
+            }
+            let (_, profile) = self
+                .store
+                .route_and_profile(route_id)
+                .await?
+                .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
+            let profile = profile.ok_or_else(|| EngineError::ProfileNotFound(String::new()))?;
+            self.check_work(profile, Some(work.clone())).await?;
+        }
+        self.submit(
+            route_id,
+            Input::Work {
+                expected_generation: request.expected_generation,
+                work: request.work.map(Box::new),
+            },
+        )
+        .await
+    }
+
+    /// Whether the profile's candidates can run `work` (paths are resolved off the async
+    /// threads).
+    async fn check_work(&self, profile: Profile, work: Option<Work>) -> Result<(), EngineError> {
+        let config = self.runners.current();
+        tokio::task::spawn_blocking(move || crate::work::check_fits(&profile, work.as_ref(), &config))
+            .await
+            .map_err(|_| EngineError::Task)?
+            .map_err(EngineError::Invalid)
     }
 
     /// A route in a list.

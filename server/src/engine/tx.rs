@@ -20,6 +20,7 @@ use super::{
     dispatch::{Launched, Report},
     EngineError, Input,
 };
+use crate::config::RunnerConfig;
 use crate::store::{
     due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, RouteRow, TimerKind, Tx, Writes,
 };
@@ -34,7 +35,7 @@ use policy::{
         Transition, TransitionError,
     },
 };
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 /// What one step did.
 // (Short-lived and moved once; boxing `Committed` buys nothing.)
@@ -84,6 +85,8 @@ pub(crate) type Started = (RouteRow, Profile, Transition);
 /// one for all its jobs; a job run alone has its own.
 #[derive(Default)]
 pub(crate) struct Pending {
+    /// The server configuration as this transaction sees it (which runners exist).
+    pub(crate) config: Arc<RunnerConfig>,
     pub(crate) writes: Writes,
     /// A flush gave back a probe lease and released the holds: wake the scheduler after the
     /// commit.
@@ -96,6 +99,13 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    pub(crate) fn new(config: Arc<RunnerConfig>) -> Pending {
+        Pending {
+            config,
+            ..Pending::default()
+        }
+    }
+
     /// Reads the routes of `ids` (and their profiles) with one statement.
     pub(crate) async fn preload(&mut self, tx: &mut Tx<'_>, ids: &[&str]) -> Result<(), EngineError> {
         let ids: Vec<&str> = ids
@@ -461,6 +471,9 @@ pub(crate) async fn start_route(
     };
     pending.insert_route(&route, &profile);
     let writes = &mut pending.writes;
+    if let Some(work) = request.work() {
+        writes.put_work(&id, work, now);
+    }
     writes.history(HistoryInsert {
         route_id: &id,
         at: now,
@@ -511,8 +524,16 @@ pub(crate) async fn transact(
 ) -> Result<TxOutcome, EngineError> {
     let route_id = route.id.as_str();
     let prev = route.state;
+    let mut new_work = None;
     let (event, verdict) = match input {
         Input::Event(e) => (e, None),
+        Input::Work {
+            expected_generation,
+            work,
+        } => {
+            new_work = work;
+            (RouteEvent::WorkSubmitted { expected_generation }, None)
+        }
         Input::Evidence(env) => {
             let mut env = *env;
             env.active_generation = Some(prev.generation());
@@ -589,6 +610,9 @@ pub(crate) async fn transact(
     });
     maintain_dispatches(writes, route_id, &prev, &transition.next, kind, profile, now);
     maintain_timer(writes, route_id, &prev, &transition.next);
+    if let Some(work) = &new_work {
+        writes.put_work(route_id, work, now);
+    }
     if changes.release {
         writes.release_holds(now);
     }

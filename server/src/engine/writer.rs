@@ -190,7 +190,7 @@ impl Engine {
     async fn run_group(&self, writer: &mut Writer, batch: &[Job]) -> Option<Vec<Done>> {
         let mut tx = writer.begin().await.ok()?;
         let now = self.now();
-        let mut pending = Pending::default();
+        let mut pending = Pending::new(self.runners.current());
         let ids: Vec<&str> = batch.iter().filter_map(Job::route_id).collect();
         let mut out = Vec::with_capacity(batch.len());
         let mut ok = pending.preload(&mut tx, &ids).await.is_ok();
@@ -222,7 +222,7 @@ impl Engine {
             Ok(tx) => tx,
             Err(e) => return job.failed(e.into()),
         };
-        let mut pending = Pending::default();
+        let mut pending = Pending::new(self.runners.current());
         let mut done = run_job(&mut tx, &mut pending, job, now).await;
         if done.is_ok() {
             if let Err(e) = pending.flush(&mut tx, now).await {

@@ -10,8 +10,8 @@
 //! Why the seam is here: a second backend (PostgreSQL for several replicas) implements these
 //! same methods with its own SQL and migrations; nothing above this module knows a statement,
 //! a placeholder style or a connection type. By table: [`routes`] (route rows, summaries,
-//! lists), [`history`], [`dispatches`], [`timers`], [`circuits`], [`profiles`], and [`writes`]
-//! (the batch).
+//! lists), [`history`], [`dispatches`], [`timers`], [`circuits`], [`profiles`], [`work`] (the
+//! work a route carries), and [`writes`] (the batch).
 //!
 //! Stored tags (timer kinds, circuit states, dispatcher kinds, state names) are enums; a value
 //! that does not decode is [`StoreError::Corrupt`] naming the table and the row, never a silent
@@ -26,6 +26,7 @@ mod history;
 mod profiles;
 mod routes;
 mod timers;
+mod work;
 mod writes;
 
 pub(crate) use profiles::{ProfileDelete, ProfileUpdate};

@@ -112,6 +112,11 @@ pub(crate) struct DispatchInsert<'a> {
 }
 
 impl Writes {
+    /// A statement whose `?` are all text.
+    pub(super) fn push_text(&mut self, sql: &str, values: &[&str]) {
+        self.push(sql, values.iter().map(|v| text(v)));
+    }
+
     fn push(&mut self, sql: &str, binds: impl IntoIterator<Item = Bind>) {
         self.sql.push_str(sql);
         self.sql.push_str(";\n");

@@ -37,6 +37,7 @@ pub fn leptos_options() -> LeptosOptions {
         },
         demo: false,
         test_clock: None,
+        config: None,
     };
     server::serve::leptos_options(&args).unwrap()
 }
