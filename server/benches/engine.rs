@@ -86,6 +86,7 @@ async fn start(engine: &Engine, profile: &str, i: usize) -> String {
             invocation_id: format!("inv-{i}"),
         },
         title: None,
+        work: None,
     };
     engine
         .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())

@@ -30,6 +30,7 @@ use futures_util::stream::{Stream, StreamExt};
 use policy::{
     api::{
         EvidenceOutcome, ManualActionRequest, ProfileInput, RouteFilter, StartRouteRequest, SuccessReport,
+        WorkRequest,
     },
     document::{ValidationCode, ValidationError, ValidationErrors},
     input::{ValidatedProfile, ValidatedStartRoute},
@@ -51,9 +52,12 @@ pub fn routes(test_clock: bool) -> Router<AppState> {
         .route("/api/v1/routes", get(list_routes).post(start_route))
         .route("/api/v1/routes/{id}", get(get_route))
         .route("/api/v1/routes/{id}/evidence", post(submit_evidence))
-        .route("/api/v1/routes/{id}/result", post(submit_result))
         .route("/api/v1/routes/{id}/actions", post(manual_action))
         .route("/api/v1/routes/{id}/work", post(submit_work))
+        .route(
+            "/api/v1/routes/{id}/result",
+            get(get_result).delete(clear_result).post(submit_result),
+        )
         .route("/api/v1/routes/{id}/complete", post(complete_route))
         .route("/api/v1/routes/{id}/abandon", post(abandon_route))
         .route("/api/v1/circuits", get(list_circuits))
@@ -261,11 +265,41 @@ async fn submit_fenced(
     submit_event(s, id, make(e.expected_generation)).await
 }
 
+/// The next prompt of the route's session: new work (checked as a route start's is) or the
+/// stored work again, fenced by `expected_generation`.
 async fn submit_work(State(s): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Response> {
-    submit_fenced(&s, &id, &body, |expected_generation| RouteEvent::WorkSubmitted {
-        expected_generation,
-    })
-    .await
+    let request: WorkRequest = json_body(&body)?;
+    let applied = s.engine.submit_work(&id, request).await?;
+    Ok(Json(applied.snapshot).into_response())
+}
+
+/// The result of the route's latest successful attempt that produced one (404 when none).
+async fn get_result(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    s.engine.route_summary(&id).await?;
+    let result = s
+        .engine
+        .store()
+        .route_result(&id)
+        .await
+        .map_err(|e| Failure::from(EngineError::from(e)))?
+        .ok_or(Failure::NotFound("result"))?;
+    Ok(Json(result).into_response())
+}
+
+/// Clears the stored result once the caller has it.
+async fn clear_result(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+    s.engine.route_summary(&id).await?;
+    let cleared = s
+        .engine
+        .store()
+        .clear_route_result(&id)
+        .await
+        .map_err(|e| Failure::from(EngineError::from(e)))?;
+    if cleared {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(Failure::NotFound("result"))
+    }
 }
 
 async fn complete_route(
@@ -308,23 +342,34 @@ async fn list_circuits(State(s): State<AppState>) -> ApiResult<Response> {
 }
 
 /// Server-Sent Events: one `route` event per accepted change (`RouteEventPayload` plus
-/// `route_id`). A slow client that falls behind gets a `lagged` event and should reload. Every
-/// stream ends when the server begins to stop, so a graceful stop never waits on a browser tab.
+/// `route_id`), and one `update` event per live update of a running attempt (an agent's
+/// messages and tool calls as it sends them: `route_id`, `attempt`, `generation`, `update`).
+/// A slow client that falls behind gets a `lagged` event and should reload. Every stream ends
+/// when the server begins to stop, so a graceful stop never waits on a browser tab.
 async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let rx = s.engine.subscribe();
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+    let routes = sse_stream(s.engine.subscribe(), "route");
+    let updates = sse_stream(s.engine.subscribe_updates(), "update");
+    let stream = futures_util::stream::select(routes, updates);
+    let stopping = s.shutdown.clone();
+    Sse::new(stream.take_until(async move { stopping.wait().await })).keep_alive(KeepAlive::default())
+}
+
+/// A broadcast receiver as named SSE events (`lagged` when the client fell behind).
+fn sse_stream<T: Clone + serde::Serialize + Send + 'static>(
+    rx: tokio::sync::broadcast::Receiver<T>,
+    name: &'static str,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold(rx, move |mut rx| async move {
         let event = match rx.recv().await {
             Ok(ev) => Event::default()
-                .event("route")
+                .event(name)
                 .json_data(&ev)
                 .unwrap_or_else(|_| Event::default().event("error")),
             Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
             Err(RecvError::Closed) => return None,
         };
         Some((Ok(event), rx))
-    });
-    let stopping = s.shutdown.clone();
-    Sse::new(stream.take_until(async move { stopping.wait().await })).keep_alive(KeepAlive::default())
+    })
 }
 
 #[derive(Deserialize)]
@@ -359,7 +404,7 @@ pub(crate) mod openapi_paths {
     use policy::{
         api::{
             ApiError, CircuitView, EvidenceOutcome, ManualActionRequest, Profile, ProfileInput,
-            ProfileSummary, RouteDetail, RouteSummary, StartRouteRequest, SuccessReport,
+            ProfileSummary, RouteDetail, RouteSummary, StartRouteRequest, SuccessReport, WorkRequest,
         },
         wire::RouteSnapshot,
     };
@@ -422,8 +467,17 @@ pub(crate) mod openapi_paths {
          description = "expected_generation is stale or the action is not allowed: the current snapshot")))]
     pub(crate) fn manual_action() {}
 
+    #[utoipa::path(get, path = "/api/v1/routes/{id}/result", params(("id" = String, Path)), responses(
+        (status = 200, body = crate::store::RouteResult, description = "The latest successful attempt's result (an HTTP call's response body)"),
+        (status = 404, body = ApiError, description = "No such route, or no result stored")))]
+    pub(crate) fn get_result() {}
+
+    #[utoipa::path(delete, path = "/api/v1/routes/{id}/result", params(("id" = String, Path)), responses(
+        (status = 204, description = "The result is cleared"), (status = 404, body = ApiError)))]
+    pub(crate) fn clear_result() {}
+
     #[utoipa::path(post, path = "/api/v1/routes/{id}/work", params(("id" = String, Path)),
-        request_body = ExpectedGeneration, responses(
+        request_body = WorkRequest, responses(
         (status = 200, body = RouteSnapshot, description = "More work for the current candidate (e.g. the next prompt); allowed while the route is active and idle"),
         (status = 409, body = RouteSnapshot, description = "Stale generation or not allowed now: the current snapshot")))]
     pub(crate) fn submit_work() {}

@@ -42,6 +42,8 @@ use utoipa::{
         crate::api::openapi_paths::submit_result,
         crate::api::openapi_paths::manual_action,
         crate::api::openapi_paths::submit_work,
+        crate::api::openapi_paths::get_result,
+        crate::api::openapi_paths::clear_result,
         crate::api::openapi_paths::complete_route,
         crate::api::openapi_paths::abandon_route,
         crate::api::openapi_paths::list_circuits,
@@ -78,6 +80,9 @@ use utoipa::{
         Classification,
         Gate,
         policy::route::Hold,
+        policy::api::Work,
+        policy::api::WorkRequest,
+        crate::store::RouteResult,
         crate::api::ExpectedGeneration
     ))
 )]

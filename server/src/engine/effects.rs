@@ -6,7 +6,7 @@
 //! transaction; the effects only wake the scheduler, start dispatchers and queue follow-ups.
 
 use super::{
-    dispatch::LaunchRequest,
+    dispatch::{LaunchRequest, Reporter},
     tx::{Chain, LaunchContext, Stepped, TxOutcome},
     writer::StepWork,
     Applied, Engine, EngineError, RouteStreamEvent,
@@ -146,8 +146,15 @@ impl Engine {
                 // is notified but through the route's state.
                 RouteEffect::CancelTimer
                 | RouteEffect::NotifyPerson { .. }
-                | RouteEffect::AbortDispatch { .. }
                 | RouteEffect::RouteClosed { .. } => None,
+                // The step removed any scheduled report; a dispatcher running the attempt
+                // itself stops it.
+                RouteEffect::AbortDispatch { attempt } => {
+                    for dispatcher in self.dispatchers.all() {
+                        dispatcher.cancel(route_id, attempt);
+                    }
+                    None
+                }
                 RouteEffect::BeginDispatch { generation, .. } => {
                     match chain.take_if(|(g, _)| *g == generation) {
                         Some((_, outcome)) => Some(Ok((outcome, None))),
@@ -227,13 +234,27 @@ impl Engine {
             return None;
         };
         let dispatcher = self.dispatchers.get(target.dispatcher)?.clone();
+        let work = if dispatcher.wants_work() {
+            match self.store.route_work(route_id).await {
+                Ok(work) => work,
+                Err(e) => {
+                    tracing::warn!(route_id, error = %e, "cannot read the route's work");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let request = LaunchRequest {
             route_id: route_id.to_owned(),
             invocation_id: context.invocation_id,
             attempt,
             invocation_generation: generation,
             target,
+            work,
+            config: self.runners.current(),
             now: self.now(),
+            reporter: Reporter::new(self.me.clone(), route_id, attempt, generation),
         };
         match dispatcher.launch(request).await {
             Ok(Some(launched)) => Some(

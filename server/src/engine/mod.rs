@@ -77,6 +77,16 @@ pub struct RouteStreamEvent {
     pub payload: RouteEventPayload,
 }
 
+/// One live update of a running attempt (an ACP `session/update`, as the agent sent it,
+/// bounded), for the route's event stream. Not stored: the route's state is what is durable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptUpdate {
+    pub route_id: String,
+    pub attempt: u32,
+    pub generation: u64,
+    pub update: serde_json::Value,
+}
+
 /// What can be submitted to a route.
 #[derive(Debug, Clone)]
 pub enum Input {
@@ -84,6 +94,12 @@ pub enum Input {
     /// An evidence envelope for the route's current invocation; classified inside the
     /// transaction against the route's current generation and the profile's current policy.
     Evidence(Box<Envelope>),
+    /// The attempt started at `generation` succeeded with a result (an HTTP call's response
+    /// body), stored with the success in one transaction.
+    Succeeded {
+        generation: u64,
+        result: String,
+    },
     /// The caller's next prompt (`work_submitted`), with the new work stored in the same
     /// transaction when there is one.
     Work {
@@ -136,6 +152,8 @@ pub struct Engine {
     /// than SQLite's busy loop): the writer task and profile writes take it.
     write: Mutex<()>,
     events: broadcast::Sender<RouteStreamEvent>,
+    /// Live updates of running attempts.
+    updates: broadcast::Sender<AttemptUpdate>,
     /// Durable-write failures by route, also when they could not be written themselves.
     durable_errors: StdMutex<HashMap<String, String>>,
     /// The writer task's queue, started on first use (inside the runtime), and started again
@@ -155,7 +173,9 @@ impl Engine {
     /// An engine that runs the agents and endpoints of `runners`.
     pub fn with_runners(store: Store, clock: Arc<dyn Clock>, runners: Runners) -> Arc<Engine> {
         let (events, _) = broadcast::channel(1024);
+        let (updates, _) = broadcast::channel(1024);
         Arc::new_cyclic(|me| Engine {
+            updates,
             dispatchers: Dispatchers::new(store.clone()),
             store,
             clock,
@@ -205,6 +225,18 @@ impl Engine {
 
     pub fn subscribe(&self) -> broadcast::Receiver<RouteStreamEvent> {
         self.events.subscribe()
+    }
+
+    /// Live updates of running attempts.
+    pub fn subscribe_updates(&self) -> broadcast::Receiver<AttemptUpdate> {
+        self.updates.subscribe()
+    }
+
+    /// Sends a running attempt's update to whoever listens (nothing is kept).
+    pub(crate) fn forward_update(&self, update: AttemptUpdate) {
+        if self.updates.receiver_count() > 0 {
+            let _ = self.updates.send(update);
+        }
     }
 
     /// What the group-commit writer has done so far.

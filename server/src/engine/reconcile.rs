@@ -1,5 +1,7 @@
 //! Restart reconciliation: once, at boot, before the scheduler runs and the server serves.
 //!
+//! - Each dispatcher cleans up what the previous process left (an agent process still running
+//!   is stopped: its attempt is ambiguous and must not go on acting).
 //! - Waits are re-armed by their timer rows (written with their state); any row that is
 //!   missing is restored.
 //! - Probe leases of the previous process are given back (their probes are ambiguous), which
@@ -35,6 +37,9 @@ pub struct ReconcileReport {
 impl Engine {
     /// Applies `Restarted` to every route that needs it, once, at boot.
     pub async fn reconcile(&self) -> Result<ReconcileReport, EngineError> {
+        for dispatcher in self.dispatchers.all() {
+            dispatcher.reconcile().await;
+        }
         let (reply, answer) = oneshot::channel();
         self.enqueue(vec![Job::Reconcile { reply }])?;
         answer.await.map_err(|_| EngineError::Task)??;

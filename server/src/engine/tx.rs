@@ -525,8 +525,16 @@ pub(crate) async fn transact(
     let route_id = route.id.as_str();
     let prev = route.state;
     let mut new_work = None;
+    let mut result = None;
     let (event, verdict) = match input {
         Input::Event(e) => (e, None),
+        Input::Succeeded {
+            generation,
+            result: body,
+        } => {
+            result = Some(body);
+            (RouteEvent::Succeeded { generation }, None)
+        }
         Input::Work {
             expected_generation,
             work,
@@ -612,6 +620,9 @@ pub(crate) async fn transact(
     maintain_timer(writes, route_id, &prev, &transition.next);
     if let Some(work) = &new_work {
         writes.put_work(route_id, work, now);
+    }
+    if let Some(body) = &result {
+        writes.put_result(route_id, prev.generation(), body, now);
     }
     if changes.release {
         writes.release_holds(now);

@@ -32,6 +32,7 @@ mod writes;
 pub(crate) use profiles::{ProfileDelete, ProfileUpdate};
 pub(crate) use routes::RouteRow;
 pub use timers::{DueTimer, TimerKind};
+pub use work::RouteResult;
 pub(crate) use writes::{DispatchInsert, HistoryInsert, Returned, Writes};
 
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};

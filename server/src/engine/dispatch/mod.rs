@@ -9,6 +9,12 @@
 //! transaction, the scheduler fires it through the same transition owner as every other timer,
 //! and a restart neither loses it nor makes its attempt ambiguous.
 //!
+//! A dispatcher that runs an attempt itself (an agent process, an HTTP call) reports when it is
+//! done through the attempt's [`Reporter`]: the report is a step like any other, fenced by the
+//! attempt's generation, so a late one changes nothing. The engine tells it when the route
+//! moves on ([`Dispatcher::cancel`]) and, at boot, to clean up what a previous process left
+//! ([`Dispatcher::reconcile`]).
+//!
 //! One file per dispatcher: [`simulated`] (the scripted provider of the demo and the tests) and
 //! [`awaiting`] (`external`, and the `acp` and `http` kinds until their runners exist: the
 //! attempt waits for a report over the API).
@@ -19,21 +25,26 @@ pub(crate) mod simulated;
 use chrono::{DateTime, Utc};
 use classifier::Envelope;
 use policy::{
-    api::{CandidateTarget, DispatcherKind},
-    route::RouteEvent,
+    api::{CandidateTarget, DispatcherKind, Work},
+    route::{DispatchState, RouteEvent},
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc};
+use std::{
+    collections::HashMap,
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Weak},
+};
 
-use super::Input;
-use crate::store::Store;
+use super::{Applied, Engine, EngineError, Input};
+use crate::{config::RunnerConfig, store::Store};
 
 /// A boxed, sendable future.
 pub(crate) type DispatchFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One started attempt, as a dispatcher needs it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct LaunchRequest {
     pub(crate) route_id: String,
     /// The caller's invocation id (evidence must name it).
@@ -42,18 +53,26 @@ pub(crate) struct LaunchRequest {
     /// The generation this attempt's evidence and results carry.
     pub(crate) invocation_generation: u64,
     pub(crate) target: CandidateTarget,
+    /// The route's current work (contract 7), for dispatchers that run it.
+    pub(crate) work: Option<Work>,
+    /// The configuration as it was when the attempt started (it keeps it for its whole life).
+    pub(crate) config: Arc<RunnerConfig>,
     pub(crate) now: DateTime<Utc>,
+    /// The way back to the route, for a dispatcher that reports later.
+    pub(crate) reporter: Reporter,
 }
 
 /// What an attempt came to, as a dispatcher reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(crate) enum Report {
-    Succeeded,
-    /// The evidence envelope (contract 1) of the failure, with its invocation identity.
-    Failed {
-        envelope: Value,
+    /// It succeeded; an HTTP call's response body is the route's result.
+    Succeeded {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
     },
+    /// The evidence envelope (contract 1) of the failure, with its invocation identity.
+    Failed { envelope: Value },
 }
 
 impl Report {
@@ -62,13 +81,71 @@ impl Report {
     /// with no items, which classifies as unclassified and stops for a person.
     pub(crate) fn into_input(self, generation: u64) -> Input {
         match self {
-            Report::Succeeded => Input::Event(RouteEvent::Succeeded { generation }),
+            Report::Succeeded { result: None } => Input::Event(RouteEvent::Succeeded { generation }),
+            Report::Succeeded { result: Some(result) } => Input::Succeeded { generation, result },
             Report::Failed { envelope } => {
                 let mut env = Envelope::from_value(&envelope).unwrap_or_default();
                 env.generation = Some(generation);
                 Input::Evidence(Box::new(env))
             }
         }
+    }
+}
+
+/// A dispatcher's way back to the route, for one started attempt: its report (once) goes
+/// through the writer like any other step, fenced by the attempt's generation, so a late or
+/// stale one changes nothing; live updates go to the route's event stream.
+#[derive(Clone)]
+pub(crate) struct Reporter {
+    engine: Weak<Engine>,
+    route_id: String,
+    attempt: u32,
+    generation: u64,
+}
+
+impl Reporter {
+    pub(crate) fn new(engine: Weak<Engine>, route_id: &str, attempt: u32, generation: u64) -> Reporter {
+        Reporter {
+            engine,
+            route_id: route_id.to_owned(),
+            attempt,
+            generation,
+        }
+    }
+
+    /// Reports the attempt's outcome.
+    pub(crate) async fn report(&self, report: Report) -> Result<Applied, EngineError> {
+        let engine = self.engine.upgrade().ok_or(EngineError::Task)?;
+        engine
+            .submit(&self.route_id, report.into_input(self.generation))
+            .await
+    }
+
+    /// Forwards one live update of the attempt (an ACP `session/update`, bounded) to the
+    /// route's event stream.
+    pub(crate) fn update(&self, update: Value) {
+        if let Some(engine) = self.engine.upgrade() {
+            engine.forward_update(super::AttemptUpdate {
+                route_id: self.route_id.clone(),
+                attempt: self.attempt,
+                generation: self.generation,
+                update,
+            });
+        }
+    }
+
+    /// Whether the route is still running this attempt (a dispatcher checks before it acts on
+    /// its own, e.g. before it reports a timeout).
+    pub(crate) async fn is_current(&self) -> bool {
+        let Some(engine) = self.engine.upgrade() else {
+            return false;
+        };
+        engine.route_summary(&self.route_id).await.is_ok_and(|r| {
+            r.snapshot.generation == self.generation
+                && r.snapshot
+                    .attempt
+                    .is_some_and(|a| a.number == self.attempt && a.dispatch == DispatchState::Started)
+        })
     }
 }
 
@@ -83,8 +160,24 @@ pub(crate) struct Launched {
 
 /// Runs started attempts of one dispatcher kind.
 pub(crate) trait Dispatcher: Send + Sync + 'static {
-    /// Starts the attempt. `Ok(None)`: nothing to record; the outcome comes over the API.
+    /// Starts the attempt. `Ok(None)`: nothing to record now; the outcome comes later through
+    /// the request's [`Reporter`], or over the API.
     fn launch(&self, request: LaunchRequest) -> DispatchFuture<'_, Result<Option<Launched>, DispatchError>>;
+
+    /// Whether it needs the route's work (the engine reads it only for those that do).
+    fn wants_work(&self) -> bool {
+        false
+    }
+
+    /// The route moved on from the attempt (a person stopped it, the route ended): stop it,
+    /// and leave nothing running. Its late report will be stale.
+    fn cancel(&self, _route_id: &str, _attempt: u32) {}
+
+    /// At boot, before anything runs: clean up what a previous process left (its attempts are
+    /// ambiguous or being recovered by the route engine).
+    fn reconcile(&self) -> DispatchFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// Why a dispatcher could not start an attempt (the attempt stays recorded as started, so a
@@ -121,5 +214,16 @@ impl Dispatchers {
 
     pub(crate) fn get(&self, kind: DispatcherKind) -> Option<&Arc<dyn Dispatcher>> {
         self.by_kind.get(&kind)
+    }
+
+    /// Every dispatcher once.
+    pub(crate) fn all(&self) -> Vec<&Arc<dyn Dispatcher>> {
+        let mut seen: Vec<&Arc<dyn Dispatcher>> = Vec::new();
+        for d in self.by_kind.values() {
+            if !seen.iter().any(|s| Arc::ptr_eq(s, d)) {
+                seen.push(d);
+            }
+        }
+        seen
     }
 }

@@ -31,13 +31,13 @@ impl Dispatcher for Simulated {
                 // No script (a simulated candidate made in the profile editor): it succeeds.
                 return Ok(Some(Launched {
                     audit: true,
-                    report: Some((r.now, Report::Succeeded)),
+                    report: Some((r.now, Report::Succeeded { result: None })),
                 }));
             };
             let due = after_seconds(r.now, step.after_seconds);
             let report = match step.outcome {
                 SimulatedOutcome::Hang => None,
-                SimulatedOutcome::Succeed => Some((due, Report::Succeeded)),
+                SimulatedOutcome::Succeed => Some((due, Report::Succeeded { result: None })),
                 SimulatedOutcome::Fail => Some((
                     due,
                     Report::Failed {
