@@ -458,6 +458,90 @@ pub struct SuccessReport {
     pub invocation_generation: u64,
 }
 
+// ------------------------------------------------------------------------------------------------
+// External runners
+// ------------------------------------------------------------------------------------------------
+
+/// `POST /api/v1/dispatches/claim`: an external runner asks for the oldest started `external`
+/// attempt nobody holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    /// The runner's name (an identifier, for the UI and the log).
+    pub runner: String,
+    /// How long the claim holds before it must be acknowledged, in seconds (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_seconds: Option<u64>,
+}
+
+/// A claimed attempt: what to run and the lease that holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LeaseGrant {
+    pub route_id: String,
+    pub attempt: u32,
+    /// The caller's invocation id (evidence names it).
+    pub invocation_id: String,
+    /// The generation the attempt's evidence and report carry.
+    pub invocation_generation: u64,
+    pub candidate_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+    /// The route's work, if it carries any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<Work>,
+    pub lease_id: String,
+    /// Until when the lease holds: acknowledge (or heartbeat) before then.
+    pub lease_expires_at: DateTime<Utc>,
+}
+
+/// `POST /api/v1/dispatches/{route_id}/{attempt}/ack` and `.../heartbeat`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LeaseRenewal {
+    pub lease_id: String,
+    /// How much longer the lease holds, in seconds (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_seconds: Option<u64>,
+}
+
+/// A lease as it now stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LeaseState {
+    pub lease_id: String,
+    pub lease_expires_at: DateTime<Utc>,
+}
+
+/// `POST /api/v1/dispatches/{route_id}/{attempt}/report`: what the leased attempt came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RunnerReport {
+    pub lease_id: String,
+    pub outcome: RunnerOutcome,
+    /// For `succeeded`: the attempt's result, kept as the route's result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    /// For `failed`: the evidence envelope (contract 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub envelope: Option<Value>,
+}
+
+/// How a leased attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum RunnerOutcome {
+    Succeeded,
+    Failed,
+}
+
 /// Circuit states. Stable spellings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

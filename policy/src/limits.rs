@@ -71,6 +71,13 @@ pub const MAX_MESSAGES: usize = 256;
 /// Longest working directory path, in characters.
 pub const MAX_PATH_CHARS: usize = 4_096;
 
+/// Shortest lease an external runner may ask for, in seconds.
+pub const MIN_LEASE_SECONDS: u64 = 5;
+/// Longest lease an external runner may ask for, in seconds (an hour; heartbeats renew it).
+pub const MAX_LEASE_SECONDS: u64 = 3_600;
+/// The lease an external runner gets when it names none, in seconds.
+pub const DEFAULT_LEASE_SECONDS: u64 = 60;
+
 /// Largest request body the REST API reads, in bytes (an evidence envelope is the largest).
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 

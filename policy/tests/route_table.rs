@@ -340,8 +340,8 @@ fn situation(name: &str) -> Driver {
     d
 }
 
-const EVENTS: [&str; 14] = [
-    "DS", "DH", "F", "S", "DR", "CE", "WS", "RN", "SN", "CW", "ST", "C", "A", "R",
+const EVENTS: [&str; 15] = [
+    "DS", "DH", "LE", "F", "S", "DR", "CE", "WS", "RN", "SN", "CW", "ST", "C", "A", "R",
 ];
 
 fn event(d: &Driver, code: &str) -> RouteEvent {
@@ -355,6 +355,7 @@ fn event(d: &Driver, code: &str) -> RouteEvent {
                 until: d.now + secs(30),
             },
         },
+        "LE" => RouteEvent::LeaseExpired { generation: g },
         "F" => d.failure(transient(d), Gate::ALLOW),
         "S" => RouteEvent::Succeeded { generation: g },
         "DR" => RouteEvent::DeadlineReached { generation: g },
@@ -421,18 +422,18 @@ fn short(name: StateName) -> &'static str {
 fn every_state_and_event_pair_has_the_tabled_outcome() {
     // "=": accepted, no change; "x": rejected as not allowed; otherwise the next state.
     let expected = "
-        situation          DS   DH   F    S    DR   CE   WS   RN   SN   CW   ST   C    A    R
-        active(idle)       x    x    x    x    x    x    act  x    x    x    ar   done aban =
-        active(pending)    act  act  x    x    x    x    x    x    x    x    ar   x    aban =
-        active(started)    x    x    rw   act  x    x    x    x    x    x    ar   x    aban ar
-        waiting_for_reset  x    x    x    x    rt   x    x    rt   sw   ar   ar   x    aban =
-        retry_wait         x    x    x    x    rt   x    x    rt   sw   ar   ar   x    aban =
-        retrying(pending)  rt   rt   x    x    x    x    x    x    x    x    ar   x    aban =
-        retrying(started)  x    x    sw   act  x    x    x    x    x    x    ar   x    aban ar
-        switching          x    x    x    x    x    act  x    x    x    x    ar   x    aban =
-        action_required    x    x    x    x    x    x    x    rt   sw   =    =    x    aban =
-        completed          x    x    x    x    x    x    x    x    x    x    x    =    x    =
-        abandoned          x    x    x    x    x    x    x    x    x    x    x    x    =    =
+        situation          DS   DH   LE   F    S    DR   CE   WS   RN   SN   CW   ST   C    A    R
+        active(idle)       x    x    x    x    x    x    x    act  x    x    x    ar   done aban =
+        active(pending)    act  act  x    x    x    x    x    x    x    x    x    ar   x    aban =
+        active(started)    x    x    ar   rw   act  x    x    x    x    x    x    ar   x    aban ar
+        waiting_for_reset  x    x    x    x    x    rt   x    x    rt   sw   ar   ar   x    aban =
+        retry_wait         x    x    x    x    x    rt   x    x    rt   sw   ar   ar   x    aban =
+        retrying(pending)  rt   rt   x    x    x    x    x    x    x    x    x    ar   x    aban =
+        retrying(started)  x    x    ar   sw   act  x    x    x    x    x    x    ar   x    aban ar
+        switching          x    x    x    x    x    x    act  x    x    x    x    ar   x    aban =
+        action_required    x    x    x    x    x    x    x    x    rt   sw   =    =    x    aban =
+        completed          x    x    x    x    x    x    x    x    x    x    x    x    =    x    =
+        abandoned          x    x    x    x    x    x    x    x    x    x    x    x    x    =    =
     ";
     let mut lines = expected.lines().map(str::trim).filter(|l| !l.is_empty());
     let header: Vec<&str> = lines.next().unwrap().split_whitespace().skip(1).collect();
@@ -487,6 +488,7 @@ fn set_generation(e: &mut RouteEvent, g: u64) {
     match e {
         RouteEvent::DispatchStarted { generation }
         | RouteEvent::DispatchHeld { generation, .. }
+        | RouteEvent::LeaseExpired { generation }
         | RouteEvent::Succeeded { generation }
         | RouteEvent::DeadlineReached { generation } => *generation = g,
         RouteEvent::Failed(r) => r.evidence_generation = g,

@@ -46,6 +46,8 @@
 //!                       failed(g): exhausted, stop     action_required      NotifyPerson
 //!                       failed(g): unsafe, unclassified, action_required     NotifyPerson
 //!                         stale, no usable policy
+//! active(started)       lease_expired(g)               action_required      NotifyPerson
+//!  | retrying(started)                                 (ambiguous_dispatch)
 //! active(started)       succeeded(g)                   active(idle)*        -
 //!  | retrying(started)
 //! active(idle)          work_submitted(g)              active(pending)      BeginDispatch
@@ -570,6 +572,9 @@ pub enum RouteEvent {
     Failed(Box<FailureReport>),
     /// The current attempt succeeded.
     Succeeded { generation: u64 },
+    /// The lease of an external runner that acknowledged the current attempt ran out without a
+    /// report: the attempt may have run, so it is ambiguous.
+    LeaseExpired { generation: u64 },
     /// The durable timer armed for `generation` fired.
     DeadlineReached { generation: u64 },
     /// Eligibility of the profile's candidates (answer to `EvaluateCandidates`).
@@ -600,6 +605,7 @@ pub enum EventKind {
     Started,
     DispatchStarted,
     DispatchHeld,
+    LeaseExpired,
     Failed,
     Succeeded,
     DeadlineReached,
@@ -620,6 +626,7 @@ impl EventKind {
             EventKind::Started => "started",
             EventKind::DispatchStarted => "dispatch_started",
             EventKind::DispatchHeld => "dispatch_held",
+            EventKind::LeaseExpired => "lease_expired",
             EventKind::Failed => "failed",
             EventKind::Succeeded => "succeeded",
             EventKind::DeadlineReached => "deadline_reached",
@@ -647,6 +654,7 @@ impl RouteEvent {
         match self {
             RouteEvent::DispatchStarted { .. } => EventKind::DispatchStarted,
             RouteEvent::DispatchHeld { .. } => EventKind::DispatchHeld,
+            RouteEvent::LeaseExpired { .. } => EventKind::LeaseExpired,
             RouteEvent::Failed(_) => EventKind::Failed,
             RouteEvent::Succeeded { .. } => EventKind::Succeeded,
             RouteEvent::DeadlineReached { .. } => EventKind::DeadlineReached,
@@ -669,6 +677,7 @@ impl RouteEvent {
         match self {
             RouteEvent::DispatchStarted { generation }
             | RouteEvent::DispatchHeld { generation, .. }
+            | RouteEvent::LeaseExpired { generation }
             | RouteEvent::Succeeded { generation }
             | RouteEvent::DeadlineReached { generation } => Some(*generation),
             RouteEvent::Failed(report) => Some(report.evidence_generation),

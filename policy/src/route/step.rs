@@ -187,6 +187,16 @@ pub fn step(
             on_failure(state, *report, now)
         }
 
+        // An external runner acknowledged the attempt and then went silent past its lease: it
+        // may have run, so it is never repeated automatically.
+        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::LeaseExpired { .. })
+            if a.dispatch == DispatchState::Started =>
+        {
+            let mut next = advance(state)?;
+            let notify = needs_person(&mut next, ActionReason::AmbiguousDispatch);
+            Ok(changed(next, vec![notify], None))
+        }
+
         // Success settles the attempt and starts a new cycle.
         (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::Succeeded { .. })
             if a.dispatch == DispatchState::Started =>
@@ -357,6 +367,7 @@ pub fn step(
             | S::ActionRequired { .. },
             E::DispatchStarted { .. }
             | E::DispatchHeld { .. }
+            | E::LeaseExpired { .. }
             | E::Failed(_)
             | E::Succeeded { .. }
             | E::DeadlineReached { .. }

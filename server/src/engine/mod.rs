@@ -29,9 +29,10 @@
 //! transaction.
 
 mod circuits;
-pub(crate) mod dispatch;
+pub mod dispatch;
 mod effects;
 mod error;
+mod leases;
 mod reconcile;
 mod tx;
 mod writer;

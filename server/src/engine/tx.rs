@@ -22,7 +22,7 @@ use super::{
 };
 use crate::config::RunnerConfig;
 use crate::store::{
-    due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, RouteRow, TimerKind, Tx, Writes,
+    due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, Lease, RouteRow, TimerKind, Tx, Writes,
 };
 use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
@@ -358,6 +358,18 @@ pub(crate) async fn fire(
             apply(tx, pending, &timer.route_id, input, now).await?
         }
         TimerKind::CircuitHold => (begin(tx, pending, &timer.route_id, g, now).await?, None),
+        TimerKind::Lease => match tx.lease(&timer.route_id).await? {
+            // Renewed meanwhile: watch the new expiry.
+            Some(lease) if lease.acked && lease.generation == g && lease.expires > now => {
+                pending.writes.upsert_timer(&timer.route_id, TimerKind::Lease, g, due_ms(lease.expires), None);
+                let (route, _) = pending.route_and_profile(tx, &timer.route_id).await?;
+                (unchanged(route.state), None)
+            }
+            _ => {
+                let input = Input::Event(RouteEvent::LeaseExpired { generation: g });
+                apply(tx, pending, &timer.route_id, input, now).await?
+            }
+        },
         TimerKind::Report => {
             let report: Report = timer
                 .payload
@@ -423,6 +435,69 @@ pub(crate) async fn launched(
         }
         _ => Ok((unchanged(route.state), None)),
     }
+}
+
+/// An external runner claims the oldest started `external` attempt nobody holds: a lease of
+/// `seconds` that lapses (and the attempt is offered again) unless it is acknowledged.
+pub(crate) async fn claim(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    runner: &str,
+    seconds: u64,
+    now: DateTime<Utc>,
+) -> Result<Option<Lease>, EngineError> {
+    pending.flush(tx, now).await?;
+    let Some((route_id, attempt, generation)) = tx.claimable_external(now).await? else {
+        return Ok(None);
+    };
+    let lease = Lease {
+        route_id,
+        attempt,
+        generation,
+        lease_id: new_id("ls", now),
+        runner: runner.to_owned(),
+        acked: false,
+        expires: policy::time::after_seconds(now, seconds),
+    };
+    pending.writes.put_lease(&lease, now);
+    Ok(Some(lease))
+}
+
+/// A runner acknowledges (it starts the work now) or renews its lease. `None` when the lease
+/// is not theirs any more (another claim, lapsed before the acknowledgement, already ran out,
+/// or the route moved on): the runner must stop and report nothing.
+pub(crate) async fn lease(
+    tx: &mut Tx<'_>,
+    pending: &mut Pending,
+    route_id: &str,
+    op: &super::writer::LeaseOp,
+    now: DateTime<Utc>,
+) -> Result<Option<Lease>, EngineError> {
+    pending.flush(tx, now).await?;
+    let (route, _) = pending.route_and_profile(tx, route_id).await?;
+    let Some(mut lease) = tx.lease(route_id).await? else {
+        return Ok(None);
+    };
+    let running = route.state.generation() == lease.generation
+        && route
+            .state
+            .attempt()
+            .is_some_and(|a| a.number == lease.attempt && a.dispatch == DispatchState::Started);
+    let valid = running
+        && lease.lease_id == op.lease_id
+        && lease.attempt == op.attempt
+        && lease.expires > now
+        && lease.acked != op.ack;
+    if !valid {
+        return Ok(None);
+    }
+    lease.acked = true;
+    lease.expires = policy::time::after_seconds(now, op.seconds);
+    pending.writes.put_lease(&lease, now);
+    pending
+        .writes
+        .upsert_timer(route_id, TimerKind::Lease, lease.generation, due_ms(lease.expires), None);
+    Ok(Some(lease))
 }
 
 fn unchanged(state: RouteState) -> TxOutcome {
@@ -682,11 +757,15 @@ fn maintain_dispatches(
             let outcome = match (p.dispatch, kind) {
                 (_, EventKind::Succeeded) => DispatchOutcome::Succeeded,
                 (DispatchState::Started, EventKind::Failed) => DispatchOutcome::Failed,
-                (DispatchState::Started, EventKind::Restarted) => DispatchOutcome::Ambiguous,
+                (DispatchState::Started, EventKind::Restarted | EventKind::LeaseExpired) => DispatchOutcome::Ambiguous,
                 (DispatchState::Pending, _) => DispatchOutcome::Superseded,
                 (DispatchState::Started, _) => DispatchOutcome::Aborted,
             };
             writes.settle_dispatch(route_id, p.number, outcome, now);
+            if p.dispatch == DispatchState::Started && dispatcher_of(profile, prev) == DispatcherKind::External {
+                // The attempt is over: so is any runner's lease on it.
+                writes.delete_lease(route_id);
+            }
         }
     }
     if let Some(n) = n {

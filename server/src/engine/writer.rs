@@ -24,7 +24,7 @@ use super::{
     tx::{self, Chain, Pending, Started, Stepped},
     Engine, EngineError, Input,
 };
-use crate::store::{DueTimer, Writer};
+use crate::store::{DueTimer, Lease, Writer};
 use chrono::{DateTime, Utc};
 use policy::input::ValidatedStartRoute;
 use std::sync::{atomic::Ordering, Weak};
@@ -72,6 +72,29 @@ pub(super) enum Job {
     Reconcile {
         reply: oneshot::Sender<Result<bool, EngineError>>,
     },
+    /// An external runner claims the oldest started `external` attempt nobody holds.
+    Claim {
+        runner: String,
+        seconds: u64,
+        reply: oneshot::Sender<Result<Option<Lease>, EngineError>>,
+    },
+    /// An external runner acknowledges or renews its lease on a route's attempt.
+    Lease {
+        route_id: String,
+        op: LeaseOp,
+        reply: oneshot::Sender<Result<Option<Lease>, EngineError>>,
+    },
+}
+
+/// What a runner does with its lease.
+#[derive(Debug, Clone)]
+pub(super) struct LeaseOp {
+    pub(super) attempt: u32,
+    pub(super) lease_id: String,
+    pub(super) seconds: u64,
+    /// `true`: the acknowledgement (the runner starts the work now); `false`: a heartbeat of
+    /// an acknowledged lease.
+    pub(super) ack: bool,
 }
 
 /// A job's result, before it is sent back.
@@ -81,6 +104,7 @@ enum Done {
     Step(Result<Stepped, EngineError>),
     Start(Result<(Started, Chain), EngineError>),
     Reconcile(Result<bool, EngineError>),
+    Lease(Result<Option<Lease>, EngineError>),
 }
 
 impl Done {
@@ -89,6 +113,7 @@ impl Done {
             Done::Step(r) => r.is_ok(),
             Done::Start(r) => r.is_ok(),
             Done::Reconcile(r) => r.is_ok(),
+            Done::Lease(r) => r.is_ok(),
         }
     }
 }
@@ -98,7 +123,8 @@ impl Job {
     fn route_id(&self) -> Option<&str> {
         match self {
             Job::Step { route_id, .. } => Some(route_id),
-            Job::Start { .. } | Job::Reconcile { .. } => None,
+            Job::Lease { route_id, .. } => Some(route_id),
+            Job::Start { .. } | Job::Reconcile { .. } | Job::Claim { .. } => None,
         }
     }
 
@@ -107,6 +133,7 @@ impl Job {
             Job::Step { .. } => Done::Step(Err(e)),
             Job::Start { .. } => Done::Start(Err(e)),
             Job::Reconcile { .. } => Done::Reconcile(Err(e)),
+            Job::Claim { .. } | Job::Lease { .. } => Done::Lease(Err(e)),
         }
     }
 
@@ -120,6 +147,9 @@ impl Job {
                 let _ = reply.send(r);
             }
             (Job::Reconcile { reply }, Done::Reconcile(r)) => {
+                let _ = reply.send(r);
+            }
+            (Job::Claim { reply, .. } | Job::Lease { reply, .. }, Done::Lease(r)) => {
                 let _ = reply.send(r);
             }
             // `Done` is always built from its own job; a mismatch cannot happen. Dropping the
@@ -306,6 +336,8 @@ async fn run_job(
             }
         }),
         Job::Start { request, .. } => Done::Start(tx::start_route(tx, pending, request, now).await),
+        Job::Claim { runner, seconds, .. } => Done::Lease(tx::claim(tx, pending, runner, *seconds, now).await),
+        Job::Lease { route_id, op, .. } => Done::Lease(tx::lease(tx, pending, route_id, op, now).await),
         Job::Reconcile { .. } => Done::Reconcile(
             async {
                 pending.flush(tx, now).await?;

@@ -11,7 +11,8 @@
 //! same methods with its own SQL and migrations; nothing above this module knows a statement,
 //! a placeholder style or a connection type. By table: [`routes`] (route rows, summaries,
 //! lists), [`history`], [`dispatches`], [`timers`], [`circuits`], [`profiles`], [`work`] (the
-//! work a route carries), and [`writes`] (the batch).
+//! work a route carries and its result), [`leases`] (external runners' leases), and
+//! [`writes`] (the batch).
 //!
 //! Stored tags (timer kinds, circuit states, dispatcher kinds, state names) are enums; a value
 //! that does not decode is [`StoreError::Corrupt`] naming the table and the row, never a silent
@@ -23,12 +24,14 @@
 mod circuits;
 mod dispatches;
 mod history;
+mod leases;
 mod profiles;
 mod routes;
 mod timers;
 mod work;
 mod writes;
 
+pub(crate) use leases::Lease;
 pub(crate) use profiles::{ProfileDelete, ProfileUpdate};
 pub(crate) use routes::RouteRow;
 pub use timers::{DueTimer, TimerKind};

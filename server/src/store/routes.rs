@@ -241,12 +241,15 @@ impl Store {
     }
 
     /// Routes a restart must reconcile: open, not waiting (waits are re-armed by their timer
-    /// rows), and not running an attempt whose report is already durable (a scheduled report
-    /// fires as if nothing happened).
+    /// rows), not running an attempt whose report is already durable (a scheduled report fires
+    /// as if nothing happened), and not running an external runner's attempt (nobody claimed
+    /// it: it is offered again; a runner acknowledged it: its lease decides).
     pub(crate) async fn routes_to_reconcile(&self) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query_scalar(
             "SELECT r.id FROM routes r WHERE r.state IN ('active', 'retrying', 'switching') \
-             AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.route_id = r.id AND t.kind = 'report') ORDER BY r.id",
+             AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.route_id = r.id AND t.kind = 'report') \
+             AND NOT EXISTS (SELECT 1 FROM dispatches d WHERE d.route_id = r.id AND d.status = 'started' \
+             AND d.dispatcher = 'external') ORDER BY r.id",
         )
         .fetch_all(&self.pool)
         .await?)

@@ -18,16 +18,20 @@ pub enum TimerKind {
     /// A dispatcher's scheduled report of the attempt started at `generation` (the payload is
     /// the report: success or an evidence envelope).
     Report,
+    /// An external runner's acknowledged lease on the attempt started at `generation` runs
+    /// out (heartbeats move it).
+    Lease,
 }
 
 impl TimerKind {
-    pub const ALL: [TimerKind; 3] = [TimerKind::Deadline, TimerKind::CircuitHold, TimerKind::Report];
+    pub const ALL: [TimerKind; 4] = [TimerKind::Deadline, TimerKind::CircuitHold, TimerKind::Report, TimerKind::Lease];
 
     pub const fn as_str(self) -> &'static str {
         match self {
             TimerKind::Deadline => "deadline",
             TimerKind::CircuitHold => "circuit_hold",
             TimerKind::Report => "report",
+            TimerKind::Lease => "lease",
         }
     }
 

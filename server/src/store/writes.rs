@@ -23,9 +23,21 @@ use policy::{
 use sqlx::{Row, SqliteConnection};
 
 /// A value bound to a `?` of a batch.
-enum Bind {
+pub(super) enum Bind {
     Text(Option<String>),
     Int(Option<i64>),
+}
+
+impl From<Option<String>> for Bind {
+    fn from(v: Option<String>) -> Bind {
+        Bind::Text(v)
+    }
+}
+
+impl From<Option<i64>> for Bind {
+    fn from(v: Option<i64>) -> Bind {
+        Bind::Int(v)
+    }
 }
 
 fn text(s: &str) -> Bind {
@@ -112,6 +124,11 @@ pub(crate) struct DispatchInsert<'a> {
 }
 
 impl Writes {
+    /// A statement with its values, in the order of its `?`.
+    pub(super) fn push_binds(&mut self, sql: &str, binds: Vec<Bind>) {
+        self.push(sql, binds);
+    }
+
     /// A statement whose `?` are all text.
     pub(super) fn push_text(&mut self, sql: &str, values: &[&str]) {
         self.push(sql, values.iter().map(|v| text(v)));

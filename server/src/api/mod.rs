@@ -7,6 +7,8 @@
 //! 422 with field paths, 503 when the store cannot write. The request guard
 //! ([`crate::guard`]) has already refused foreign origins (403) and non-JSON writes (415).
 
+mod runners;
+
 use crate::{
     engine::{EngineError, Input},
     failure::Failure,
@@ -61,7 +63,8 @@ pub fn routes(test_clock: bool) -> Router<AppState> {
         .route("/api/v1/routes/{id}/complete", post(complete_route))
         .route("/api/v1/routes/{id}/abandon", post(abandon_route))
         .route("/api/v1/circuits", get(list_circuits))
-        .route("/api/v1/events", get(events));
+        .route("/api/v1/events", get(events))
+        .merge(runners::routes());
     if test_clock {
         r = r.route("/api/v1/test/clock", post(set_test_clock));
     }

@@ -1,0 +1,165 @@
+//! The external-runner protocol under `/api/v1/dispatches` (the `external` dispatcher): claim,
+//! acknowledge, heartbeat, report. The rules live in `crate::engine` (leases); these handlers
+//! parse, bound and answer. A lease that is not the runner's any more is `409` with
+//! `{"error":{"code":"lease_lost"}}`: the runner must stop and report nothing.
+
+use super::{json_body, ApiResult};
+use crate::{engine::dispatch::Report, failure::Failure, web::AppState};
+use axum::{
+    body::Bytes,
+    extract::{Path, State},
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    routing::post,
+    Json, Router,
+};
+use policy::{
+    api::{ClaimRequest, LeaseGrant, LeaseRenewal, LeaseState, RunnerOutcome, RunnerReport},
+    document::{ValidationCode, ValidationError, ValidationErrors},
+    input::check_identifier,
+    limits::{DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, MIN_LEASE_SECONDS},
+};
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/dispatches/claim", post(claim))
+        .route("/api/v1/dispatches/{route_id}/{attempt}/ack", post(ack))
+        .route("/api/v1/dispatches/{route_id}/{attempt}/heartbeat", post(heartbeat))
+        .route("/api/v1/dispatches/{route_id}/{attempt}/report", post(report))
+}
+
+fn invalid(path: &str, code: ValidationCode, message: String) -> Failure {
+    Failure::Invalid(ValidationErrors {
+        errors: vec![ValidationError {
+            path: path.to_owned(),
+            code,
+            message,
+        }],
+    })
+}
+
+/// A lease duration within the bounds (the default when absent).
+fn lease_seconds(given: Option<u64>) -> Result<u64, Failure> {
+    let seconds = given.unwrap_or(DEFAULT_LEASE_SECONDS);
+    if (MIN_LEASE_SECONDS..=MAX_LEASE_SECONDS).contains(&seconds) {
+        Ok(seconds)
+    } else {
+        Err(invalid(
+            "lease_seconds",
+            ValidationCode::OutOfRange,
+            format!("A lease holds {MIN_LEASE_SECONDS} to {MAX_LEASE_SECONDS} seconds."),
+        ))
+    }
+}
+
+fn lease_lost() -> Failure {
+    Failure::Conflict(
+        "lease_lost: this lease is not yours any more (it lapsed, ran out, or the route moved on); stop and report nothing"
+            .to_owned(),
+    )
+}
+
+/// 200 with a lease on the oldest started `external` attempt nobody holds, or 204 when there
+/// is none.
+async fn claim(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
+    let request: ClaimRequest = json_body(&body)?;
+    check_identifier(&request.runner, "the runner name").map_err(|e| invalid("runner", e.code, e.message))?;
+    let seconds = lease_seconds(request.lease_seconds)?;
+    let Some(lease) = s.engine.claim(&request.runner, seconds).await? else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    let route = s.engine.route_summary(&lease.route_id).await?;
+    let (_, profile) = s
+        .engine
+        .store()
+        .route_and_profile(&lease.route_id)
+        .await
+        .map_err(|e| Failure::from(crate::engine::EngineError::from(e)))?
+        .ok_or(Failure::NotFound("route"))?;
+    let target = profile.and_then(|p| {
+        p.targets
+            .into_iter()
+            .find(|t| t.id == route.snapshot.candidate_id)
+    });
+    let work = s
+        .engine
+        .store()
+        .route_work(&lease.route_id)
+        .await
+        .map_err(|e| Failure::from(crate::engine::EngineError::from(e)))?;
+    Ok(Json(LeaseGrant {
+        attempt: lease.attempt,
+        invocation_id: route.caller.invocation_id,
+        invocation_generation: lease.generation,
+        candidate_id: route.snapshot.candidate_id,
+        provider_id: target.as_ref().and_then(|t| t.provider_id.clone()),
+        model_id: target.and_then(|t| t.model_id),
+        work,
+        lease_id: lease.lease_id,
+        lease_expires_at: lease.expires,
+        route_id: lease.route_id,
+    })
+    .into_response())
+}
+
+async fn renew(s: &AppState, route_id: &str, attempt: u32, body: &Bytes, ack: bool) -> ApiResult<Response> {
+    let request: LeaseRenewal = json_body(body)?;
+    let seconds = lease_seconds(request.lease_seconds)?;
+    match s
+        .engine
+        .renew_lease(route_id, attempt, &request.lease_id, seconds, ack)
+        .await?
+    {
+        Some(lease) => Ok(Json(LeaseState {
+            lease_id: lease.lease_id,
+            lease_expires_at: lease.expires,
+        })
+        .into_response()),
+        None => Err(lease_lost()),
+    }
+}
+
+/// The runner starts the work now: from here on the attempt may have run.
+async fn ack(State(s): State<AppState>, Path((route_id, attempt)): Path<(String, u32)>, body: Bytes) -> ApiResult<Response> {
+    renew(&s, &route_id, attempt, &body, true).await
+}
+
+/// The runner is still at it: the acknowledged lease holds `lease_seconds` more.
+async fn heartbeat(
+    State(s): State<AppState>,
+    Path((route_id, attempt)): Path<(String, u32)>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    renew(&s, &route_id, attempt, &body, false).await
+}
+
+/// The leased attempt's outcome: 200 with the route's snapshot, 409 `lease_lost`, or 409 with
+/// the snapshot when the route had already moved on.
+async fn report(
+    State(s): State<AppState>,
+    Path((route_id, attempt)): Path<(String, u32)>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    let request: RunnerReport = json_body(&body)?;
+    let report = match (request.outcome, request.envelope, request.result) {
+        (RunnerOutcome::Succeeded, None, result) => Report::Succeeded { result },
+        (RunnerOutcome::Failed, Some(envelope), None) => {
+            classifier::Envelope::from_value(&envelope)
+                .map_err(|e| invalid("envelope", ValidationCode::WrongType, format!("Not an evidence envelope ({}).", e.kind())))?;
+            Report::Failed { envelope }
+        }
+        (RunnerOutcome::Succeeded, Some(_), _) => {
+            return Err(invalid("envelope", ValidationCode::UnknownField, "A success carries no envelope.".to_owned()))
+        }
+        (RunnerOutcome::Failed, None, _) => {
+            return Err(invalid("envelope", ValidationCode::Missing, "A failure carries its evidence envelope.".to_owned()))
+        }
+        (RunnerOutcome::Failed, Some(_), Some(_)) => {
+            return Err(invalid("result", ValidationCode::UnknownField, "A failure carries no result.".to_owned()))
+        }
+    };
+    match s.engine.report_leased(&route_id, attempt, &request.lease_id, report).await? {
+        Some(applied) => Ok(Json(applied.snapshot).into_response()),
+        None => Err(lease_lost()),
+    }
+}
