@@ -562,7 +562,9 @@ fn table(state: &RouteState, event: &RouteEvent, now: DateTime<Utc>) -> Result<V
                 _ => Ok(Verdict::Moves(None)),
             }
         }
-        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::LeaseExpired { .. }) if started(a) => {
+        (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::LeaseExpired { .. })
+            if started(a) =>
+        {
             to(N::ActionRequired)
         }
         (S::Active { attempt: Some(a) } | S::Retrying { attempt: a }, E::Succeeded { .. }) if started(a) => {

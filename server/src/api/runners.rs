@@ -24,7 +24,10 @@ pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/dispatches/claim", post(claim))
         .route("/api/v1/dispatches/{route_id}/{attempt}/ack", post(ack))
-        .route("/api/v1/dispatches/{route_id}/{attempt}/heartbeat", post(heartbeat))
+        .route(
+            "/api/v1/dispatches/{route_id}/{attempt}/heartbeat",
+            post(heartbeat),
+        )
         .route("/api/v1/dispatches/{route_id}/{attempt}/report", post(report))
 }
 
@@ -120,7 +123,11 @@ async fn renew(s: &AppState, route_id: &str, attempt: u32, body: &Bytes, ack: bo
 }
 
 /// The runner starts the work now: from here on the attempt may have run.
-async fn ack(State(s): State<AppState>, Path((route_id, attempt)): Path<(String, u32)>, body: Bytes) -> ApiResult<Response> {
+async fn ack(
+    State(s): State<AppState>,
+    Path((route_id, attempt)): Path<(String, u32)>,
+    body: Bytes,
+) -> ApiResult<Response> {
     renew(&s, &route_id, attempt, &body, true).await
 }
 
@@ -144,21 +151,42 @@ async fn report(
     let report = match (request.outcome, request.envelope, request.result) {
         (RunnerOutcome::Succeeded, None, result) => Report::Succeeded { result },
         (RunnerOutcome::Failed, Some(envelope), None) => {
-            classifier::Envelope::from_value(&envelope)
-                .map_err(|e| invalid("envelope", ValidationCode::WrongType, format!("Not an evidence envelope ({}).", e.kind())))?;
+            classifier::Envelope::from_value(&envelope).map_err(|e| {
+                invalid(
+                    "envelope",
+                    ValidationCode::WrongType,
+                    format!("Not an evidence envelope ({}).", e.kind()),
+                )
+            })?;
             Report::Failed { envelope }
         }
         (RunnerOutcome::Succeeded, Some(_), _) => {
-            return Err(invalid("envelope", ValidationCode::UnknownField, "A success carries no envelope.".to_owned()))
+            return Err(invalid(
+                "envelope",
+                ValidationCode::UnknownField,
+                "A success carries no envelope.".to_owned(),
+            ))
         }
         (RunnerOutcome::Failed, None, _) => {
-            return Err(invalid("envelope", ValidationCode::Missing, "A failure carries its evidence envelope.".to_owned()))
+            return Err(invalid(
+                "envelope",
+                ValidationCode::Missing,
+                "A failure carries its evidence envelope.".to_owned(),
+            ))
         }
         (RunnerOutcome::Failed, Some(_), Some(_)) => {
-            return Err(invalid("result", ValidationCode::UnknownField, "A failure carries no result.".to_owned()))
+            return Err(invalid(
+                "result",
+                ValidationCode::UnknownField,
+                "A failure carries no result.".to_owned(),
+            ))
         }
     };
-    match s.engine.report_leased(&route_id, attempt, &request.lease_id, report).await? {
+    match s
+        .engine
+        .report_leased(&route_id, attempt, &request.lease_id, report)
+        .await?
+    {
         Some(applied) => Ok(Json(applied.snapshot).into_response()),
         None => Err(lease_lost()),
     }

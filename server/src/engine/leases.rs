@@ -78,6 +78,8 @@ impl Engine {
         if lease.expires <= self.now() {
             return Ok(None);
         }
-        self.submit(route_id, report.into_input(lease.generation)).await.map(Some)
+        self.submit(route_id, report.into_input(lease.generation))
+            .await
+            .map(Some)
     }
 }

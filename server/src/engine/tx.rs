@@ -361,7 +361,13 @@ pub(crate) async fn fire(
         TimerKind::Lease => match tx.lease(&timer.route_id).await? {
             // Renewed meanwhile: watch the new expiry.
             Some(lease) if lease.acked && lease.generation == g && lease.expires > now => {
-                pending.writes.upsert_timer(&timer.route_id, TimerKind::Lease, g, due_ms(lease.expires), None);
+                pending.writes.upsert_timer(
+                    &timer.route_id,
+                    TimerKind::Lease,
+                    g,
+                    due_ms(lease.expires),
+                    None,
+                );
                 let (route, _) = pending.route_and_profile(tx, &timer.route_id).await?;
                 (unchanged(route.state), None)
             }
@@ -494,9 +500,13 @@ pub(crate) async fn lease(
     lease.acked = true;
     lease.expires = policy::time::after_seconds(now, op.seconds);
     pending.writes.put_lease(&lease, now);
-    pending
-        .writes
-        .upsert_timer(route_id, TimerKind::Lease, lease.generation, due_ms(lease.expires), None);
+    pending.writes.upsert_timer(
+        route_id,
+        TimerKind::Lease,
+        lease.generation,
+        due_ms(lease.expires),
+        None,
+    );
     Ok(Some(lease))
 }
 
@@ -757,12 +767,16 @@ fn maintain_dispatches(
             let outcome = match (p.dispatch, kind) {
                 (_, EventKind::Succeeded) => DispatchOutcome::Succeeded,
                 (DispatchState::Started, EventKind::Failed) => DispatchOutcome::Failed,
-                (DispatchState::Started, EventKind::Restarted | EventKind::LeaseExpired) => DispatchOutcome::Ambiguous,
+                (DispatchState::Started, EventKind::Restarted | EventKind::LeaseExpired) => {
+                    DispatchOutcome::Ambiguous
+                }
                 (DispatchState::Pending, _) => DispatchOutcome::Superseded,
                 (DispatchState::Started, _) => DispatchOutcome::Aborted,
             };
             writes.settle_dispatch(route_id, p.number, outcome, now);
-            if p.dispatch == DispatchState::Started && dispatcher_of(profile, prev) == DispatcherKind::External {
+            if p.dispatch == DispatchState::Started
+                && dispatcher_of(profile, prev) == DispatcherKind::External
+            {
                 // The attempt is over: so is any runner's lease on it.
                 writes.delete_lease(route_id);
             }

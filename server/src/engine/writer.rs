@@ -336,7 +336,9 @@ async fn run_job(
             }
         }),
         Job::Start { request, .. } => Done::Start(tx::start_route(tx, pending, request, now).await),
-        Job::Claim { runner, seconds, .. } => Done::Lease(tx::claim(tx, pending, runner, *seconds, now).await),
+        Job::Claim { runner, seconds, .. } => {
+            Done::Lease(tx::claim(tx, pending, runner, *seconds, now).await)
+        }
         Job::Lease { route_id, op, .. } => Done::Lease(tx::lease(tx, pending, route_id, op, now).await),
         Job::Reconcile { .. } => Done::Reconcile(
             async {

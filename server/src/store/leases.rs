@@ -38,7 +38,10 @@ const COLUMNS: &str = "route_id, attempt, generation, lease_id, runner, acked, e
 impl Tx<'_> {
     /// The oldest started `external` attempt no runner holds (no lease, or a claim that lapsed
     /// before it was acknowledged): `(route_id, attempt, invocation_generation)`.
-    pub(crate) async fn claimable_external(&mut self, now: DateTime<Utc>) -> Result<Option<(String, u32, u64)>, StoreError> {
+    pub(crate) async fn claimable_external(
+        &mut self,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(String, u32, u64)>, StoreError> {
         let row = sqlx::query(
             "SELECT d.route_id, d.attempt, d.invocation_generation FROM dispatches d \
              JOIN routes r ON r.id = d.route_id \
@@ -57,11 +60,13 @@ impl Tx<'_> {
                 "dispatches",
                 &route_id,
                 "invocation generation",
-                r.try_get::<Option<i64>, _>("invocation_generation")?.unwrap_or(-1),
+                r.try_get::<Option<i64>, _>("invocation_generation")?
+                    .unwrap_or(-1),
             )?;
             Ok((
                 route_id.clone(),
-                u32::try_from(attempt).map_err(|_| StoreError::corrupt("dispatches", &route_id, "attempt"))?,
+                u32::try_from(attempt)
+                    .map_err(|_| StoreError::corrupt("dispatches", &route_id, "attempt"))?,
                 generation,
             ))
         })
@@ -70,10 +75,12 @@ impl Tx<'_> {
 
     /// The route's lease, as this transaction sees it.
     pub(crate) async fn lease(&mut self, route_id: &str) -> Result<Option<Lease>, StoreError> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM dispatch_leases WHERE route_id = ?"))
-            .bind(route_id)
-            .fetch_optional(&mut *self.conn)
-            .await?;
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM dispatch_leases WHERE route_id = ?"
+        ))
+        .bind(route_id)
+        .fetch_optional(&mut *self.conn)
+        .await?;
         row.as_ref().map(lease_row).transpose()
     }
 }
@@ -111,10 +118,12 @@ impl Writes {
 impl Store {
     /// The route's lease, if any.
     pub(crate) async fn lease(&self, route_id: &str) -> Result<Option<Lease>, StoreError> {
-        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM dispatch_leases WHERE route_id = ?"))
-            .bind(route_id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM dispatch_leases WHERE route_id = ?"
+        ))
+        .bind(route_id)
+        .fetch_optional(&self.pool)
+        .await?;
         row.as_ref().map(lease_row).transpose()
     }
 }

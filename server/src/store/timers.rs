@@ -24,7 +24,12 @@ pub enum TimerKind {
 }
 
 impl TimerKind {
-    pub const ALL: [TimerKind; 4] = [TimerKind::Deadline, TimerKind::CircuitHold, TimerKind::Report, TimerKind::Lease];
+    pub const ALL: [TimerKind; 4] = [
+        TimerKind::Deadline,
+        TimerKind::CircuitHold,
+        TimerKind::Report,
+        TimerKind::Lease,
+    ];
 
     pub const fn as_str(self) -> &'static str {
         match self {
