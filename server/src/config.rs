@@ -530,3 +530,23 @@ mod tests {
         assert!(runners.current().agents.is_empty());
     }
 }
+
+#[cfg(test)]
+mod example {
+    use super::*;
+
+    /// The example README points people at parses (its roots swapped for one that exists).
+    #[test]
+    fn the_shipped_example_is_a_valid_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = include_str!("../../recourse.example.toml")
+            .replace("/srv/work", dir.path().to_str().unwrap());
+        let c = RunnerConfig::parse(&text).unwrap_or_else(|p| panic!("{p:?}"));
+        assert_eq!(
+            (c.agents.len(), c.endpoints.len()),
+            (2, 2),
+            "the example lists two agents and two endpoints"
+        );
+        assert_eq!(c.endpoint("haiku").map(|e| e.style), Some(ApiStyle::Anthropic));
+    }
+}
