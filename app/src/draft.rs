@@ -541,6 +541,7 @@ mod tests {
         bad.model_id = Some("x y".into());
         let input = policy::api::ProfileInput {
             name: "p".into(),
+            kind: policy::api::ProfileKind::Dynamic,
             description: None,
             targets: vec![CandidateTarget::external("a"), bad],
             policy: serde_json::json!({"on_error": "try_next", "candidates": [{"id": "a"}, {"id": "b"}]}),

@@ -128,6 +128,35 @@ pub struct CandidateTarget {
     pub script: Vec<SimulatedStep>,
 }
 
+/// What a profile is for. Stable spellings (stored).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileKind {
+    /// An ordered list of candidates; failures may move the route to the next one.
+    #[default]
+    Dynamic,
+    /// One agent, used interactively: exactly one candidate. Its failures are classified and
+    /// timed exactly as a dynamic profile's; only its defaults differ (a person is at hand, so
+    /// recovery ends with a stop, not a switch): see `policy::limits::CONCRETE_*`.
+    Concrete,
+}
+
+impl ProfileKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProfileKind::Dynamic => "dynamic",
+            ProfileKind::Concrete => "concrete",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ProfileKind> {
+        [ProfileKind::Dynamic, ProfileKind::Concrete]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
 /// What profile create and update take. `policy` is a version-1 document or a legacy shape
 /// (normalized on write); it is JSON on purpose so that every problem comes back with a path.
 /// Paths of policy problems are the document's own (`candidates[1].hard.retry.max_retries`);
@@ -136,12 +165,18 @@ pub struct CandidateTarget {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProfileInput {
     pub name: String,
+    /// `dynamic` (the default) or `concrete` (one agent, interactive defaults).
+    #[serde(default, skip_serializing_if = "is_dynamic")]
+    pub kind: ProfileKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// One target per policy candidate, same ids, same order. Empty: every candidate gets an
     /// `external` target.
     #[serde(default)]
     pub targets: Vec<CandidateTarget>,
+    /// The policy document. A `concrete` profile may leave it out: its one candidate then gets
+    /// the interactive defaults.
+    #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub policy: Value,
     /// For updates: the revision the edit was based on; a different current revision is a
@@ -156,6 +191,8 @@ pub struct ProfileInput {
 pub struct Profile {
     pub id: String,
     pub name: String,
+    #[serde(default, skip_serializing_if = "is_dynamic")]
+    pub kind: ProfileKind,
     pub description: Option<String>,
     /// Increments on every update; history rows record the revision they used.
     pub revision: u64,
@@ -165,6 +202,10 @@ pub struct Profile {
     pub normalized_from_legacy: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+fn is_dynamic(kind: &ProfileKind) -> bool {
+    *kind == ProfileKind::Dynamic
 }
 
 /// A profile in a list.

@@ -14,7 +14,8 @@
 
 use crate::{
     api::{
-        Caller, CallerKind, CandidateTarget, DispatcherKind, Profile, ProfileInput, StartRouteRequest, Work,
+        Caller, CallerKind, CandidateTarget, DispatcherKind, Profile, ProfileInput, ProfileKind,
+        StartRouteRequest, Work,
     },
     document::{FieldError, ValidatedPolicyDocument, ValidationCode, ValidationError, ValidationErrors},
     legacy::{normalize, DocumentOrigin},
@@ -133,6 +134,7 @@ impl Problems {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidatedProfile {
     name: String,
+    kind: ProfileKind,
     description: Option<String>,
     targets: Vec<CandidateTarget>,
     document: ValidatedPolicyDocument,
@@ -164,13 +166,38 @@ impl ValidatedProfile {
                 );
             }
         }
-        let normalized = match normalize(&input.policy) {
+        let concrete = input.kind == ProfileKind::Concrete;
+        let policy = if concrete && input.policy.is_null() {
+            match input.targets.as_slice() {
+                [only] => concrete_defaults(&only.id),
+                _ => {
+                    problems.push(
+                        "targets",
+                        ValidationCode::Missing,
+                        "A concrete profile without a policy names its one candidate in `targets`.",
+                    );
+                    serde_json::Value::Null
+                }
+            }
+        } else {
+            input.policy.clone()
+        };
+        let normalized = match normalize(&policy) {
             Ok(n) => Some(n),
             Err(e) => {
                 problems.0.extend(e.errors);
                 None
             }
         };
+        if let Some(n) = &normalized {
+            if concrete && n.document.candidates().len() != 1 {
+                problems.push(
+                    "candidates",
+                    ValidationCode::TooMany,
+                    "A concrete profile has exactly one candidate (use a dynamic profile for several).",
+                );
+            }
+        }
         let targets = match &normalized {
             Some(n) => {
                 let ids: Vec<&str> = n.document.candidates().iter().map(|c| c.id()).collect();
@@ -188,6 +215,7 @@ impl ValidatedProfile {
         let value = match (normalized, targets) {
             (Some(n), Some(targets)) => Some(ValidatedProfile {
                 name: name.to_owned(),
+                kind: input.kind,
                 description: description.map(str::to_owned),
                 targets,
                 normalized_from_legacy: n.origin == DocumentOrigin::Legacy,
@@ -201,6 +229,10 @@ impl ValidatedProfile {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    pub fn kind(&self) -> ProfileKind {
+        self.kind
     }
 
     pub fn description(&self) -> Option<&str> {
@@ -235,6 +267,7 @@ impl ValidatedProfile {
         Profile {
             id,
             name: self.name,
+            kind: self.kind,
             description: self.description,
             revision,
             targets: self.targets,
@@ -244,6 +277,23 @@ impl ValidatedProfile {
             updated_at,
         }
     }
+}
+
+/// A concrete profile's interactive defaults for its one candidate `id`: transient errors
+/// retry (`CONCRETE_TRANSIENT_*`), hard errors wait for a trusted reset up to an hour
+/// (`CONCRETE_HARD_MAX_WAIT_SECONDS`), and both then stop for the person at hand.
+pub fn concrete_defaults(id: &str) -> serde_json::Value {
+    use crate::limits::{
+        CONCRETE_HARD_MAX_WAIT_SECONDS, CONCRETE_TRANSIENT_INITIAL_INTERVAL_SECONDS,
+        CONCRETE_TRANSIENT_MAX_RETRIES,
+    };
+    serde_json::json!({"version": crate::limits::POLICY_DOCUMENT_VERSION, "candidates": [{"id": id,
+        "transient": {"retry": {"enabled": true, "max_retries": CONCRETE_TRANSIENT_MAX_RETRIES,
+                                "initial_interval_seconds": CONCRETE_TRANSIENT_INITIAL_INTERVAL_SECONDS},
+                      "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"},
+        "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+                 "wait_for_reset": {"enabled": true, "max_wait_seconds": CONCRETE_HARD_MAX_WAIT_SECONDS},
+                 "on_exhausted": "stop"}}]})
 }
 
 /// Targets for the document's candidates `ids`: given ones are checked against them; none
@@ -563,6 +613,7 @@ mod tests {
     fn input(targets: Vec<CandidateTarget>) -> ProfileInput {
         ProfileInput {
             name: "  Main  ".into(),
+            kind: ProfileKind::Dynamic,
             description: None,
             targets,
             policy: doc(&["a", "b"]),
@@ -713,6 +764,42 @@ mod tests {
             ..Work::default()
         };
         assert_eq!(check_work(&huge, "work")[0].code, ValidationCode::TooLong);
+    }
+
+    #[test]
+    fn a_concrete_profile_has_one_candidate_and_gets_interactive_defaults_when_it_names_no_policy() {
+        let mut i = input(vec![simulated("solo", vec![])]);
+        i.kind = ProfileKind::Concrete;
+        i.policy = serde_json::Value::Null;
+        let p = ValidatedProfile::parse(&i).unwrap();
+        let c = p.document().candidate("solo").unwrap();
+        assert_eq!(
+            c.transient().max_retries(),
+            crate::limits::CONCRETE_TRANSIENT_MAX_RETRIES
+        );
+        assert_eq!(
+            c.hard().max_wait_seconds(),
+            Some(crate::limits::CONCRETE_HARD_MAX_WAIT_SECONDS)
+        );
+        assert_eq!(c.hard().on_exhausted(), crate::document::OnExhausted::Stop);
+        assert_eq!(
+            p.into_profile("p".into(), 1, now(), now()).kind,
+            ProfileKind::Concrete
+        );
+        // Two candidates are a dynamic profile's business.
+        let mut two = input(vec![]);
+        two.kind = ProfileKind::Concrete;
+        let e = ValidatedProfile::parse(&two).unwrap_err();
+        assert_eq!(paths(&e), ["candidates"]);
+        // No policy and no target: say which one is meant.
+        let mut none = input(vec![]);
+        none.kind = ProfileKind::Concrete;
+        none.policy = serde_json::Value::Null;
+        assert!(paths(&ValidatedProfile::parse(&none).unwrap_err()).contains(&"targets"));
+    }
+
+    fn now() -> DateTime<Utc> {
+        chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 12, 1, 8, 0, 0).unwrap()
     }
 
     #[test]

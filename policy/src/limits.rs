@@ -96,6 +96,14 @@ pub const SUGGESTED_INITIAL_INTERVAL_SECONDS: u64 = 5;
 /// Value the UI pre-fills when a person switches reset waiting on (5 min).
 pub const SUGGESTED_MAX_WAIT_SECONDS: u64 = 300;
 
+/// A concrete (single-agent) profile's interactive defaults, when its write leaves the policy
+/// out: transient errors retry this many times...
+pub const CONCRETE_TRANSIENT_MAX_RETRIES: u32 = 3;
+/// ...from this interval (doubling), then stop for the person at hand...
+pub const CONCRETE_TRANSIENT_INITIAL_INTERVAL_SECONDS: u64 = 5;
+/// ...and hard errors wait for a trusted reset up to an hour, then stop.
+pub const CONCRETE_HARD_MAX_WAIT_SECONDS: u64 = 3_600;
+
 /// Legacy `retry_same`: exactly one same-candidate retry...
 pub const LEGACY_RETRY_SAME_MAX_RETRIES: u32 = 1;
 /// ...after 5 seconds, then `stop`.

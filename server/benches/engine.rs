@@ -66,6 +66,7 @@ async fn engine(dir: &tempfile::TempDir, name: &str) -> (Arc<Engine>, sqlx::Sqli
 async fn profile(engine: &Engine, interval: u64) -> String {
     let input = ProfileInput {
         name: "bench".into(),
+        kind: policy::api::ProfileKind::Dynamic,
         description: None,
         targets: vec![policy::api::CandidateTarget::external("main")],
         policy: policy_doc(interval),

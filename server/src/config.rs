@@ -539,8 +539,8 @@ mod example {
     #[test]
     fn the_shipped_example_is_a_valid_configuration() {
         let dir = tempfile::tempdir().unwrap();
-        let text = include_str!("../../recourse.example.toml")
-            .replace("/srv/work", dir.path().to_str().unwrap());
+        let text =
+            include_str!("../../recourse.example.toml").replace("/srv/work", dir.path().to_str().unwrap());
         let c = RunnerConfig::parse(&text).unwrap_or_else(|p| panic!("{p:?}"));
         assert_eq!(
             (c.agents.len(), c.endpoints.len()),

@@ -168,6 +168,7 @@ pub async fn seed(engine: &Engine) -> Result<usize, EngineError> {
     for (id, name, targets, doc, caller) in profiles_to_seed {
         let input = ProfileInput {
             name: name.to_owned(),
+            kind: policy::api::ProfileKind::Dynamic,
             description: Some(
                 "Seeded by `recourse serve --demo`; candidates use the simulated provider.".to_owned(),
             ),

@@ -104,6 +104,7 @@ impl FakeBackend {
         Profile {
             id: "stored-id".into(),
             name: "Stored".into(),
+            kind: policy::api::ProfileKind::Dynamic,
             description: Some("as the store has it".into()),
             revision: 7,
             targets: vec![],

@@ -50,6 +50,7 @@ pub(crate) mod tests {
     fn input(policy: serde_json::Value) -> ProfileInput {
         ProfileInput {
             name: "Main".into(),
+            kind: policy::api::ProfileKind::Dynamic,
             description: None,
             targets: vec![],
             policy,

@@ -87,6 +87,8 @@ pub fn ProfileEditor(profile: Profile) -> impl IntoView {
     let revision = RwSignal::new(profile.revision);
     let name = RwSignal::new(profile.name.clone());
     let description = StoredValue::new(profile.description.clone());
+    // What the profile is for is not edited here: a save keeps it.
+    let kind = profile.kind;
     let next_key = StoredValue::new(profile.policy.candidates.len() as u64);
     let rows = RwSignal::new(rows_of(&profile, 0));
     let server_errors: RwSignal<Vec<ValidationError>> = RwSignal::new(Vec::new());
@@ -177,6 +179,7 @@ pub fn ProfileEditor(profile: Profile) -> impl IntoView {
             id: profile_id.get_value(),
             input: ProfileInput {
                 name: name.get_untracked(),
+                kind,
                 description: description.get_value(),
                 targets,
                 policy,

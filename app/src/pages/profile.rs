@@ -36,6 +36,15 @@ pub fn ProfilePage() -> impl IntoView {
                                 "Edits affect the next failure decision of this profile's routes; pending waits and \
                                  history keep the policy they were decided with."
                             </p>
+                            {(p.kind == policy::api::ProfileKind::Concrete)
+                                .then(|| {
+                                    view! {
+                                        <p class="mb-4 text-slate-700" data-testid="profile-kind">
+                                            "A single-agent (concrete) profile: one candidate, used interactively. \
+                                             When its recovery is used up it stops for you instead of switching."
+                                        </p>
+                                    }
+                                })}
                             <ProfileEditor profile=p />
                         }
                             .into_any()

@@ -257,6 +257,7 @@ fn NewProfile() -> impl IntoView {
         create.dispatch(CreateProfile {
             input: ProfileInput {
                 name: name.get_untracked().trim().to_owned(),
+                kind: policy::api::ProfileKind::Dynamic,
                 description: None,
                 // The target the person chose (and saw), not a silent server default.
                 targets: vec![CandidateTarget {

@@ -3,7 +3,7 @@
 
 use super::{gen_i64, non_negative, parse_ts, to_json, ts, Store, StoreError, Tx};
 use policy::{
-    api::{CandidateTarget, Profile, ProfileSummary},
+    api::{CandidateTarget, Profile, ProfileKind, ProfileSummary},
     wire::PolicyDocument,
 };
 use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
@@ -14,6 +14,7 @@ const TABLE: &str = "profiles";
 pub(super) struct ProfileColumns {
     id: &'static str,
     name: &'static str,
+    kind: &'static str,
     description: &'static str,
     revision: &'static str,
     candidates_json: &'static str,
@@ -27,6 +28,7 @@ impl ProfileColumns {
     const PLAIN: ProfileColumns = ProfileColumns {
         id: "id",
         name: "name",
+        kind: "kind",
         description: "description",
         revision: "revision",
         candidates_json: "candidates_json",
@@ -39,6 +41,7 @@ impl ProfileColumns {
     pub(super) const JOINED: ProfileColumns = ProfileColumns {
         id: "p_id",
         name: "p_name",
+        kind: "p_kind",
         description: "p_description",
         revision: "p_revision",
         candidates_json: "p_candidates_json",
@@ -53,6 +56,7 @@ impl ProfileColumns {
         [
             ("id", self.id),
             ("name", self.name),
+            ("kind", self.kind),
             ("description", self.description),
             ("revision", self.revision),
             ("candidates_json", self.candidates_json),
@@ -81,8 +85,11 @@ impl ProfileColumns {
             "candidate targets",
             row.try_get::<&str, _>(self.candidates_json)?,
         )?;
+        let kind: String = row.try_get(self.kind)?;
         Ok(Profile {
             name: row.try_get(self.name)?,
+            kind: ProfileKind::parse(&kind)
+                .ok_or_else(|| StoreError::corrupt(TABLE, &id, format!("unknown profile kind `{kind}`")))?,
             description: row.try_get(self.description)?,
             revision: non_negative(TABLE, &id, "revision", row.try_get::<i64, _>(self.revision)?)?,
             targets,
@@ -97,7 +104,7 @@ impl ProfileColumns {
 
 async fn load(conn: &mut SqliteConnection, id: &str) -> Result<Option<Profile>, StoreError> {
     let row = sqlx::query(
-        "SELECT id, name, description, revision, candidates_json, policy_json, normalized_from_legacy, \
+        "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
          created_at, updated_at FROM profiles WHERE id = ?",
     )
     .bind(id)
@@ -110,15 +117,16 @@ async fn upsert(conn: &mut SqliteConnection, p: &Profile) -> Result<(), StoreErr
     let targets = to_json(&p.targets);
     let policy = to_json(&p.policy);
     sqlx::query(
-        "INSERT INTO profiles (id, name, description, revision, candidates_json, policy_json, \
-         normalized_from_legacy, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
-         ON CONFLICT(id) DO UPDATE SET name = excluded.name, description = excluded.description, \
+        "INSERT INTO profiles (id, name, kind, description, revision, candidates_json, policy_json, \
+         normalized_from_legacy, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT(id) DO UPDATE SET name = excluded.name, kind = excluded.kind, description = excluded.description, \
          revision = excluded.revision, candidates_json = excluded.candidates_json, \
          policy_json = excluded.policy_json, normalized_from_legacy = excluded.normalized_from_legacy, \
          updated_at = excluded.updated_at",
     )
     .bind(&p.id)
     .bind(&p.name)
+    .bind(p.kind.as_str())
     .bind(&p.description)
     .bind(gen_i64(p.revision))
     .bind(&targets)

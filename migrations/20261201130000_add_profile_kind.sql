@@ -1,0 +1,3 @@
+-- What a profile is for: `dynamic` (an ordered list of candidates) or `concrete` (one agent,
+-- used interactively, with its own defaults).
+ALTER TABLE profiles ADD COLUMN kind TEXT NOT NULL DEFAULT 'dynamic';
