@@ -31,22 +31,8 @@ fn spawn(db: &Path, now: DateTime<Utc>) -> (Child, String) {
     (child, addr)
 }
 
-/// Blocking HTTP/1.0 request; `None` when the server is gone.
 fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    let body = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .ok()?;
-    let mut out = String::new();
-    stream.read_to_string(&mut out).ok()?;
-    let status: u16 = out.split(' ').nth(1)?.parse().ok()?;
-    let payload = out.split("\r\n\r\n").nth(1).unwrap_or("");
-    Some((status, serde_json::from_str(payload).unwrap_or(Value::Null)))
+    common::http(addr, method, path, body)
 }
 
 fn overloaded() -> Value {

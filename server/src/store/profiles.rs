@@ -224,9 +224,17 @@ impl Store {
             .collect()
     }
 
+    /// A profile write's transaction: `BEGIN IMMEDIATE` takes the write lock at once (waiting
+    /// for it within the busy timeout), so a read inside can never be invalidated by another
+    /// writer before the write (a deferred transaction that reads first fails at once with
+    /// "database is locked" when it then writes).
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
     /// Stores revision 1 of a new profile.
     pub(crate) async fn insert_profile(&self, profile: &Profile) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         upsert(&mut tx, profile).await?;
         tx.commit().await?;
         Ok(())
@@ -240,11 +248,13 @@ impl Store {
         expected: Option<u64>,
         next: impl FnOnce(&Profile) -> Profile + Send,
     ) -> Result<ProfileUpdate, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let Some(current) = load(&mut tx, id).await? else {
+            tx.rollback().await?;
             return Ok(ProfileUpdate::NotFound);
         };
         if let Some(expected) = expected.filter(|e| *e != current.revision) {
+            tx.rollback().await?;
             return Ok(ProfileUpdate::StaleRevision {
                 current: current.revision,
                 expected,
@@ -258,12 +268,13 @@ impl Store {
 
     /// Deletes profile `id` if no route uses it.
     pub(crate) async fn delete_profile(&self, id: &str) -> Result<ProfileDelete, StoreError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.write_tx().await?;
         let routes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM routes WHERE profile_id = ?")
             .bind(id)
             .fetch_one(&mut *tx)
             .await?;
         if routes > 0 {
+            tx.rollback().await?;
             return Ok(ProfileDelete::InUse {
                 routes: u64::try_from(routes).unwrap_or(0),
             });
@@ -273,6 +284,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         if done.rows_affected() == 0 {
+            tx.rollback().await?;
             return Ok(ProfileDelete::NotFound);
         }
         tx.commit().await?;

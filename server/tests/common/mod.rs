@@ -83,6 +83,28 @@ pub fn spawn_serve(
     (child, addr, keep_log.then_some(rx))
 }
 
+/// A blocking HTTP/1.0 request to a served process (JSON in, JSON out); `None` when the server
+/// is gone.
+pub fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .ok()?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out).ok()?;
+    let status: u16 = out.split(' ').nth(1)?.parse().ok()?;
+    let payload = out.split("\r\n\r\n").nth(1).unwrap_or("");
+    Some((status, serde_json::from_str(payload).unwrap_or(Value::Null)))
+}
+
 pub fn t0() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap()
 }
