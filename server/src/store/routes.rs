@@ -168,17 +168,21 @@ impl Store {
         summary(&mut conn, id).await
     }
 
-    /// A route with its history and dispatch records.
+    /// A route with its history and dispatch records, read in one transaction so the three
+    /// agree (a commit between the reads would otherwise show a snapshot ahead of its history).
     pub(crate) async fn route_detail(&self, id: &str) -> Result<Option<RouteDetail>, StoreError> {
-        let mut conn = self.pool.acquire().await?;
-        let Some(route) = summary(&mut conn, id).await? else {
+        let mut tx = self.pool.begin().await?;
+        let Some(route) = summary(&mut tx, id).await? else {
+            tx.rollback().await?;
             return Ok(None);
         };
-        Ok(Some(RouteDetail {
+        let detail = RouteDetail {
             route,
-            history: history::load(&mut conn, id).await?,
-            dispatches: dispatches::load(&mut conn, id).await?,
-        }))
+            history: history::load(&mut tx, id).await?,
+            dispatches: dispatches::load(&mut tx, id).await?,
+        };
+        tx.rollback().await?;
+        Ok(Some(detail))
     }
 
     /// Routes matching `filter`, most recently changed first.
