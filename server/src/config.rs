@@ -150,6 +150,11 @@ pub struct EndpointConfig {
     /// Largest response body kept as the route's result, in bytes.
     #[serde(default = "default_max_response_bytes")]
     pub max_response_bytes: usize,
+    /// Ask for a streamed answer (server-sent events). The route's result is the whole message
+    /// either way; streaming keeps a long answer within `read_timeout` and tells a failure
+    /// after the first content byte (a partial result) from one before it.
+    #[serde(default)]
+    pub stream: bool,
 }
 
 fn default_connect_timeout() -> u64 {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod provider;
+
 use axum::{
     body::Body,
     http::{Method, Request, StatusCode},
@@ -55,10 +57,25 @@ pub fn spawn_serve(
     String,
     Option<std::sync::mpsc::Receiver<String>>,
 ) {
+    spawn_serve_env(database, extra, keep_log, &[])
+}
+
+/// [`spawn_serve`] with these environment variables added to the server's environment.
+pub fn spawn_serve_env(
+    database: &std::path::Path,
+    extra: &[&str],
+    keep_log: bool,
+    env: &[(&str, &str)],
+) -> (
+    std::process::Child,
+    String,
+    Option<std::sync::mpsc::Receiver<String>>,
+) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
         .args(["--log-format", "json", "serve", "--addr", "127.0.0.1:0"])
         .args(extra)
+        .envs(env.iter().copied())
         .arg("--database")
         .arg(database)
         .stderr(std::process::Stdio::piped())
@@ -117,10 +134,29 @@ impl Harness {
 
     /// Opens (or reopens, after a simulated restart) the database in `dir`.
     pub async fn open(dir: tempfile::TempDir, now: DateTime<Utc>) -> Harness {
+        Harness::open_with_runners(dir, now, server::config::Runners::none()).await
+    }
+
+    /// A harness whose engine runs the agents and endpoints of `config`.
+    pub async fn with_config(config: server::config::RunnerConfig) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        Harness::open_with_runners(dir, t0(), server::config::Runners::new(config)).await
+    }
+
+    /// [`Harness::open`] with the agents and endpoints of `runners`.
+    pub async fn open_with_runners(
+        dir: tempfile::TempDir,
+        now: DateTime<Utc>,
+        runners: server::config::Runners,
+    ) -> Harness {
         let path = dir.path().join("recourse.db");
         let pool = server::db::open(path.to_str().unwrap()).await.unwrap();
         let clock = ManualClock::new(now);
-        let engine = Engine::new(server::store::Store::new(pool.clone()), Arc::new(clock.clone()));
+        let engine = Engine::with_runners(
+            server::store::Store::new(pool.clone()),
+            Arc::new(clock.clone()),
+            runners,
+        );
         let app = router(AppState::new(
             engine.clone(),
             leptos_options(),
@@ -234,6 +270,33 @@ impl Harness {
 
     pub fn now(&self) -> DateTime<Utc> {
         self.clock.now()
+    }
+
+    /// Waits until the route (its `GET /api/v1/routes/{id}` detail) satisfies `done`, for
+    /// dispatchers that report from a task of their own: checks, then waits for the engine's
+    /// next event, never for time. The bound only turns a route that never gets there into a
+    /// failure.
+    pub async fn wait_for(&self, id: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let mut events = self.engine.subscribe();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let route = self.route(id).await;
+            if done(&route) {
+                return route;
+            }
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Ok(Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {}
+                Ok(Err(e)) => panic!("event stream ended while waiting for {what}: {e}"),
+                Err(_) => panic!("route {id} never reached {what}: {route}"),
+            }
+        }
+    }
+
+    /// Waits until the route is in `state`; returns its snapshot.
+    pub async fn wait_state(&self, id: &str, state: &str) -> Value {
+        self.wait_for(id, state, |r| r["route"]["snapshot"]["state"] == state)
+            .await["route"]["snapshot"]
+            .clone()
     }
 
     /// A second engine on the same file opened read-only: a real SQLite read-only database

@@ -1,6 +1,6 @@
 //! The dispatcher of attempts another system runs (`external`): nothing starts here; the
 //! runner reports success or an evidence envelope over the API for the attempt's invocation
-//! generation. The `acp` and `http` kinds use it too until Recourse runs them itself.
+//! generation. The `acp` kind uses it too until Recourse runs it itself.
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched};
 

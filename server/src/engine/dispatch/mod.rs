@@ -15,11 +15,12 @@
 //! moves on ([`Dispatcher::cancel`]) and, at boot, to clean up what a previous process left
 //! ([`Dispatcher::reconcile`]).
 //!
-//! One file per dispatcher: [`simulated`] (the scripted provider of the demo and the tests) and
-//! [`awaiting`] (`external`, and the `acp` and `http` kinds until their runners exist: the
-//! attempt waits for a report over the API).
+//! One file per dispatcher: [`simulated`] (the scripted provider of the demo and the tests),
+//! [`http`] (calls to LLM HTTP APIs) and [`awaiting`] (`external`, and the `acp` kind until its
+//! runner exists: the attempt waits for a report over the API).
 
 pub(crate) mod awaiting;
+pub(crate) mod http;
 pub(crate) mod simulated;
 
 use chrono::{DateTime, Utc};
@@ -113,6 +114,12 @@ impl Reporter {
         }
     }
 
+    /// The engine's clock now (the injected clock), to date evidence; `None` once the engine
+    /// is gone.
+    pub(crate) fn now(&self) -> Option<DateTime<Utc>> {
+        self.engine.upgrade().map(|e| e.now())
+    }
+
     /// Reports the attempt's outcome.
     pub(crate) async fn report(&self, report: Report) -> Result<Applied, EngineError> {
         let engine = self.engine.upgrade().ok_or(EngineError::Task)?;
@@ -202,11 +209,8 @@ impl Dispatchers {
             DispatcherKind::Simulated,
             Arc::new(simulated::Simulated::new(store)),
         );
-        for kind in [
-            DispatcherKind::External,
-            DispatcherKind::Acp,
-            DispatcherKind::Http,
-        ] {
+        by_kind.insert(DispatcherKind::Http, Arc::new(http::Http::new()));
+        for kind in [DispatcherKind::External, DispatcherKind::Acp] {
             by_kind.insert(kind, awaiting.clone());
         }
         Dispatchers { by_kind }
