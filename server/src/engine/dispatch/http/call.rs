@@ -392,3 +392,237 @@ fn kept_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
     }
     kept
 }
+
+#[cfg(test)]
+mod tests {
+    //! Against a raw loopback socket that answers exactly the bytes a test gives (or nothing),
+    //! on paused time: a timeout fires as soon as everything else waits, without waiting.
+
+    use super::*;
+    use tokio::{
+        io::{AsyncReadExt, AsyncWriteExt},
+        net::TcpListener,
+    };
+
+    /// Serves one connection: reads the request, writes `answer`, then keeps the connection
+    /// open forever (`hang`) or closes it.
+    async fn raw_server(answer: Vec<u8>, hang: bool) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = socket.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    return;
+                }
+                request.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&request).to_lowercase();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length: usize = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    if request.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+            }
+            socket.write_all(&answer).await.unwrap();
+            socket.flush().await.unwrap();
+            if hang {
+                std::future::pending::<()>().await;
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    fn request(base: &str, style: ApiStyle, stream: bool, max: usize) -> (Client, CallRequest) {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let timeouts = Timeouts {
+            connect: Duration::from_secs(10),
+            read: Duration::from_secs(60),
+            total: Duration::from_secs(300),
+        };
+        let client = Client::builder()
+            .connect_timeout(timeouts.connect)
+            .read_timeout(timeouts.read)
+            .retry(reqwest::retry::never())
+            .no_proxy()
+            .build()
+            .unwrap();
+        let req = CallRequest {
+            url: format!("{base}/chat/completions"),
+            headers: HeaderMap::new(),
+            body: b"{}".to_vec(),
+            style,
+            stream,
+            timeouts,
+            max_response_bytes: max,
+        };
+        (client, req)
+    }
+
+    fn http(status: &str, content_type: &str, body: &str) -> Vec<u8> {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nx-request-id: req_1\r\nset-cookie: session=abc\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    fn failed(o: Outcome) -> Failure {
+        match o {
+            Outcome::Failed(f) => f,
+            Outcome::Succeeded(s) => panic!("succeeded: {s}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_nobody_answers_times_out_as_ambiguous_delivery() {
+        let base = raw_server(Vec::new(), true).await;
+        let (client, req) = request(&base, ApiStyle::Openai, false, 1024);
+        let f = failed(perform(&client, req).await);
+        assert_eq!(f.phase, Phase::Prompt);
+        assert_eq!(f.delivery, PromptDelivery::Ambiguous);
+        assert!(!f.partial_result);
+        assert!(f.answer.is_none());
+        let note = f.note.unwrap();
+        assert!(
+            note.starts_with("no answer within the timeouts (read_timeout 60 s, request_timeout 300 s)"),
+            "{note}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_that_stops_sending_times_out_as_streaming_with_its_partial_result() {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n";
+        let answer = format!("{head}{:x}\r\n{event}\r\n", event.len());
+        let base = raw_server(answer.into_bytes(), true).await;
+        let (client, req) = request(&base, ApiStyle::Openai, true, 1024);
+        let f = failed(perform(&client, req).await);
+        assert_eq!(f.phase, Phase::Streaming);
+        assert_eq!(f.delivery, PromptDelivery::Confirmed);
+        assert!(f.partial_result, "content came before the stall");
+        assert_eq!(f.answer.as_ref().map(|a| a.status), Some(200));
+        let note = f.note.unwrap();
+        assert!(
+            note.starts_with("the stream ended before its end marker ([DONE]) after 1 events (timed out"),
+            "{note}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_cut_short_is_confirmed_and_a_partial_result() {
+        let mut answer =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n".to_vec();
+        answer.extend_from_slice(b"{\"id\":\"chatcmpl-1\",");
+        let base = raw_server(answer, false).await;
+        let (client, req) = request(&base, ApiStyle::Openai, false, 1024);
+        let f = failed(perform(&client, req).await);
+        assert_eq!((f.phase, f.delivery), (Phase::Prompt, PromptDelivery::Confirmed));
+        assert!(f.partial_result);
+        let note = f.note.unwrap();
+        assert!(
+            note.starts_with("the answer ended before it was complete, after 19 bytes: "),
+            "{note}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_answer_over_the_bound_is_not_kept_and_counts_as_a_partial_result() {
+        let body = format!("{{\"text\":\"{}\"}}", "x".repeat(2000));
+        let base = raw_server(http("200 OK", "application/json", &body), false).await;
+        let (client, req) = request(&base, ApiStyle::Openai, false, 1000);
+        let f = failed(perform(&client, req).await);
+        assert!(f.partial_result);
+        assert_eq!(f.answer.unwrap().body, None, "nothing of it is kept");
+        assert!(f
+            .note
+            .unwrap()
+            .contains("larger than max_response_bytes (1000 bytes)"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_streamed_message_over_the_bound_is_not_kept() {
+        let event = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{}\"}}}}]}}\n\n",
+            "x".repeat(600)
+        );
+        let base = raw_server(http("200 OK", "text/event-stream", &event.repeat(3)), false).await;
+        let (client, req) = request(&base, ApiStyle::Openai, true, 1000);
+        let f = failed(perform(&client, req).await);
+        assert_eq!(f.phase, Phase::Streaming);
+        assert!(f.partial_result);
+        assert!(f.note.unwrap().contains("larger than max_response_bytes"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_answer_keeps_its_status_classifier_headers_and_a_bounded_body() {
+        let body = format!("{{\"error\":{{\"message\":\"{}\"}}}}", "y".repeat(100_000));
+        let mut answer = http("500 Internal Server Error", "application/json", &body);
+        let after_status_line = answer.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+        answer.splice(
+            after_status_line..after_status_line,
+            b"retry-after: 20\r\nx-ratelimit-reset-requests: 6m0s\r\nanthropic-ratelimit-tokens-reset: 2026-11-30T08:01:00Z\r\n"
+                .iter()
+                .copied(),
+        );
+        let base = raw_server(answer, false).await;
+        let (client, req) = request(&base, ApiStyle::Openai, false, 1 << 20);
+        let f = failed(perform(&client, req).await);
+        assert_eq!((f.phase, f.delivery), (Phase::Prompt, PromptDelivery::Confirmed));
+        let a = f.answer.unwrap();
+        assert_eq!(a.status, 500);
+        assert_eq!(
+            a.headers.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "anthropic-ratelimit-tokens-reset",
+                "content-type",
+                "retry-after",
+                "x-ratelimit-reset-requests",
+                "x-request-id"
+            ],
+            "no cookie, no length"
+        );
+        assert_eq!(a.body.unwrap().len(), ERROR_BODY_BYTES);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_200_that_is_not_json_or_is_an_error_object_is_a_failure_with_its_body() {
+        let base = raw_server(
+            http("200 OK", "text/html", "<html>Just a moment...</html>"),
+            false,
+        )
+        .await;
+        let (client, req) = request(&base, ApiStyle::Openai, false, 1024);
+        let f = failed(perform(&client, req).await);
+        assert_eq!(f.note.as_deref(), Some("the answer is not JSON"));
+        assert_eq!(
+            f.answer.unwrap().body.as_deref(),
+            Some("<html>Just a moment...</html>")
+        );
+        assert!(!f.partial_result);
+
+        let error = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let base = raw_server(http("200 OK", "application/json", error), false).await;
+        let (client, req) = request(&base, ApiStyle::Anthropic, false, 1024);
+        let f = failed(perform(&client, req).await);
+        assert_eq!(f.answer.unwrap().body.as_deref(), Some(error));
+        assert_eq!(f.note, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_json_answer_to_a_streaming_request_is_taken_whole() {
+        let ok = r#"{"id":"chatcmpl-1","object":"chat.completion","choices":[]}"#;
+        let base = raw_server(http("200 OK", "application/json", ok), false).await;
+        let (client, req) = request(&base, ApiStyle::Openai, true, 1024);
+        match perform(&client, req).await {
+            Outcome::Succeeded(body) => assert_eq!(body, ok),
+            Outcome::Failed(f) => panic!("{f:?}"),
+        }
+    }
+}
