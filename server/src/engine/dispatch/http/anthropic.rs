@@ -333,6 +333,7 @@ mod tests {
     fn an_error_event_is_an_error_frame_with_its_data() {
         let mut s = Stream::default();
         let data = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
-        assert!(matches!(s.push(ev("error", data.clone())), Frame::Error(d) if d == data.to_string()));
+        let sent = data.to_string();
+        assert!(matches!(s.push(ev("error", data)), Frame::Error(d) if d == sent));
     }
 }
