@@ -9,7 +9,8 @@
 //!
 //! Why the seam is here: a second backend (PostgreSQL for several replicas) implements these
 //! same methods with its own SQL and migrations; nothing above this module knows a statement,
-//! a placeholder style or a connection type. By table: [`routes`] (route rows, summaries,
+//! a placeholder style or a connection type. By table: [`agents`] (agent processes Recourse
+//! started, for cleanup after a crash), [`routes`] (route rows, summaries,
 //! lists), [`history`], [`dispatches`], [`timers`], [`circuits`], [`profiles`], [`work`] (the
 //! work a route carries and its result), [`leases`] (external runners' leases), and
 //! [`writes`] (the batch).
@@ -21,6 +22,7 @@
 //! Times people read are RFC 3339 UTC text with milliseconds (fixed width, so they also sort);
 //! times the engine orders by are integer Unix milliseconds.
 
+mod agents;
 mod circuits;
 mod dispatches;
 mod history;
@@ -31,6 +33,7 @@ mod timers;
 mod work;
 mod writes;
 
+pub(crate) use agents::AgentProcessRow;
 pub(crate) use leases::Lease;
 pub(crate) use profiles::{ProfileDelete, ProfileUpdate};
 pub(crate) use routes::RouteRow;

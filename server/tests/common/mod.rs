@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod fake_agent;
 pub mod provider;
 
 use axum::{
@@ -168,6 +169,79 @@ impl Harness {
             clock,
             app,
             dir,
+        }
+    }
+
+    /// A harness whose engine runs the agents and endpoints of `config` (TOML, the format of
+    /// `recourse serve --config`), on a fresh database.
+    pub async fn with_config(dir: tempfile::TempDir, config: &str) -> Harness {
+        let config = server::config::RunnerConfig::parse(config).expect("a valid configuration");
+        Harness::open_with(dir, t0(), server::config::Runners::new(config)).await
+    }
+
+    /// Opens (or reopens) the database in `dir` with an engine that runs `runners`.
+    pub async fn open_with(
+        dir: tempfile::TempDir,
+        now: DateTime<Utc>,
+        runners: server::config::Runners,
+    ) -> Harness {
+        let path = dir.path().join("recourse.db");
+        let pool = server::db::open(path.to_str().unwrap()).await.unwrap();
+        let clock = ManualClock::new(now);
+        let engine = Engine::with_runners(
+            server::store::Store::new(pool.clone()),
+            Arc::new(clock.clone()),
+            runners,
+        );
+        let app = router(AppState::new(
+            engine.clone(),
+            leptos_options(),
+            Some(clock.clone()),
+        ));
+        Harness {
+            engine,
+            pool,
+            clock,
+            app,
+            dir,
+        }
+    }
+
+    /// Starts a route carrying `work`; returns its id.
+    pub async fn start_work(&self, profile_id: &str, invocation: &str, work: Value) -> String {
+        let (status, v) = self
+            .post(
+                "/api/v1/routes",
+                json!({"profile_id": profile_id, "caller": {"kind": "kanban_task", "reference": "task-1",
+                       "invocation_id": invocation}, "work": work}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+        v["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Waits until the route's snapshot satisfies `done`, woken by the engine's events (a
+    /// dispatcher reports on its own time); panics after `limit` with the last snapshot.
+    pub async fn wait_route(
+        &self,
+        id: &str,
+        limit: std::time::Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let mut events = self.engine.subscribe();
+        let end = tokio::time::Instant::now() + limit;
+        loop {
+            let s = self.snapshot(id).await;
+            if done(&s) {
+                return s;
+            }
+            match tokio::time::timeout_at(end, events.recv()).await {
+                Err(_) => panic!("timed out waiting for route {id}; last snapshot: {s}"),
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => {
+                    panic!("the engine's events closed")
+                }
+                Ok(_) => {}
+            }
         }
     }
 

@@ -15,10 +15,12 @@
 //! moves on ([`Dispatcher::cancel`]) and, at boot, to clean up what a previous process left
 //! ([`Dispatcher::reconcile`]).
 //!
-//! One file per dispatcher: [`simulated`] (the scripted provider of the demo and the tests),
-//! [`http`] (calls to LLM HTTP APIs) and [`awaiting`] (`external`, and the `acp` kind until its
-//! runner exists: the attempt waits for a report over the API).
+//! One file (or folder) per dispatcher: [`acp`] (Agent Client Protocol agents Recourse starts
+//! itself), [`http`] (calls to LLM HTTP APIs), [`simulated`] (the scripted provider of the demo
+//! and the tests) and [`awaiting`] (`external`: the attempt waits for a runner's report over the
+//! API).
 
+pub(crate) mod acp;
 pub(crate) mod awaiting;
 pub(crate) mod http;
 pub(crate) mod simulated;
@@ -205,12 +207,13 @@ impl Dispatchers {
     pub(crate) fn new(store: Store) -> Dispatchers {
         let awaiting: Arc<dyn Dispatcher> = Arc::new(awaiting::Awaiting);
         let mut by_kind: HashMap<DispatcherKind, Arc<dyn Dispatcher>> = HashMap::new();
+        by_kind.insert(DispatcherKind::Acp, Arc::new(acp::Acp::new(store.clone())));
         by_kind.insert(
             DispatcherKind::Simulated,
             Arc::new(simulated::Simulated::new(store)),
         );
         by_kind.insert(DispatcherKind::Http, Arc::new(http::Http::new()));
-        for kind in [DispatcherKind::External, DispatcherKind::Acp] {
+        for kind in [DispatcherKind::External] {
             by_kind.insert(kind, awaiting.clone());
         }
         Dispatchers { by_kind }

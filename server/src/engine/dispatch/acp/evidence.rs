@@ -1,0 +1,451 @@
+//! What one attempt observed, in order, and the evidence envelope (design contract 1) built
+//! from it.
+//!
+//! The [`Recorder`] is shared by the protocol session (which feeds it as messages arrive) and
+//! the attempt (which reads it after the session ends, whatever ended it, a timeout included).
+//! It keeps facts, not judgements: the updates as the agent sent them (bounded), the prompt's
+//! result or error, whether the prompt was written and whether the agent answered it, tool
+//! activity. Whether message text is real output or a failure banner is the classifier's call:
+//! nothing here reads text.
+//!
+//! Bounds: each kept update at most [`MAX_UPDATE_BYTES`] of JSON (a larger one keeps its kind,
+//! ids, status and the first [`MAX_UPDATE_BYTES`] of its text), at most [`MAX_UPDATES`] updates
+//! and [`MAX_UPDATES_BYTES`] in all. When the bound is reached the oldest updates go (failure
+//! signals come last), and what they showed is kept as effects: a dropped message chunk counts
+//! as assistant output, a dropped tool update as tool activity, so a cut never opens the gate.
+
+use super::process::ExitInfo;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::{
+    collections::{HashSet, VecDeque},
+    sync::{Arc, Mutex},
+};
+
+pub(super) use policy::classification::{Phase, PromptDelivery};
+
+use crate::engine::dispatch::Reporter;
+
+/// Most updates kept for the envelope (the classifier examines as many).
+pub(super) const MAX_UPDATES: usize = classifier::envelope::MAX_UPDATES;
+/// Largest kept update, in bytes of JSON.
+pub(super) const MAX_UPDATE_BYTES: usize = classifier::envelope::MAX_TEXT_BYTES;
+/// All kept updates together, in bytes of JSON.
+pub(super) const MAX_UPDATES_BYTES: usize = 512 * 1024;
+
+/// A JSON-RPC error as the agent sent it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(super) struct RpcError {
+    pub(super) code: i64,
+    pub(super) message: String,
+    pub(super) data: Option<Value>,
+}
+
+/// Everything observed so far.
+#[derive(Debug, Default)]
+pub(super) struct Transcript {
+    pub(super) phase: Option<Phase>,
+    /// The agent advertised `loadSession`.
+    pub(super) load_session: bool,
+    /// The provider-native session of this attempt.
+    pub(super) session_id: Option<String>,
+    /// An error answer to a request before the prompt.
+    pub(super) agent_error: Option<RpcError>,
+    pub(super) prompt_sent: bool,
+    /// The agent sent something for the prompt (an update, a request, its answer).
+    pub(super) answered: bool,
+    pub(super) updates: VecDeque<Value>,
+    updates_bytes: usize,
+    /// Every update of this prompt, kept or not.
+    pub(super) update_count: u64,
+    /// History replayed by `session/load` (not evidence of this prompt).
+    pub(super) replayed: u64,
+    pub(super) dropped_output: bool,
+    pub(super) tool_activity: bool,
+    /// Tool calls started and not completed or failed.
+    open_tools: HashSet<String>,
+    pub(super) prompt_result: Option<Value>,
+    pub(super) prompt_error: Option<RpcError>,
+    pub(super) cancel_requested: bool,
+}
+
+impl Transcript {
+    /// The phase the attempt ended in: `tool` while a tool call is open.
+    pub(super) fn final_phase(&self) -> Phase {
+        if !self.open_tools.is_empty() {
+            return Phase::Tool;
+        }
+        self.phase.unwrap_or(Phase::Launch)
+    }
+
+    pub(super) fn delivery(&self) -> PromptDelivery {
+        if !self.prompt_sent {
+            PromptDelivery::NotSent
+        } else if self.answered {
+            PromptDelivery::Confirmed
+        } else {
+            PromptDelivery::Ambiguous
+        }
+    }
+
+    /// The prompt's stop reason, when it was answered with a result.
+    pub(super) fn stop_reason(&self) -> Option<&str> {
+        self.prompt_result.as_ref()?.get("stopReason")?.as_str()
+    }
+}
+
+/// The shared, append-only record of one attempt; also forwards each update live.
+#[derive(Clone)]
+pub(super) struct Recorder {
+    inner: Arc<Mutex<Transcript>>,
+    live: Option<Reporter>,
+}
+
+impl Recorder {
+    pub(super) fn new(live: Option<Reporter>) -> Recorder {
+        Recorder {
+            inner: Arc::new(Mutex::new(Transcript::default())),
+            live,
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Transcript) -> T) -> T {
+        f(&mut self.inner.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// A copy of what was observed.
+    pub(super) fn snapshot(&self) -> Transcript {
+        self.with(|t| Transcript {
+            phase: t.phase,
+            load_session: t.load_session,
+            session_id: t.session_id.clone(),
+            agent_error: t.agent_error.clone(),
+            prompt_sent: t.prompt_sent,
+            answered: t.answered,
+            updates: t.updates.clone(),
+            updates_bytes: t.updates_bytes,
+            update_count: t.update_count,
+            replayed: t.replayed,
+            dropped_output: t.dropped_output,
+            tool_activity: t.tool_activity,
+            open_tools: t.open_tools.clone(),
+            prompt_result: t.prompt_result.clone(),
+            prompt_error: t.prompt_error.clone(),
+            cancel_requested: t.cancel_requested,
+        })
+    }
+
+    pub(super) fn phase(&self, phase: Phase) {
+        self.with(|t| t.phase = Some(phase));
+    }
+
+    pub(super) fn capabilities(&self, load_session: bool) {
+        self.with(|t| t.load_session = load_session);
+    }
+
+    pub(super) fn session(&self, id: &str) {
+        let id: String = id.chars().take(classifier::envelope::MAX_SHORT_BYTES).collect();
+        self.with(|t| t.session_id = Some(id));
+    }
+
+    pub(super) fn agent_error(&self, e: RpcError) {
+        self.with(|t| t.agent_error = Some(bounded_error(e)));
+    }
+
+    pub(super) fn prompt_sent(&self) {
+        self.with(|t| {
+            t.prompt_sent = true;
+            t.phase = Some(Phase::Prompt);
+        });
+    }
+
+    pub(super) fn cancel_sent(&self) {
+        self.with(|t| t.cancel_requested = true);
+    }
+
+    pub(super) fn replayed(&self) {
+        self.with(|t| t.replayed += 1);
+    }
+
+    /// One `session/update` of the prompt, as the agent sent it.
+    pub(super) fn update(&self, update: Value) {
+        let update = bound_update(update);
+        if let Some(live) = &self.live {
+            live.update(update.clone());
+        }
+        self.with(|t| {
+            t.answered = true;
+            t.update_count += 1;
+            if t.phase == Some(Phase::Prompt) {
+                t.phase = Some(Phase::Streaming);
+            }
+            let kind = update["sessionUpdate"].as_str().unwrap_or_default();
+            if matches!(kind, "tool_call" | "tool_call_update") {
+                t.tool_activity = true;
+                let id = update["toolCallId"].as_str().unwrap_or_default().to_owned();
+                match update["status"].as_str() {
+                    Some("completed" | "failed") => {
+                        t.open_tools.remove(&id);
+                    }
+                    _ if kind == "tool_call" => {
+                        t.open_tools.insert(id);
+                    }
+                    _ => {}
+                }
+            }
+            let size = update.to_string().len();
+            t.updates.push_back(update);
+            t.updates_bytes += size;
+            while t.updates.len() > MAX_UPDATES || t.updates_bytes > MAX_UPDATES_BYTES {
+                let Some(old) = t.updates.pop_front() else { break };
+                t.updates_bytes = t.updates_bytes.saturating_sub(old.to_string().len());
+                match old["sessionUpdate"].as_str() {
+                    Some("agent_message_chunk") => t.dropped_output = true,
+                    Some("tool_call" | "tool_call_update") => t.tool_activity = true,
+                    _ => {}
+                }
+            }
+        });
+    }
+
+    /// A request of the agent for this prompt (permission, file system, terminal, ...).
+    pub(super) fn agent_request(&self, _method: &str, replay: bool) {
+        if !replay {
+            self.with(|t| t.answered = true);
+        }
+    }
+
+    /// A permission request: the agent wants to run a tool. Tool activity, whatever we answer.
+    pub(super) fn tool_requested(&self, _tool_call: Value) {
+        self.with(|t| t.tool_activity = true);
+    }
+
+    pub(super) fn prompt_result(&self, result: Value) {
+        self.with(|t| {
+            t.answered = true;
+            t.prompt_result = Some(result);
+        });
+    }
+
+    pub(super) fn prompt_error(&self, e: RpcError) {
+        self.with(|t| {
+            t.answered = true;
+            t.prompt_error = Some(bounded_error(e));
+        });
+    }
+}
+
+/// An update reduced to its bound: small ones unchanged; a larger one keeps its scalar fields
+/// and the start of its text.
+fn bound_update(update: Value) -> Value {
+    if update.to_string().len() <= MAX_UPDATE_BYTES {
+        return update;
+    }
+    let mut reduced = Map::new();
+    if let Value::Object(o) = &update {
+        for (k, v) in o {
+            if !v.is_object() && !v.is_array() && !v.is_string() {
+                reduced.insert(k.clone(), v.clone());
+            } else if let Value::String(s) = v {
+                reduced.insert(k.clone(), Value::String(cut(s, 256)));
+            }
+        }
+        if let Some(text) = o
+            .get("content")
+            .and_then(|c| c.get("text"))
+            .and_then(Value::as_str)
+        {
+            let text = cut(text, MAX_UPDATE_BYTES - 1024);
+            reduced.insert("content".into(), json!({"type": "text", "text": text}));
+        }
+    }
+    reduced.insert("truncated".into(), Value::Bool(true));
+    Value::Object(reduced)
+}
+
+fn bounded_error(mut e: RpcError) -> RpcError {
+    e.message = cut(&e.message, MAX_UPDATE_BYTES);
+    if let Some(d) = &e.data {
+        let s = d.to_string();
+        if s.len() > MAX_UPDATE_BYTES {
+            e.data = Some(Value::String(cut(&s, MAX_UPDATE_BYTES)));
+        }
+    }
+    e
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
+/// Who the evidence is about.
+pub(super) struct Identity<'a> {
+    pub(super) invocation_id: &'a str,
+    pub(super) generation: u64,
+    pub(super) provider_id: Option<&'a str>,
+    pub(super) model_id: Option<&'a str>,
+    pub(super) agent: &'a str,
+}
+
+/// The evidence envelope of an attempt that did not succeed: the identity, the phase and
+/// effects, and the items in the order the agent produced them (an error answer before the
+/// prompt, the prompt's updates with its result or error, the stderr ring, the exit).
+pub(super) fn envelope(
+    id: &Identity<'_>,
+    t: &Transcript,
+    stderr: &[String],
+    exit: Option<&ExitInfo>,
+) -> Value {
+    let mut items = Vec::new();
+    if let Some(e) = &t.agent_error {
+        items.push(json!({"kind": "acp_error", "code": e.code, "message": e.message, "data": e.data}));
+    }
+    if t.prompt_sent {
+        items.push(json!({
+            "kind": "acp_updates",
+            "updates": t.updates,
+            "prompt_result": t.prompt_result,
+            "prompt_error": t.prompt_error.as_ref().map(|e| json!({"code": e.code, "message": e.message, "data": e.data})),
+        }));
+    }
+    if !stderr.is_empty() {
+        items.push(json!({"kind": "stderr", "lines": stderr}));
+    }
+    if let Some(x) = exit {
+        items.push(json!({"kind": "process_exit", "code": x.code, "signal": x.signal}));
+    }
+    let mut env = json!({
+        "invocation_id": id.invocation_id,
+        "generation": id.generation,
+        "phase": t.final_phase(),
+        "agent": id.agent,
+        "cancel_requested": t.cancel_requested,
+        "effects": {
+            "assistant_output": t.dropped_output,
+            "tool_activity": t.tool_activity,
+            "partial_result": false,
+            "prompt_delivery": t.delivery(),
+        },
+        "items": items,
+    });
+    for (key, value) in [("provider_id", id.provider_id), ("model_id", id.model_id)] {
+        if let Some(v) = value {
+            env[key] = json!(v);
+        }
+    }
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(text: &str) -> Value {
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+    }
+
+    #[test]
+    fn delivery_is_not_sent_then_ambiguous_then_confirmed() {
+        let rec = Recorder::new(None);
+        assert_eq!(rec.snapshot().delivery(), PromptDelivery::NotSent);
+        rec.prompt_sent();
+        assert_eq!(rec.snapshot().delivery(), PromptDelivery::Ambiguous);
+        rec.update(chunk("hi"));
+        assert_eq!(rec.snapshot().delivery(), PromptDelivery::Confirmed);
+        assert_eq!(rec.snapshot().final_phase(), Phase::Streaming);
+    }
+
+    #[test]
+    fn an_open_tool_call_ends_in_the_tool_phase_and_a_permission_request_is_tool_activity() {
+        let rec = Recorder::new(None);
+        rec.prompt_sent();
+        rec.update(json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "status": "pending"}));
+        let t = rec.snapshot();
+        assert!(t.tool_activity);
+        assert_eq!(t.final_phase(), Phase::Tool);
+        rec.update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}));
+        assert_eq!(rec.snapshot().final_phase(), Phase::Streaming);
+
+        let rec = Recorder::new(None);
+        rec.prompt_sent();
+        rec.tool_requested(json!({"toolCallId": "t2"}));
+        assert!(rec.snapshot().tool_activity);
+    }
+
+    #[test]
+    fn dropping_old_updates_keeps_what_they_showed_as_effects() {
+        let rec = Recorder::new(None);
+        rec.prompt_sent();
+        rec.update(chunk("real output"));
+        for _ in 0..MAX_UPDATES {
+            rec.update(json!({"sessionUpdate": "plan", "entries": []}));
+        }
+        let t = rec.snapshot();
+        assert_eq!(t.updates.len(), MAX_UPDATES);
+        assert!(t.dropped_output, "a dropped message chunk counts as output");
+        let env = envelope(
+            &Identity {
+                invocation_id: "inv",
+                generation: 3,
+                provider_id: Some("p"),
+                model_id: None,
+                agent: "a",
+            },
+            &t,
+            &[],
+            None,
+        );
+        assert_eq!(env["effects"]["assistant_output"], true);
+    }
+
+    #[test]
+    fn an_oversize_update_keeps_its_kind_and_the_start_of_its_text() {
+        let big = "x".repeat(MAX_UPDATE_BYTES * 2);
+        let b = bound_update(chunk(&big));
+        assert_eq!(b["sessionUpdate"], "agent_message_chunk");
+        assert_eq!(b["truncated"], true);
+        assert!(b.to_string().len() <= MAX_UPDATE_BYTES);
+    }
+
+    #[test]
+    fn the_envelope_keeps_the_agents_order_and_parses() {
+        let rec = Recorder::new(None);
+        rec.phase(Phase::SessionInit);
+        rec.prompt_sent();
+        rec.update(chunk("API Error: 529"));
+        rec.prompt_result(json!({"stopReason": "end_turn"}));
+        let env = envelope(
+            &Identity {
+                invocation_id: "inv",
+                generation: 3,
+                provider_id: Some("anthropic"),
+                model_id: None,
+                agent: "claude",
+            },
+            &rec.snapshot(),
+            &["boom".to_owned()],
+            Some(&ExitInfo {
+                code: Some(0),
+                signal: None,
+            }),
+        );
+        let kinds: Vec<&str> = env["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["acp_updates", "stderr", "process_exit"]);
+        assert_eq!(env["effects"]["prompt_delivery"], "confirmed");
+        let parsed = classifier::Envelope::from_value(&env).unwrap();
+        assert_eq!(parsed.generation, Some(3));
+        assert!(!parsed.truncated);
+    }
+}

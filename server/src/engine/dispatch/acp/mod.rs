@@ -1,0 +1,121 @@
+//! The `acp` dispatcher: Recourse starts an Agent Client Protocol agent (claude-code-acp,
+//! `gemini --acp`, codex-acp, ...) for each attempt, runs the route's prompt on it, and reports
+//! success or the evidence of the failure.
+//!
+//! One attempt is one agent process, one session and one prompt ([`run`]). The files, by job:
+//! [`protocol`] (the ACP session, all protocol-version-specific handling), [`process`] (the
+//! agent's process group, its environment and working directory, the stderr ring, the exit,
+//! stopping it), [`evidence`] (what was observed, in order, and the evidence envelope), [`run`]
+//! (one attempt from spawn to report).
+//!
+//! What it reports: a prompt answered `end_turn` in which the classifier finds no failure
+//! signal is a success; anything else (a JSON-RPC error, a failure banner before `end_turn`,
+//! another stop reason such as `refusal`, a crash, a hang) is a failure with all its evidence.
+//! The dispatcher never decides what text means; the classifier does, in the engine.
+//!
+//! Stopping: when the route moves on ([`Dispatcher::cancel`]: a person stopped it, or it was
+//! abandoned) the attempt sends `session/cancel`, waits `cancel_grace` for the `cancelled`
+//! answer (updates that arrive meanwhile belong to the cancelled generation), then stops the
+//! process group. A cancelled attempt reports nothing: the route has moved on, and the
+//! engine's generation fence would reject the report anyway.
+//!
+//! No orphans: each agent's process group is recorded (with its start time, so a reused pid is
+//! never mistaken for it) before it is prompted, and forgotten once it is gone. At boot
+//! ([`Dispatcher::reconcile`], before anything runs) every recorded group that is still alive
+//! is stopped: its attempt is ambiguous (the engine sends it to `action_required`) and must
+//! not go on acting.
+
+mod evidence;
+mod process;
+mod protocol;
+mod run;
+
+use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched};
+use crate::store::Store;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+use tokio::sync::watch;
+
+/// How long a group a previous Recourse process left gets between SIGTERM and SIGKILL.
+const RECONCILE_GRACE: Duration = Duration::from_secs(3);
+
+/// The attempts running now, by route and attempt: the way to tell each one to stop.
+type Running = Arc<Mutex<HashMap<(String, u32), watch::Sender<bool>>>>;
+
+pub(crate) struct Acp {
+    store: Store,
+    running: Running,
+}
+
+impl Acp {
+    pub(crate) fn new(store: Store) -> Acp {
+        Acp {
+            store,
+            running: Arc::default(),
+        }
+    }
+}
+
+impl Dispatcher for Acp {
+    fn launch(&self, request: LaunchRequest) -> DispatchFuture<'_, Result<Option<Launched>, DispatchError>> {
+        Box::pin(async move {
+            let (stop_tx, stop) = watch::channel(false);
+            let key = (request.route_id.clone(), request.attempt);
+            self.running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key.clone(), stop_tx);
+            let store = self.store.clone();
+            let running = self.running.clone();
+            tokio::spawn(async move {
+                run::attempt(store, request, stop).await;
+                running.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            });
+            Ok(None)
+        })
+    }
+
+    fn wants_work(&self) -> bool {
+        true
+    }
+
+    fn cancel(&self, route_id: &str, attempt: u32) {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(stop) = running.get(&(route_id.to_owned(), attempt)) {
+            stop.send_replace(true);
+        }
+    }
+
+    fn reconcile(&self) -> DispatchFuture<'_, ()> {
+        Box::pin(async move {
+            let rows = match self.store.agent_processes().await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the agent processes a previous run left");
+                    return;
+                }
+            };
+            for row in rows {
+                let start = process::StartStamp {
+                    ticks: row.start_ticks,
+                    boot_id: row.boot_id.clone(),
+                };
+                if process::stop_recorded(row.pgid, &start, RECONCILE_GRACE).await {
+                    tracing::warn!(
+                        route_id = row.route_id,
+                        attempt = row.attempt,
+                        agent = row.agent_id,
+                        pgid = row.pgid,
+                        "stopped an agent a previous run left running; its attempt is ambiguous"
+                    );
+                }
+                if let Err(e) = self.store.forget_agent_process(row.pgid, row.start_ticks).await {
+                    tracing::error!(error = %e, pgid = row.pgid, "cannot forget a stopped agent process");
+                }
+            }
+        })
+    }
+}
