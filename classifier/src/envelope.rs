@@ -87,8 +87,23 @@ pub struct Envelope {
     /// Effects derived from ACP updates while parsing (tool calls, any agent update).
     #[serde(skip)]
     pub(crate) derived: DerivedEffects,
+    /// The provider-native session that holds this prompt generation's output and that a
+    /// retry can load (the gate's one exception after assistant output, see `gate`). Never
+    /// read from JSON: only the `acp` dispatcher sets it, in process, for an agent that
+    /// advertised `loadSession`; an envelope from the API, a profile script or `recourse
+    /// classify` cannot claim it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume: Option<Resume>,
     /// True when any string, list or item was cut to its bound.
     pub truncated: bool,
+}
+
+/// A resumable retry guarantee: the session that holds the output, and the prompt generation
+/// it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Resume {
+    pub session_id: String,
+    pub generation: u64,
 }
 
 /// Effects read from ACP updates: facts only; whether message text is real output is decided
@@ -601,6 +616,14 @@ mod tests {
         let env = Envelope::from_value(&json).expect("parses");
         assert!(env.derived.tool_activity);
         assert!(env.truncated);
+    }
+
+    #[test]
+    fn a_resume_claim_in_json_is_never_read() {
+        let env =
+            Envelope::parse(br#"{"generation":3,"resume":{"session_id":"s-1","generation":3},"items":[]}"#)
+                .expect("parses");
+        assert_eq!(env.resume, None);
     }
 
     #[test]

@@ -12,6 +12,17 @@
 //!
 //! `confirmed` and `not_sent` delivery both pass: a confirmed prompt that failed before any
 //! output or effect can be replayed, and an unsent one trivially can.
+//!
+//! The one exception (the spec's "provider-supported resumable retry guarantee"): assistant
+//! output does not deny when the envelope carries a [`Resume`] fact for its own generation and
+//! the prompt's delivery is confirmed. Only the `acp` dispatcher sets that fact (it cannot come
+//! from JSON), for an agent that advertised `loadSession`, when the policy would retry the same
+//! candidate; the retry then loads that very session instead of starting a new one, and
+//! Recourse never starts the same prompt generation elsewhere while the session holds its
+//! output. Nothing else is waived: tool activity, a partial result, ambiguous delivery,
+//! staleness, a cancel and unclassified evidence deny with or without it.
+//!
+//! [`Resume`]: crate::envelope::Resume
 
 use crate::envelope::Envelope;
 use policy::classification::{ClassState, Classification, Effects, Gate, GateReason, Phase, PromptDelivery};
@@ -25,7 +36,7 @@ pub(crate) fn decide(env: &Envelope, c: &Classification, effects: &Effects) -> G
         Some(GateReason::CancelRequested)
     } else if effects.tool_activity || env.phase == Some(Phase::Tool) {
         Some(GateReason::ToolActivity)
-    } else if effects.assistant_output {
+    } else if effects.assistant_output && !resumable(env, effects) {
         Some(GateReason::AssistantOutput)
     } else if effects.partial_result {
         Some(GateReason::PartialResult)
@@ -35,6 +46,15 @@ pub(crate) fn decide(env: &Envelope, c: &Classification, effects: &Effects) -> G
         None
     };
     reason.map_or(Gate::ALLOW, Gate::deny)
+}
+
+/// The resumable retry guarantee holds: a resume fact for this very generation, on a prompt
+/// the agent is known to have received.
+fn resumable(env: &Envelope, effects: &Effects) -> bool {
+    env.resume
+        .as_ref()
+        .is_some_and(|r| env.generation == Some(r.generation) && !r.session_id.is_empty())
+        && effects.prompt_delivery == PromptDelivery::Confirmed
 }
 
 #[cfg(test)]
@@ -129,6 +149,73 @@ mod tests {
             decide(&tool_phase, &c, &Effects::default()),
             Gate::deny(GateReason::ToolActivity)
         );
+    }
+
+    fn resumable_at(generation: u64) -> Envelope {
+        Envelope {
+            generation: Some(3),
+            resume: Some(crate::envelope::Resume {
+                session_id: "sess-1".into(),
+                generation,
+            }),
+            ..Envelope::default()
+        }
+    }
+
+    #[test]
+    fn a_resume_fact_lets_recovery_through_after_assistant_output_only() {
+        let c = classified();
+        let output = Effects {
+            assistant_output: true,
+            prompt_delivery: PromptDelivery::Confirmed,
+            ..Effects::default()
+        };
+        assert_eq!(decide(&resumable_at(3), &c, &output), Gate::ALLOW);
+        // Without it, or for another generation, output denies.
+        assert_eq!(
+            decide(&Envelope::default(), &c, &output),
+            Gate::deny(GateReason::AssistantOutput)
+        );
+        assert_eq!(
+            decide(&resumable_at(2), &c, &output),
+            Gate::deny(GateReason::AssistantOutput)
+        );
+        // Nothing else is waived.
+        let with = |f: fn(&mut Effects)| {
+            let mut e = output;
+            f(&mut e);
+            decide(&resumable_at(3), &c, &e)
+        };
+        assert_eq!(
+            with(|e| e.tool_activity = true),
+            Gate::deny(GateReason::ToolActivity)
+        );
+        assert_eq!(
+            with(|e| e.partial_result = true),
+            Gate::deny(GateReason::PartialResult)
+        );
+        assert_eq!(
+            with(|e| e.prompt_delivery = PromptDelivery::Ambiguous),
+            Gate::deny(GateReason::AssistantOutput),
+            "the guarantee needs a confirmed delivery"
+        );
+        assert_eq!(
+            decide(&resumable_at(3), &unclassified(), &output),
+            Gate::deny(GateReason::Unclassified)
+        );
+        let cancelled = Envelope {
+            cancel_requested: true,
+            ..resumable_at(3)
+        };
+        assert_eq!(
+            decide(&cancelled, &c, &output),
+            Gate::deny(GateReason::CancelRequested)
+        );
+        let stale = Envelope {
+            active_generation: Some(4),
+            ..resumable_at(3)
+        };
+        assert_eq!(decide(&stale, &c, &output), Gate::deny(GateReason::Stale));
     }
 
     #[test]
