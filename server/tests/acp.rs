@@ -61,6 +61,12 @@ fn state_is(state: &'static str) -> impl Fn(&Value) -> bool {
     move |s: &Value| s["state"] == state
 }
 
+/// Jobs the engine's writer has run so far (a rejected one too).
+fn writer_jobs(h: &Harness) -> u64 {
+    let s = h.engine.write_stats();
+    s.single_jobs + s.grouped_jobs
+}
+
 /// Waits until every agent process of `agent` has exited and its attempt is finished (its
 /// process row gone: the dispatcher removes it after it reported).
 async fn settled(h: &Harness, agent: &FakeAgent) {
@@ -440,13 +446,16 @@ async fn a_persons_stop_sends_session_cancel_and_the_agent_process_is_gone_and_n
     let stopped = h.route(&r).await;
     assert_eq!(stopped["route"]["snapshot"]["state"], "action_required");
     assert_eq!(stopped["route"]["snapshot"]["action_reason"], "stopped_by_user");
+    let jobs = writer_jobs(&h);
     settled(&h, &main).await;
     assert!(!running(pid), "the agent process is gone");
     assert_eq!(main.received("session/cancel"), 1);
     let cancel = &main.messages("session/cancel")[0];
     let prompt = &main.messages("session/prompt")[0];
     assert_eq!(cancel["params"]["sessionId"], prompt["params"]["sessionId"]);
-    // The cancelled attempt reported nothing: the route is exactly as the stop left it.
+    // The cancelled attempt reported nothing (no job reached the writer; a report would have
+    // been rejected by the generation fence anyway), and the route is as the stop left it.
+    assert_eq!(writer_jobs(&h), jobs, "nothing was submitted after the stop");
     let after = h.route(&r).await;
     assert_eq!(after["route"]["snapshot"], stopped["route"]["snapshot"]);
     assert_eq!(after["history"], stopped["history"]);
@@ -578,9 +587,12 @@ async fn late_evidence_from_an_earlier_generation_is_stale_and_changes_nothing()
     assert_eq!(status, StatusCode::OK, "{out}");
     let before = h.route(&r).await;
     assert_eq!(before["route"]["snapshot"]["state"], "retry_wait");
-    // Now the agent's own failure of the earlier generation arrives, late.
+    // Now the agent's own failure of the earlier generation arrives, late: it is submitted
+    // (one job reaches the writer) and the generation fence rejects it.
+    let jobs = writer_jobs(&h);
     std::fs::write(&go, "").unwrap();
     settled(&h, &main).await;
+    assert_eq!(writer_jobs(&h), jobs + 1, "the late report was submitted");
     let after = h.route(&r).await;
     assert_eq!(
         after["route"]["snapshot"], before["route"]["snapshot"],

@@ -71,25 +71,35 @@ fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguo
         &addr,
         "POST",
         "/api/v1/routes",
-        Some(&json!({"profile_id": p["id"], "caller": {"kind": "kanban_task", "reference": "t-1",
-            "invocation_id": "inv-1"}, "work": agent.work("Fix the build")})),
+        Some(
+            &json!({"profile_id": p["id"], "caller": {"kind": "kanban_task", "reference": "t-1",
+            "invocation_id": "inv-1"}, "work": agent.work("Fix the build")}),
+        ),
     );
     assert_eq!(status, 201, "{route}");
     let id = route["id"].as_str().unwrap().to_owned();
-    until("the agent is mid-prompt with its helper", Duration::from_secs(30), || {
-        agent.received("session/prompt") == 1 && !agent.grandchildren().is_empty()
-    });
+    until(
+        "the agent is mid-prompt with its helper",
+        Duration::from_secs(30),
+        || agent.received("session/prompt") == 1 && !agent.grandchildren().is_empty(),
+    );
     let (pid, helper) = (agent.pids()[0], agent.grandchildren()[0]);
 
     server.kill().unwrap(); // SIGKILL: no shutdown code runs.
     server.wait().unwrap();
-    assert!(running(pid), "the agent outlived the server (it ignores stdin EOF)");
+    assert!(
+        running(pid),
+        "the agent outlived the server (it ignores stdin EOF)"
+    );
     assert!(running(helper));
 
     // The next server stops what the previous one left before it serves.
     let (mut server, addr, _) = common::spawn_serve(&db, &args, false);
     assert!(!running(pid), "the agent was stopped at boot");
-    assert!(!running(helper), "and the helper in its group that ignores SIGTERM");
+    assert!(
+        !running(helper),
+        "and the helper in its group that ignores SIGTERM"
+    );
     let (status, detail) = request(&addr, "GET", &format!("/api/v1/routes/{id}"), None);
     assert_eq!(status, 200);
     let s = &detail["route"]["snapshot"];

@@ -1,9 +1,12 @@
-//! ACP agent processes that are running (or that a crashed Recourse left running), one row per
-//! process group. Bookkeeping, not route state: the `acp` dispatcher writes a row right after
-//! it spawns an agent and before it prompts it, deletes it once the process is gone, and at
-//! boot stops every group still alive whose start time matches (see
-//! `engine::dispatch::acp`). Outside the engine's writer, on purpose: no route transition
-//! depends on it.
+//! Bookkeeping of the `acp` dispatcher, outside the engine's writer on purpose (no route
+//! transition depends on it):
+//! - `agent_processes`: ACP agent process groups that are running (or that a crashed Recourse
+//!   left running). A row is written right after an agent is spawned and before it is
+//!   prompted, deleted once the process is gone; at boot every group still alive whose start
+//!   time matches is stopped (see `engine::dispatch::acp`).
+//! - `resumable_sessions`: a route's agent session that holds its current prompt generation's
+//!   output and that a retry can load (the gate's one exception; see
+//!   `engine::dispatch::acp::resume`).
 
 use super::{Store, StoreError};
 use chrono::{DateTime, Utc};
@@ -86,5 +89,91 @@ impl Store {
                 })
             })
             .collect()
+    }
+}
+
+/// A route's resumable agent session (see the migration `create_resumable_sessions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResumableRow {
+    pub(crate) route_id: String,
+    pub(crate) candidate_id: String,
+    pub(crate) agent_id: String,
+    pub(crate) session_id: String,
+    pub(crate) generation: u64,
+    pub(crate) cycle: u32,
+    pub(crate) work_digest: String,
+}
+
+impl Store {
+    /// Records (or replaces) the route's resumable session.
+    pub(crate) async fn keep_resumable_session(
+        &self,
+        row: &ResumableRow,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO resumable_sessions (route_id, candidate_id, agent_id, session_id, generation, cycle, \
+             work_digest, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT(route_id) DO UPDATE SET candidate_id = excluded.candidate_id, agent_id = excluded.agent_id, \
+             session_id = excluded.session_id, generation = excluded.generation, cycle = excluded.cycle, \
+             work_digest = excluded.work_digest, recorded_at = excluded.recorded_at",
+        )
+        .bind(&row.route_id)
+        .bind(&row.candidate_id)
+        .bind(&row.agent_id)
+        .bind(&row.session_id)
+        .bind(super::gen_i64(row.generation))
+        .bind(i64::from(row.cycle))
+        .bind(&row.work_digest)
+        .bind(super::ts(at))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The route's resumable session, if it has one.
+    pub(crate) async fn resumable_session(&self, route_id: &str) -> Result<Option<ResumableRow>, StoreError> {
+        use sqlx::Row;
+        let row = sqlx::query(
+            "SELECT candidate_id, agent_id, session_id, generation, cycle, work_digest \
+             FROM resumable_sessions WHERE route_id = ?",
+        )
+        .bind(route_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|r| {
+            Ok(ResumableRow {
+                route_id: route_id.to_owned(),
+                candidate_id: r.try_get("candidate_id")?,
+                agent_id: r.try_get("agent_id")?,
+                session_id: r.try_get("session_id")?,
+                generation: super::non_negative(
+                    "resumable_sessions",
+                    route_id,
+                    "generation",
+                    r.try_get("generation")?,
+                )?,
+                cycle: u32::try_from(r.try_get::<i64, _>("cycle")?)
+                    .map_err(|_| StoreError::corrupt("resumable_sessions", route_id, "cycle out of range"))?,
+                work_digest: r.try_get("work_digest")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Routes with a resumable session.
+    pub(crate) async fn resumable_routes(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar("SELECT route_id FROM resumable_sessions")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Forgets the route's resumable session.
+    pub(crate) async fn forget_resumable_session(&self, route_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM resumable_sessions WHERE route_id = ?")
+            .bind(route_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 }

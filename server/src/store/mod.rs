@@ -33,7 +33,7 @@ mod timers;
 mod work;
 mod writes;
 
-pub(crate) use agents::AgentProcessRow;
+pub(crate) use agents::{AgentProcessRow, ResumableRow};
 pub(crate) use leases::Lease;
 pub(crate) use profiles::{ProfileDelete, ProfileUpdate};
 pub(crate) use routes::RouteRow;

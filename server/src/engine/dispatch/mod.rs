@@ -130,6 +130,31 @@ impl Reporter {
             .await
     }
 
+    /// Reports a failure whose prompt generation's output is held by a provider-native session a
+    /// retry can load (the `acp` dispatcher, for an agent that advertised `loadSession`): the
+    /// envelope carries the resume fact for this attempt's generation, which only this path
+    /// can set (see the classifier's gate).
+    pub(crate) async fn report_resumable(
+        &self,
+        envelope: Value,
+        session_id: &str,
+    ) -> Result<Applied, EngineError> {
+        let engine = self.engine.upgrade().ok_or(EngineError::Task)?;
+        let mut input = Report::Failed { envelope }.into_input(self.generation);
+        if let Input::Evidence(env) = &mut input {
+            env.resume = Some(classifier::envelope::Resume {
+                session_id: session_id.to_owned(),
+                generation: self.generation,
+            });
+        }
+        engine.submit(&self.route_id, input).await
+    }
+
+    /// The engine's clock now (`None` once the engine is gone).
+    pub(crate) fn now(&self) -> Option<DateTime<Utc>> {
+        self.engine.upgrade().map(|e| e.now())
+    }
+
     /// Forwards one live update of the attempt (an ACP `session/update`, bounded) to the
     /// route's event stream.
     pub(crate) fn update(&self, update: Value) {
@@ -205,12 +230,19 @@ pub(crate) struct Dispatchers {
 impl Dispatchers {
     /// The built-in dispatchers.
     pub(crate) fn new(store: Store) -> Dispatchers {
-        let awaiting: Arc<dyn Dispatcher> = Arc::new(awaiting::Awaiting);
+        // While an agent session holds a route's output, only a retry in that session runs it
+        // (`acp::resume`): the other dispatchers are guarded.
+        let resumes = acp::resume::Resumes::new(store.clone());
+        let guard = |d: Arc<dyn Dispatcher>| acp::resume::Guard::wrap(d, &resumes);
+        let awaiting: Arc<dyn Dispatcher> = guard(Arc::new(awaiting::Awaiting));
         let mut by_kind: HashMap<DispatcherKind, Arc<dyn Dispatcher>> = HashMap::new();
-        by_kind.insert(DispatcherKind::Acp, Arc::new(acp::Acp::new(store.clone())));
+        by_kind.insert(
+            DispatcherKind::Acp,
+            Arc::new(acp::Acp::new(store.clone(), resumes.clone())),
+        );
         by_kind.insert(
             DispatcherKind::Simulated,
-            Arc::new(simulated::Simulated::new(store)),
+            guard(Arc::new(simulated::Simulated::new(store))),
         );
         by_kind.insert(DispatcherKind::Http, Arc::new(http::Http::new()));
         for kind in [DispatcherKind::External] {

@@ -67,6 +67,8 @@ pub(super) struct Transcript {
     pub(super) prompt_result: Option<Value>,
     pub(super) prompt_error: Option<RpcError>,
     pub(super) cancel_requested: bool,
+    /// A resumed attempt: the session already holds output of this prompt generation.
+    pub(super) prior_output: bool,
 }
 
 impl Transcript {
@@ -132,6 +134,7 @@ impl Recorder {
             prompt_result: t.prompt_result.clone(),
             prompt_error: t.prompt_error.clone(),
             cancel_requested: t.cancel_requested,
+            prior_output: t.prior_output,
         })
     }
 
@@ -157,6 +160,12 @@ impl Recorder {
             t.prompt_sent = true;
             t.phase = Some(Phase::Prompt);
         });
+    }
+
+    /// This attempt continues a session that already holds output of the prompt generation:
+    /// that output is this attempt's effect too.
+    pub(super) fn prior_output(&self) {
+        self.with(|t| t.prior_output = true);
     }
 
     pub(super) fn cancel_sent(&self) {
@@ -328,7 +337,7 @@ pub(super) fn envelope(
         "agent": id.agent,
         "cancel_requested": t.cancel_requested,
         "effects": {
-            "assistant_output": t.dropped_output,
+            "assistant_output": t.dropped_output || t.prior_output,
             "tool_activity": t.tool_activity,
             "partial_result": false,
             "prompt_delivery": t.delivery(),

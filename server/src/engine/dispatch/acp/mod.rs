@@ -6,7 +6,8 @@
 //! [`protocol`] (the ACP session, all protocol-version-specific handling), [`process`] (the
 //! agent's process group, its environment and working directory, the stderr ring, the exit,
 //! stopping it), [`evidence`] (what was observed, in order, and the evidence envelope), [`run`]
-//! (one attempt from spawn to report).
+//! (one attempt from spawn to report), [`resume`] (the replay gate's one exception: a retry
+//! after output that loads the very session holding it, and nothing else meanwhile).
 //!
 //! What it reports: a prompt answered `end_turn` in which the classifier finds no failure
 //! signal is a success; anything else (a JSON-RPC error, a failure banner before `end_turn`,
@@ -28,6 +29,7 @@
 mod evidence;
 mod process;
 mod protocol;
+pub(crate) mod resume;
 mod run;
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched};
@@ -48,13 +50,15 @@ type Running = Arc<Mutex<HashMap<(String, u32), watch::Sender<bool>>>>;
 pub(crate) struct Acp {
     store: Store,
     running: Running,
+    resumes: Arc<resume::Resumes>,
 }
 
 impl Acp {
-    pub(crate) fn new(store: Store) -> Acp {
+    pub(crate) fn new(store: Store, resumes: Arc<resume::Resumes>) -> Acp {
         Acp {
             store,
             running: Arc::default(),
+            resumes,
         }
     }
 }
@@ -68,10 +72,10 @@ impl Dispatcher for Acp {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(key.clone(), stop_tx);
-            let store = self.store.clone();
+            let (store, resumes) = (self.store.clone(), self.resumes.clone());
             let running = self.running.clone();
             tokio::spawn(async move {
-                run::attempt(store, request, stop).await;
+                run::attempt(store, resumes, request, stop).await;
                 running.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             });
             Ok(None)

@@ -1,13 +1,16 @@
-//! One attempt, from spawn to report: resolve the work and the agent, start the process and
-//! record its group (persist, then act: an agent that cannot be recorded is stopped before it
-//! is prompted), run the protocol session, stop the process, report success or the evidence
-//! envelope unless the route moved on (a cancelled attempt reports nothing), and forget the
-//! group last, so a finished attempt is one with no process row.
+//! One attempt, from spawn to report: resolve the work and the agent, see where the attempt
+//! stands towards a session holding the route's output ([`resume`]: start fresh, load it, or
+//! do not start), start the process and record its group (persist, then act: an agent that
+//! cannot be recorded is stopped before it is prompted), run the protocol session, stop the
+//! process, report success or the evidence envelope unless the route moved on (a cancelled
+//! attempt reports nothing), and forget the group last, so a finished attempt is one with no
+//! process row.
 
 use super::{
-    evidence::{self, Identity, Phase, Recorder, Transcript},
+    evidence::{self, Identity, Phase, PromptDelivery, Recorder, Transcript},
     process::{self, ExitInfo},
     protocol::{self, End, Plan},
+    resume::{self, Resumes, Standing},
 };
 use crate::{
     config::AgentConfig,
@@ -15,15 +18,16 @@ use crate::{
         dispatch::{LaunchRequest, Report},
         EngineError,
     },
-    store::{AgentProcessRow, Store},
+    store::{AgentProcessRow, ResumableRow, Store},
 };
-use classifier::Envelope;
+use classifier::{Envelope, Verdict};
 use policy::classification::{ClassState, UnclassifiedReason};
-use std::{path::PathBuf, time::Duration};
+use serde_json::Value;
+use std::{path::PathBuf, sync::Arc, time::Duration};
 use tokio::{sync::watch, time::timeout};
 
 /// Runs one attempt to its end and reports it.
-pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receiver<bool>) {
+pub(super) async fn attempt(store: Store, resumes: Arc<Resumes>, r: LaunchRequest, stop: watch::Receiver<bool>) {
     let rec = Recorder::new(Some(r.reporter.clone()));
     rec.phase(Phase::Launch);
     let agent = r
@@ -40,6 +44,14 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         );
         let report = failed(&r, None, &rec.snapshot(), &[], None);
         return finish(&r, &stop, report, false).await;
+    };
+    let load = match resumes.standing(&r, Some(&agent.id)).await {
+        Standing::Fresh => None,
+        Standing::Load(session) => {
+            rec.prior_output();
+            Some(session)
+        }
+        Standing::Blocked => return finish(&r, &stop, resume::blocked(&r), false).await,
     };
     let work = r.work.clone().unwrap_or_default();
     let cwd = work
@@ -84,9 +96,9 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
     }
     let plan = Plan {
         cwd,
-        prompt: work.prompt,
+        prompt: work.prompt.clone(),
         auth_method: agent.auth_method.clone(),
-        load: None,
+        load: load.map(|s| s.session_id),
         timeouts: agent.timeouts,
     };
     let t = agent.timeouts;
@@ -105,21 +117,66 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         ?exit,
         "agent attempt ended"
     );
-    let report = match end {
-        End::Answered if t.stop_reason() == Some("end_turn") => {
-            let report = failed(&r, Some(&agent), &t, &stderr, Some(&exit));
-            if failure_signal(&report, &r) {
-                report
-            } else {
-                Report::Succeeded { result: None }
+    let envelope = envelope_of(&r, Some(&agent), &t, &stderr, Some(&exit));
+    let now = r.reporter.now().unwrap_or(r.now);
+    let verdict = Envelope::from_value(&envelope)
+        .ok()
+        .map(|env| classifier::classify(&env, now));
+    if end == End::Answered && t.stop_reason() == Some("end_turn") && !failure_signal(verdict.as_ref()) {
+        resumes.forget(&r.route_id).await;
+        finish(&r, &stop, Report::Succeeded { result: None }, false).await;
+    } else if let Some(session_id) = resumable(&t, verdict.as_ref()) {
+        // The output is held by a session the agent can load: if the policy would retry this
+        // candidate, record the session (persist, then act) and report with the resume fact.
+        let c = verdict.as_ref().map(|v| &v.classification);
+        let resumed = match (c, route_cycle(&store, &r).await) {
+            (Some(c), Some(cycle)) if resume::retries_same_candidate(&store, &r, c, now).await => {
+                let row = ResumableRow {
+                    route_id: r.route_id.clone(),
+                    candidate_id: r.target.id.clone(),
+                    agent_id: agent.id.clone(),
+                    session_id: session_id.clone(),
+                    generation: r.invocation_generation,
+                    cycle,
+                    work_digest: resume::digest(&work),
+                };
+                resumes.keep(&row, now).await
             }
+            _ => false,
+        };
+        if resumed {
+            finish_resumable(&r, &stop, envelope, &session_id).await;
+        } else {
+            finish(&r, &stop, Report::Failed { envelope }, matches!(end, End::TimedOut(_))).await;
         }
-        _ => failed(&r, Some(&agent), &t, &stderr, Some(&exit)),
-    };
-    finish(&r, &stop, report, matches!(end, End::TimedOut(_))).await;
+    } else {
+        finish(&r, &stop, Report::Failed { envelope }, matches!(end, End::TimedOut(_))).await;
+    }
     if let Err(e) = store.forget_agent_process(row.pgid, row.start_ticks).await {
         tracing::warn!(error = %e, pgid = row.pgid, "cannot forget a stopped agent process");
     }
+}
+
+/// The session a retry could load to continue this prompt generation: the agent advertised
+/// `loadSession`, the prompt was delivered, the classifier read real output and no tool
+/// activity, nobody asked to stop.
+fn resumable(t: &Transcript, verdict: Option<&Verdict>) -> Option<String> {
+    let v = verdict?;
+    let eligible = t.load_session
+        && t.delivery() == PromptDelivery::Confirmed
+        && !t.cancel_requested
+        && !t.tool_activity
+        && t.final_phase() != Phase::Tool
+        && v.effects.assistant_output
+        && !v.effects.tool_activity
+        && !v.effects.partial_result;
+    eligible.then(|| t.session_id.clone()).flatten()
+}
+
+/// The route's current cycle, if it can be read.
+async fn route_cycle(store: &Store, r: &LaunchRequest) -> Option<u32> {
+    let (route, _) = store.route_and_profile(&r.route_id).await.ok()??;
+    Some(route.state.cycle().number())
 }
 
 /// The failure report of this attempt, with its evidence envelope.
@@ -130,6 +187,19 @@ fn failed(
     stderr: &[String],
     exit: Option<&ExitInfo>,
 ) -> Report {
+    Report::Failed {
+        envelope: envelope_of(r, agent, t, stderr, exit),
+    }
+}
+
+/// The evidence envelope of this attempt.
+fn envelope_of(
+    r: &LaunchRequest,
+    agent: Option<&AgentConfig>,
+    t: &Transcript,
+    stderr: &[String],
+    exit: Option<&ExitInfo>,
+) -> Value {
     let id = Identity {
         invocation_id: &r.invocation_id,
         generation: r.invocation_generation,
@@ -145,24 +215,31 @@ fn failed(
             .or(agent.and_then(|a| a.model_id.as_deref())),
         agent: agent.map_or("", |a| a.id.as_str()),
     };
-    Report::Failed {
-        envelope: evidence::envelope(&id, t, stderr, exit),
-    }
+    evidence::envelope(&id, t, stderr, exit)
 }
 
 /// Whether a turn that ended normally carries a failure signal (an agent that reports a
 /// provider failure as a message and then ends its turn): the classifier decides, exactly as
 /// the engine will. Text no rule recognises, or that is not a provider error, is the agent's
 /// answer; a low-confidence match does not turn an answer into a failure.
-fn failure_signal(report: &Report, r: &LaunchRequest) -> bool {
-    let Report::Failed { envelope } = report else {
-        return false;
-    };
-    let Ok(env) = Envelope::from_value(envelope) else {
-        return true;
-    };
-    let c = classifier::classify(&env, r.now).classification;
+fn failure_signal(verdict: Option<&Verdict>) -> bool {
+    let Some(v) = verdict else { return true };
+    let c = &v.classification;
     c.class != ClassState::Unclassified || c.reason == Some(UnclassifiedReason::Conflicting)
+}
+
+/// Reports a failure with the resume fact, unless the route moved on from the attempt.
+async fn finish_resumable(r: &LaunchRequest, stop: &watch::Receiver<bool>, envelope: Value, session_id: &str) {
+    if *stop.borrow() {
+        return;
+    }
+    match r.reporter.report_resumable(envelope, session_id).await {
+        Ok(_) => {}
+        Err(EngineError::Rejected { reason, .. }) => {
+            tracing::debug!(route_id = r.route_id, attempt = r.attempt, reason, "late report rejected");
+        }
+        Err(e) => tracing::warn!(route_id = r.route_id, attempt = r.attempt, error = %e, "cannot report the attempt"),
+    }
 }
 
 /// Reports, unless the route moved on from the attempt. A report the dispatcher makes on its
