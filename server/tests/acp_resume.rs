@@ -64,7 +64,10 @@ async fn settled(h: &Harness) {
 }
 
 fn decision(s: &Value) -> (Value, Value) {
-    (s["decision"]["kind"].clone(), s["decision"]["gate_reason"].clone())
+    (
+        s["decision"]["kind"].clone(),
+        s["decision"]["gate_reason"].clone(),
+    )
 }
 
 #[tokio::test]
@@ -79,10 +82,12 @@ async fn output_then_a_capacity_error_retries_in_the_very_session_that_holds_the
     let backup = FakeAgent::new(d.path(), "gemini", "google", json!([{}]));
     let h = harness(&[&main, &backup]).await;
     let p = h
-        .profile(json!({"name": "resume", "targets": [main.target("main"), backup.target("backup")],
+        .profile(
+            json!({"name": "resume", "targets": [main.target("main"), backup.target("backup")],
           "policy": {"version": 1, "candidates": [
             candidate("main", class_policy(2, 5, 0, "skip"), disabled()),
-            candidate("backup", disabled(), disabled())]}}))
+            candidate("backup", disabled(), disabled())]}}),
+        )
         .await;
     let mut updates = h.engine.subscribe_updates();
     let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
@@ -90,7 +95,11 @@ async fn output_then_a_capacity_error_retries_in_the_very_session_that_holds_the
     assert_eq!(s["code"], "provider_overloaded", "{s}");
     assert_eq!(s["retry_ordinal"], 1);
     settled(&h).await;
-    assert_eq!(resumable_rows(&h).await, 1, "the session is recorded before the report");
+    assert_eq!(
+        resumable_rows(&h).await,
+        1,
+        "the session is recorded before the report"
+    );
     h.advance(5).await;
     let s = h
         .wait_route(&r, LIMIT, |s| s["state"] == "active" && s["attempt"].is_null())
@@ -112,12 +121,18 @@ async fn output_then_a_capacity_error_retries_in_the_very_session_that_holds_the
     // The history the load replayed is not new output: only the new chunk went live.
     let mut live = Vec::new();
     while let Ok(u) = updates.try_recv() {
-        live.push((u.attempt, u.update["content"]["text"].as_str().unwrap_or("").to_owned()));
+        live.push((
+            u.attempt,
+            u.update["content"]["text"].as_str().unwrap_or("").to_owned(),
+        ));
     }
     assert_eq!(
         live,
         vec![
-            (1, "Here is the first half of the plan:\n1. Split the parser.\n".to_owned()),
+            (
+                1,
+                "Here is the first half of the plan:\n1. Split the parser.\n".to_owned()
+            ),
             (2, "2. Move the checks.".to_owned())
         ]
     );
@@ -126,7 +141,12 @@ async fn output_then_a_capacity_error_retries_in_the_very_session_that_holds_the
 #[tokio::test]
 async fn output_then_a_capacity_error_stops_for_a_person_when_the_agent_cannot_load_its_session() {
     let d = tempfile::tempdir().unwrap();
-    let main = FakeAgent::new(d.path(), "claude", "anthropic", json!([output_then_overload(false)]));
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(false)]),
+    );
     let h = harness(&[&main]).await;
     let p = h
         .profile(json!({"name": "no-load", "targets": [main.target("main")],
@@ -144,14 +164,21 @@ async fn output_then_a_capacity_error_stops_for_a_person_when_the_agent_cannot_l
 #[tokio::test]
 async fn output_is_never_resumed_when_the_policy_would_switch_and_the_other_agent_never_runs() {
     let d = tempfile::tempdir().unwrap();
-    let main = FakeAgent::new(d.path(), "claude", "anthropic", json!([output_then_overload(true)]));
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(true)]),
+    );
     let backup = FakeAgent::new(d.path(), "gemini", "google", json!([{}]));
     let h = harness(&[&main, &backup]).await;
     let p = h
-        .profile(json!({"name": "switch", "targets": [main.target("main"), backup.target("backup")],
+        .profile(
+            json!({"name": "switch", "targets": [main.target("main"), backup.target("backup")],
           "policy": {"version": 1, "candidates": [
             candidate("main", disabled(), disabled()),
-            candidate("backup", disabled(), disabled())]}}))
+            candidate("backup", disabled(), disabled())]}}),
+        )
         .await;
     let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
     let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
@@ -215,7 +242,12 @@ async fn a_resumed_retry_whose_agent_no_longer_offers_its_session_is_not_run_in_
 #[tokio::test]
 async fn a_persons_skip_during_the_resumable_wait_starts_no_other_candidate_until_a_second_decision() {
     let d = tempfile::tempdir().unwrap();
-    let main = FakeAgent::new(d.path(), "claude", "anthropic", json!([output_then_overload(true)]));
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(true)]),
+    );
     let h = harness(&[&main]).await;
     let p = h
         .profile(json!({"name": "skip", "targets": [main.target("main"), sim("backup", "openai", json!([succeed()]))],
@@ -251,6 +283,13 @@ async fn a_persons_skip_during_the_resumable_wait_starts_no_other_candidate_unti
         .await;
     assert_eq!(s["candidate_id"], "backup", "{s}");
     assert_eq!(h.launches(&r).await, 1);
-    assert_eq!(resumable_rows(&h).await, 0, "the new cycle dropped the old session");
-    until("nothing else ran on the main agent", LIMIT, || main.pids().len() == 1).await;
+    assert_eq!(
+        resumable_rows(&h).await,
+        0,
+        "the new cycle dropped the old session"
+    );
+    until("nothing else ran on the main agent", LIMIT, || {
+        main.pids().len() == 1
+    })
+    .await;
 }

@@ -27,7 +27,12 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use tokio::{sync::watch, time::timeout};
 
 /// Runs one attempt to its end and reports it.
-pub(super) async fn attempt(store: Store, resumes: Arc<Resumes>, r: LaunchRequest, stop: watch::Receiver<bool>) {
+pub(super) async fn attempt(
+    store: Store,
+    resumes: Arc<Resumes>,
+    r: LaunchRequest,
+    stop: watch::Receiver<bool>,
+) {
     let rec = Recorder::new(Some(r.reporter.clone()));
     rec.phase(Phase::Launch);
     let agent = r
@@ -147,10 +152,22 @@ pub(super) async fn attempt(store: Store, resumes: Arc<Resumes>, r: LaunchReques
         if resumed {
             finish_resumable(&r, &stop, envelope, &session_id).await;
         } else {
-            finish(&r, &stop, Report::Failed { envelope }, matches!(end, End::TimedOut(_))).await;
+            finish(
+                &r,
+                &stop,
+                Report::Failed { envelope },
+                matches!(end, End::TimedOut(_)),
+            )
+            .await;
         }
     } else {
-        finish(&r, &stop, Report::Failed { envelope }, matches!(end, End::TimedOut(_))).await;
+        finish(
+            &r,
+            &stop,
+            Report::Failed { envelope },
+            matches!(end, End::TimedOut(_)),
+        )
+        .await;
     }
     if let Err(e) = store.forget_agent_process(row.pgid, row.start_ticks).await {
         tracing::warn!(error = %e, pgid = row.pgid, "cannot forget a stopped agent process");
@@ -229,16 +246,28 @@ fn failure_signal(verdict: Option<&Verdict>) -> bool {
 }
 
 /// Reports a failure with the resume fact, unless the route moved on from the attempt.
-async fn finish_resumable(r: &LaunchRequest, stop: &watch::Receiver<bool>, envelope: Value, session_id: &str) {
+async fn finish_resumable(
+    r: &LaunchRequest,
+    stop: &watch::Receiver<bool>,
+    envelope: Value,
+    session_id: &str,
+) {
     if *stop.borrow() {
         return;
     }
     match r.reporter.report_resumable(envelope, session_id).await {
         Ok(_) => {}
         Err(EngineError::Rejected { reason, .. }) => {
-            tracing::debug!(route_id = r.route_id, attempt = r.attempt, reason, "late report rejected");
+            tracing::debug!(
+                route_id = r.route_id,
+                attempt = r.attempt,
+                reason,
+                "late report rejected"
+            );
         }
-        Err(e) => tracing::warn!(route_id = r.route_id, attempt = r.attempt, error = %e, "cannot report the attempt"),
+        Err(e) => {
+            tracing::warn!(route_id = r.route_id, attempt = r.attempt, error = %e, "cannot report the attempt")
+        }
     }
 }
 
