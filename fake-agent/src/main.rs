@@ -21,7 +21,8 @@
 //!
 //! ```json
 //! {
-//!   "initialize": {"loadSession": false, "authMethods": [], "protocolVersion": 1, "error": null},
+//!   "initialize": {"loadSession": false, "authMethods": [], "protocolVersion": 1, "error": null,
+//!                  "silent": false},
 //!   "authenticate": {"error": null},
 //!   "new_session": {"sessionId": "s-1", "error": null},
 //!   "load_session": {"replay": [UPDATE, ...], "error": null},
@@ -31,7 +32,7 @@
 //! }
 //! ```
 //!
-//! A STEP is one of: `{"update": UPDATE}` (a `session/update` with that `update` object),
+//! `silent` never answers `initialize` (a hang before the session). A STEP is one of: `{"update": UPDATE}` (a `session/update` with that `update` object),
 //! `{"message": "text"}` (an `agent_message_chunk`), `{"request": {"method": M, "params": P}}`
 //! (a request to the client; the `sessionId` is added and the step waits for the answer),
 //! `{"stderr": "line"}`, `{"respond": RESULT}` (the prompt's result, e.g. `{"stopReason":
@@ -210,6 +211,9 @@ impl Agent {
             }
             ("initialize", Some(id)) => {
                 let i = &self.attempt["initialize"];
+                if i["silent"].as_bool().unwrap_or(false) {
+                    return;
+                }
                 if let Some(e) = i.get("error").filter(|e| !e.is_null()) {
                     return self.send(json!({"jsonrpc": "2.0", "id": id, "error": e}));
                 }

@@ -525,6 +525,36 @@ async fn a_hung_agent_is_given_up_after_prompt_idle_and_stops_for_a_person() {
 }
 
 #[tokio::test]
+async fn an_agent_that_never_answers_initialize_is_given_up_after_the_step_timeout_unprompted() {
+    let d = agents_dir();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([{"initialize": {"silent": true}, "ignore_eof": true}]),
+    );
+    let h = harness(&[&main], "step = 1\nexit_grace = 1").await;
+    let p = h
+        .profile(json!({"name": "mute", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", class_policy(3, 5, 0, "skip"), class_policy(3, 5, 0, "skip"))]}}))
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Fix the build")).await;
+    let s = h.wait_route(&r, LIMIT, state_is("action_required")).await;
+    assert_eq!(s["code"], "unclassified", "{s}");
+    settled(&h, &main).await;
+    assert_eq!(main.received("initialize"), 1);
+    assert_eq!(main.received("session/prompt"), 0);
+    let failed = h.route(&r).await["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "failed")
+        .unwrap()
+        .clone();
+    assert_eq!(failed["classification"]["phase"], "session_init", "{failed}");
+}
+
+#[tokio::test]
 async fn a_crash_by_signal_mid_prompt_is_evidence_of_the_exit_never_a_made_up_agent_error() {
     let d = agents_dir();
     let main = FakeAgent::new(

@@ -149,6 +149,10 @@ impl Session {
             Step::Ok(r) => r,
             Step::End(e) => return e,
         };
+        if init.protocol_version != ProtocolVersion::V1 {
+            // "The client should disconnect if it doesn't support this version."
+            return End::Local("the agent does not speak ACP protocol version 1".to_owned());
+        }
         let load_session = init.agent_capabilities.load_session;
         self.rec.capabilities(load_session);
         if let Some(method) = self.plan.auth_method.clone() {
