@@ -17,6 +17,7 @@ use leptos::prelude::use_context;
 use policy::{
     api::{
         ActionOutcome, ManualActionRequest, Profile, ProfileSummary, RouteDetail, RouteFilter, RouteSummary,
+        RunnerOption,
     },
     document::ValidationErrors,
     input::ValidatedProfile,
@@ -82,6 +83,10 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Deletes a profile with no open routes (`Conflict` otherwise).
     fn delete_profile(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>>;
+
+    /// The agents and endpoints of the server's configuration as it is now (it may be reloaded
+    /// at any time): agents first, each in the file's order. Ids and labels only.
+    fn list_runners(&self) -> BackendFuture<'_, Result<Vec<RunnerOption>, BackendError>>;
 
     /// Routes matching `filter`, most recently changed first.
     fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>>;

@@ -157,6 +157,26 @@ impl ProfileKind {
     }
 }
 
+/// One agent (`acp`) or endpoint (`http`) of the server's configuration file, as the profile
+/// editor offers it: a [`CandidateTarget::runner`] names it by `id`. Identifiers and a label
+/// only; the command, arguments, folders, environment variable names and URLs stay on the
+/// server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RunnerOption {
+    /// `acp` for an agent, `http` for an endpoint.
+    pub kind: DispatcherKind,
+    pub id: String,
+    /// The operator's readable name for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The provider and model it runs, when the configuration names them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_id: Option<String>,
+}
+
 /// What profile create and update take. `policy` is a version-1 document or a legacy shape
 /// (normalized on write); it is JSON on purpose so that every problem comes back with a path.
 /// Paths of policy problems are the document's own (`candidates[1].hard.retry.max_retries`);

@@ -6,7 +6,8 @@ use crate::{engine::Engine, failure::backend_error, profiles};
 use app::backend::{Backend, BackendError, BackendFuture};
 use policy::{
     api::{
-        ActionOutcome, ManualActionRequest, Profile, ProfileSummary, RouteDetail, RouteFilter, RouteSummary,
+        ActionOutcome, DispatcherKind, ManualActionRequest, Profile, ProfileSummary, RouteDetail,
+        RouteFilter, RouteSummary, RunnerOption,
     },
     input::ValidatedProfile,
 };
@@ -57,6 +58,25 @@ impl Backend for EngineBackend {
         Box::pin(async move { profiles::delete(&self.engine, &id).await.map_err(backend_error) })
     }
 
+    fn list_runners(&self) -> BackendFuture<'_, Result<Vec<RunnerOption>, BackendError>> {
+        let config = self.engine.runners().current();
+        let agents = config.agents.iter().map(|a| RunnerOption {
+            kind: DispatcherKind::Acp,
+            id: a.id.clone(),
+            label: a.label.clone(),
+            provider_id: a.provider_id.clone(),
+            model_id: a.model_id.clone(),
+        });
+        let endpoints = config.endpoints.iter().map(|e| RunnerOption {
+            kind: DispatcherKind::Http,
+            id: e.id.clone(),
+            label: e.label.clone(),
+            provider_id: e.provider_id.clone(),
+            model_id: Some(e.model.clone()),
+        });
+        Box::pin(std::future::ready(Ok(agents.chain(endpoints).collect())))
+    }
+
     fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>> {
         Box::pin(async move { self.engine.list_routes(&filter).await.map_err(backend_error) })
     }
@@ -76,5 +96,140 @@ impl Backend for EngineBackend {
                 .await
                 .map_err(backend_error)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        clock::ManualClock,
+        config::{RunnerConfig, Runners},
+        store::Store,
+    };
+    use policy::{
+        api::{CandidateTarget, DispatcherKind, ProfileInput},
+        document::ValidationCode,
+    };
+
+    /// An agent and an endpoint whose command, arguments, folder, variable names and URL must
+    /// never reach the UI.
+    fn config(root: &std::path::Path) -> RunnerConfig {
+        RunnerConfig::parse(&format!(
+            r#"
+            [[agent]]
+            id = "claude"
+            label = "Claude Code"
+            command = "/opt/secret-agents/claude-agent-acp"
+            args = ["--secret-flag"]
+            allowed_roots = ["{root}"]
+            env = ["SECRET_AGENT_KEY"]
+            provider_id = "anthropic"
+
+            [[endpoint]]
+            id = "mini"
+            style = "openai"
+            base_url = "https://secret-host.example/v1"
+            model = "gpt-4.1-mini"
+            api_key_env = "SECRET_ENDPOINT_KEY"
+            provider_id = "openai"
+            "#,
+            root = root.display()
+        ))
+        .unwrap()
+    }
+
+    async fn backend(dir: &std::path::Path, runners: Runners) -> EngineBackend {
+        let pool = crate::db::open(dir.join("recourse.db").to_str().unwrap())
+            .await
+            .unwrap();
+        let clock = ManualClock::new(chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap());
+        EngineBackend::new(Engine::with_runners(Store::new(pool), Arc::new(clock), runners))
+    }
+
+    fn acp_profile(runner: &str, expected_revision: Option<u64>) -> ValidatedProfile {
+        let mut target = CandidateTarget::external("a");
+        target.dispatcher = DispatcherKind::Acp;
+        target.runner = Some(runner.to_owned());
+        ValidatedProfile::parse(&ProfileInput {
+            name: "Agents".into(),
+            description: None,
+            targets: vec![target],
+            policy: serde_json::json!({"on_error": "try_next", "candidates": [{"id": "a"}]}),
+            expected_revision,
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_ui_sees_the_configured_runners_by_id_and_label_only_and_follows_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let runners = Runners::new(config(dir.path()));
+        let backend = backend(dir.path(), runners.clone()).await;
+        let listed = backend.list_runners().await.unwrap();
+        assert_eq!(
+            listed,
+            vec![
+                RunnerOption {
+                    kind: DispatcherKind::Acp,
+                    id: "claude".into(),
+                    label: Some("Claude Code".into()),
+                    provider_id: Some("anthropic".into()),
+                    model_id: None,
+                },
+                RunnerOption {
+                    kind: DispatcherKind::Http,
+                    id: "mini".into(),
+                    label: None,
+                    provider_id: Some("openai".into()),
+                    model_id: Some("gpt-4.1-mini".into()),
+                },
+            ]
+        );
+        let wire = serde_json::to_string(&listed).unwrap();
+        for secret in [
+            "/opt/secret-agents",
+            "--secret-flag",
+            "SECRET_",
+            "secret-host",
+            "https://",
+        ] {
+            assert!(!wire.contains(secret), "{secret} reached the UI: {wire}");
+        }
+        let root = dir.path().display().to_string();
+        assert!(!wire.contains(&root), "a folder reached the UI");
+
+        runners.replace(RunnerConfig::default());
+        assert_eq!(backend.list_runners().await.unwrap(), vec![]);
+    }
+
+    #[tokio::test]
+    async fn an_edit_naming_an_agent_the_configuration_no_longer_has_is_refused_on_its_runner() {
+        let dir = tempfile::tempdir().unwrap();
+        let runners = Runners::new(config(dir.path()));
+        let backend = backend(dir.path(), runners.clone()).await;
+        let created = backend.create_profile(acp_profile("claude", None)).await.unwrap();
+        assert_eq!(created.targets[0].provider_id.as_deref(), Some("anthropic"));
+
+        // Saved again while configured: accepted, the provider filled from the agent.
+        let saved = backend
+            .update_profile(created.id.clone(), acp_profile("claude", Some(1)))
+            .await
+            .unwrap();
+        assert_eq!(saved.revision, 2);
+        assert_eq!(saved.targets[0].provider_id.as_deref(), Some("anthropic"));
+
+        runners.replace(RunnerConfig::default());
+        let err = backend
+            .update_profile(created.id.clone(), acp_profile("claude", Some(2)))
+            .await
+            .unwrap_err();
+        let BackendError::Invalid(errors) = err else {
+            panic!("expected a validation error, got {err:?}");
+        };
+        let at: Vec<_> = errors.at("targets[0].runner").map(|e| e.code).collect();
+        assert_eq!(at, [ValidationCode::UnknownField]);
+        // Nothing was written.
+        assert_eq!(backend.get_profile(created.id).await.unwrap().revision, 2);
     }
 }

@@ -101,16 +101,23 @@ async fn insert_new(engine: &Engine, id: String, profile: ValidatedProfile) -> R
 pub async fn update(engine: &Engine, id: &str, profile: ValidatedProfile) -> Result<Profile, EngineError> {
     let now = engine.now();
     let expected = profile.expected_revision();
+    // The same check as a new profile's, against one snapshot of the configuration: refused
+    // here, and bound (provider and model filled) inside the write below.
+    let config = engine.runners().current();
+    bind_runners(&mut profile.targets().to_vec(), &config).map_err(EngineError::Invalid)?;
     let _writer = engine.writer().await;
     let written = engine
         .store()
         .update_profile(id, expected, move |current| {
-            profile.into_profile(
+            let mut next = profile.into_profile(
                 current.id.clone(),
                 current.revision.saturating_add(1),
                 current.created_at,
                 now,
-            )
+            );
+            // Cannot fail: the same targets passed against the same configuration above.
+            let _ = bind_runners(&mut next.targets, &config);
+            next
         })
         .await?;
     match written {

@@ -8,8 +8,8 @@ use crate::backend::{Backend, BackendError, BackendFuture};
 use leptos::prelude::{provide_context, Owner};
 use policy::{
     api::{
-        ActionOutcome, Caller, CallerKind, ManualActionRequest, Profile, ProfileSummary, RouteDetail,
-        RouteFilter, RouteSummary,
+        ActionOutcome, Caller, CallerKind, DispatcherKind, ManualActionRequest, Profile, ProfileSummary,
+        RouteDetail, RouteFilter, RouteSummary, RunnerOption,
     },
     document::PolicyDocument,
     input::ValidatedProfile,
@@ -30,6 +30,7 @@ pub(crate) enum Call {
     CreateProfile(ValidatedProfile),
     UpdateProfile(String, ValidatedProfile),
     DeleteProfile(String),
+    ListRunners,
     ListRoutes(RouteFilter),
     GetRoute(String),
     PerformAction(String, ManualActionRequest),
@@ -45,6 +46,7 @@ struct Script {
     routes: Vec<RouteSummary>,
     detail: RouteDetail,
     action: ActionOutcome,
+    runners: Vec<RunnerOption>,
 }
 
 #[derive(Clone)]
@@ -66,6 +68,7 @@ impl Default for FakeBackend {
                 routes: FakeBackend::routes(),
                 detail: FakeBackend::detail(),
                 action: ActionOutcome::Applied(snapshot(StateName::ActionRequired, 4)),
+                runners: FakeBackend::runners(),
             })),
         }
     }
@@ -83,6 +86,13 @@ impl FakeBackend {
     pub(crate) fn answering_action(outcome: ActionOutcome) -> FakeBackend {
         let fake = FakeBackend::default();
         fake.script().action = outcome;
+        fake
+    }
+
+    /// A fake whose configuration lists `runners`.
+    pub(crate) fn answering_runners(runners: Vec<RunnerOption>) -> FakeBackend {
+        let fake = FakeBackend::default();
+        fake.script().runners = runners;
         fake
     }
 
@@ -122,6 +132,27 @@ impl FakeBackend {
             route_summary("older", StateName::RetryWait, 10),
             route_summary("finished", StateName::Completed, 30),
             route_summary("newer", StateName::Active, 20),
+        ]
+    }
+
+    /// The configuration `list_runners` answers: an endpoint before an agent (not the port's
+    /// documented order), so a function that re-sorted the port's answer would show.
+    pub(crate) fn runners() -> Vec<RunnerOption> {
+        vec![
+            RunnerOption {
+                kind: DispatcherKind::Http,
+                id: "mini".into(),
+                label: None,
+                provider_id: Some("openai".into()),
+                model_id: Some("gpt-4.1-mini".into()),
+            },
+            RunnerOption {
+                kind: DispatcherKind::Acp,
+                id: "claude".into(),
+                label: Some("Claude Code".into()),
+                provider_id: Some("anthropic".into()),
+                model_id: None,
+            },
         ]
     }
 
@@ -226,6 +257,10 @@ impl Backend for FakeBackend {
 
     fn delete_profile(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>> {
         self.answer(Call::DeleteProfile(id), |_| ())
+    }
+
+    fn list_runners(&self) -> BackendFuture<'_, Result<Vec<RunnerOption>, BackendError>> {
+        self.answer(Call::ListRunners, |s| s.runners.clone())
     }
 
     fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>> {

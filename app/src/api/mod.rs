@@ -7,6 +7,7 @@
 
 pub mod profiles;
 pub mod routes;
+pub mod runners;
 
 #[cfg(feature = "ssr")]
 mod ssr {
