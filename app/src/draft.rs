@@ -12,6 +12,7 @@
 //! checks (duplicate ids, candidate count) are the server's; their errors come back with a path
 //! and land on the field it names.
 
+use crate::configured::{needs_runner, Configured, TargetProblem};
 use leptos::prelude::*;
 use policy::{
     api::{CandidateTarget, DispatcherKind, SimulatedOutcome, SimulatedStep},
@@ -397,18 +398,38 @@ impl TargetDraft {
         }
     }
 
-    /// The wire target for candidate `id`, when every field is valid (tracked).
+    /// What keeps the kind and runner from being saved against the server's configuration
+    /// (tracked).
+    pub fn problem(&self, configured: &Configured) -> Option<TargetProblem> {
+        let kind = self.dispatcher.get();
+        self.runner.with(|r| configured.check(kind, r)).err()
+    }
+
+    /// Picks `kind`, and for `acp` / `http` a runner of it the configuration lists (the one
+    /// already named, if it does). A runner is kept in the draft while another kind is picked,
+    /// so picking its kind again brings it back; only `acp` and `http` send it.
+    pub fn pick(&self, kind: DispatcherKind, configured: &Configured) {
+        self.dispatcher.set(kind);
+        let runner = self.runner.with_untracked(|r| configured.runner_for(kind, r));
+        if self.runner.with_untracked(|r| *r != runner) {
+            self.runner.set(runner);
+        }
+    }
+
+    /// The wire target for candidate `id`, when every field is well formed (tracked). Whether
+    /// its runner is configured is [`TargetDraft::problem`]'s question.
     pub fn target(&self, id: &str) -> Option<CandidateTarget> {
         let label = self.label.with(|l| l.trim().to_owned());
+        let dispatcher = self.dispatcher.get();
         Some(CandidateTarget {
             id: id.to_owned(),
-            dispatcher: self.dispatcher.get(),
+            dispatcher,
             provider_id: self.check(TargetField::ProviderId).ok()?,
             model_id: self.check(TargetField::ModelId).ok()?,
             label: (!label.is_empty()).then_some(label),
             runner: self
                 .runner
-                .with(|r| (!r.trim().is_empty()).then(|| r.trim().to_owned())),
+                .with(|r| (needs_runner(dispatcher) && !r.trim().is_empty()).then(|| r.trim().to_owned())),
             script: self.script.get_value(),
         })
     }
@@ -581,6 +602,56 @@ mod tests {
             assert_eq!(edited.script, stored.script);
             draft.provider_id.set("a\u{0}".into());
             assert_eq!(draft.target("sim"), None);
+        });
+    }
+
+    #[test]
+    fn a_runner_is_sent_only_for_acp_and_http_and_kept_while_another_kind_is_picked() {
+        let owner = Owner::new();
+        owner.with(|| {
+            let configured = Configured::new(vec![
+                policy::api::RunnerOption {
+                    kind: DispatcherKind::Http,
+                    id: "mini".into(),
+                    label: None,
+                    provider_id: None,
+                    model_id: Some("gpt-4.1-mini".into()),
+                },
+                policy::api::RunnerOption {
+                    kind: DispatcherKind::Acp,
+                    id: "claude".into(),
+                    label: Some("Claude Code".into()),
+                    provider_id: None,
+                    model_id: None,
+                },
+            ]);
+            let mut stored = CandidateTarget::external("a");
+            stored.dispatcher = DispatcherKind::Acp;
+            stored.runner = Some("claude".into());
+            let draft = TargetDraft::new(&stored);
+            assert_eq!(draft.target("a"), Some(stored.clone()));
+            assert_eq!(draft.problem(&configured), None);
+            // Another kind: no runner on the wire, but the draft remembers it.
+            draft.pick(DispatcherKind::External, &configured);
+            assert_eq!(draft.target("a").and_then(|t| t.runner), None);
+            draft.pick(DispatcherKind::Acp, &configured);
+            assert_eq!(draft.target("a"), Some(stored.clone()));
+            // HTTP picks a configured endpoint in view.
+            draft.pick(DispatcherKind::Http, &configured);
+            assert_eq!(draft.target("a").and_then(|t| t.runner).as_deref(), Some("mini"));
+            // A stored runner that left the configuration stays as it is, with its problem.
+            let mut gone = stored.clone();
+            gone.runner = Some("gone".into());
+            let draft = TargetDraft::new(&gone);
+            assert_eq!(draft.target("a"), Some(gone));
+            assert_eq!(
+                draft.problem(&configured),
+                Some(TargetProblem::RunnerNotConfigured(DispatcherKind::Acp))
+            );
+            assert_eq!(
+                draft.problem(&Configured::default()),
+                Some(TargetProblem::KindNotConfigured(DispatcherKind::Acp))
+            );
         });
     }
 

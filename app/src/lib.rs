@@ -28,6 +28,7 @@ pub mod api;
 #[cfg(feature = "ssr")]
 pub mod backend;
 pub mod components;
+pub mod configured;
 pub mod draft;
 pub mod error;
 pub mod pages;

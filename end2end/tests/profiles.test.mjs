@@ -231,8 +231,10 @@ test("a candidate's dispatcher, provider, model and label are chosen in view, ch
     const dispatcher = target.getByLabel('Dispatcher', { exact: true });
     assert.equal(await dispatcher.inputValue(), 'external');
     await target.getByText(/^External: another system runs the agent/).waitFor({ state: 'visible' });
-    await dispatcher.selectOption('http');
-    await target.getByText(/^HTTP: a one-shot call/).waitFor({ state: 'visible' });
+    // Without a configuration file the server runs no `acp` or `http` candidates; those and
+    // their agents and endpoints are runners.test.mjs's.
+    await dispatcher.selectOption('simulated');
+    await target.getByText(/^Simulated: the built-in scripted provider/).waitFor({ state: 'visible' });
     await target.getByLabel('Provider id (optional)').fill('anthropic');
 
     // The server's identifier check, inline: too long, then a character it may not hold, then fixed.
@@ -251,7 +253,7 @@ test("a candidate's dispatcher, provider, model and label are chosen in view, ch
     await target.getByLabel('Label (optional)').fill('Backup over HTTP');
     assert.equal(
       await text(beta.getByTestId('target-summary')),
-      'Dispatcher: http · provider anthropic · model claude-sonnet-4-5',
+      'Dispatcher: simulated · provider anthropic · model claude-sonnet-4-5',
     );
     await screenshot(page, 'profile-targets-desktop');
 
@@ -262,7 +264,7 @@ test("a candidate's dispatcher, provider, model and label are chosen in view, ch
       { id: first, dispatcher: 'simulated' },
       {
         id: 'beta',
-        dispatcher: 'http',
+        dispatcher: 'simulated',
         provider_id: 'anthropic',
         model_id: 'claude-sonnet-4-5',
         label: 'Backup over HTTP',
@@ -274,7 +276,7 @@ test("a candidate's dispatcher, provider, model and label are chosen in view, ch
     await waitHydrated(page);
     await page.getByRole('button', { name: 'Edit policies for beta' }).click();
     const reloaded = rows.nth(1).getByRole('group', { name: 'How this candidate is reached' });
-    assert.equal(await reloaded.getByLabel('Dispatcher', { exact: true }).inputValue(), 'http');
+    assert.equal(await reloaded.getByLabel('Dispatcher', { exact: true }).inputValue(), 'simulated');
     assert.equal(await reloaded.getByLabel('Provider id (optional)').inputValue(), 'anthropic');
     assert.equal(await reloaded.getByLabel('Model id (optional)').inputValue(), 'claude-sonnet-4-5');
     assert.equal(await reloaded.getByLabel('Label (optional)').inputValue(), 'Backup over HTTP');

@@ -3,6 +3,7 @@
 pub mod class_policy;
 pub mod controls;
 pub mod disclosure;
+pub mod dispatcher_choice;
 pub mod live;
 pub mod nav;
 pub mod profile_editor;

@@ -8,21 +8,25 @@
 //! normalized profile the server returns, so what is on screen is what is stored.
 //!
 //! Each candidate's policy area starts with how the candidate is reached (its target: the
-//! dispatcher, provider and model ids, a label), so a new candidate's `external` dispatcher is
-//! on screen and changeable rather than a silent server default.
+//! dispatcher, for `acp` and `http` the configured agent or endpoint that runs it, provider and
+//! model ids, a label), so a new candidate's `external` dispatcher is on screen and changeable
+//! rather than a silent server default. Only what the server's configuration lists is offered
+//! (see [`crate::configured`]).
 
 use crate::{
     api::profiles::SaveProfile,
     components::{
         class_policy::{ClassPolicyEditor, ServerMessages},
         controls::{FieldMessage, FOCUS},
+        dispatcher_choice::DispatcherChoice,
     },
-    draft::{self, describe_script, dispatcher_label, move_item, CandidateDraft, TargetDraft, TargetField},
+    configured::{needs_runner, not_configured, runner_noun, Configured},
+    draft::{self, describe_script, move_item, CandidateDraft, TargetDraft, TargetField},
     error::AppError,
 };
 use leptos::prelude::*;
 use policy::{
-    api::{DispatcherKind, Profile, ProfileInput},
+    api::{DispatcherKind, Profile, ProfileInput, RunnerOption},
     class::ErrorClass,
     document::{policy_path, validate_candidate_id, CandidatePolicy, ValidationError},
     input::{check_line, check_optional_line},
@@ -38,9 +42,12 @@ struct Row {
 }
 
 impl Row {
-    /// Whether every field of the row (policy and target) is valid (tracked).
-    fn is_valid(&self) -> bool {
-        self.draft.candidate().is_some() && self.target.target("").is_some()
+    /// Whether every field of the row (policy and target) is valid, its runner included
+    /// (tracked).
+    fn is_valid(&self, configured: &Configured) -> bool {
+        self.draft.candidate().is_some()
+            && self.target.target("").is_some()
+            && self.target.problem(configured).is_none()
     }
 }
 
@@ -81,8 +88,11 @@ pub(crate) fn focus_later(id: String) {
     let _ = id;
 }
 
+/// The editor of `profile`; `runners` are the agents and endpoints the server's configuration
+/// lists (what `acp` and `http` candidates may name).
 #[component]
-pub fn ProfileEditor(profile: Profile) -> impl IntoView {
+pub fn ProfileEditor(profile: Profile, runners: Vec<RunnerOption>) -> impl IntoView {
+    let configured = StoredValue::new(Configured::new(runners));
     let profile_id = StoredValue::new(profile.id.clone());
     let revision = RwSignal::new(profile.revision);
     let name = RwSignal::new(profile.name.clone());
@@ -157,14 +167,15 @@ pub fn ProfileEditor(profile: Profile) -> impl IntoView {
             .iter()
             .map(|r| r.target.target(&r.draft.id.get_untracked()))
             .collect();
-        let Some((doc, targets)) = doc.zip(targets).filter(|_| name_ok) else {
+        let runners_ok = configured.with_value(|c| current.iter().all(|r| r.target.problem(c).is_none()));
+        let Some((doc, targets)) = doc.zip(targets).filter(|_| name_ok && runners_ok) else {
             saved.set(None);
             notice.set(Some(
                 "Some values need fixing first; they are marked in red.".to_owned(),
             ));
             // Open every row with a problem so the marked fields are visible.
             for r in &current {
-                if !r.is_valid() {
+                if !configured.with_value(|c| r.is_valid(c)) {
                     r.draft.open.set(true);
                 }
             }
@@ -278,6 +289,7 @@ pub fn ProfileEditor(profile: Profile) -> impl IntoView {
                         <CandidateRow
                             row=row
                             rows=rows
+                            configured=configured
                             messages=messages
                             move_row=Callback::new(move |(delta, focus): (isize, &'static str)| {
                                 move_row(row.draft.key, delta, focus)
@@ -460,6 +472,7 @@ fn SavedDocument(saved: RwSignal<Option<Profile>>) -> impl IntoView {
 fn CandidateRow(
     row: Row,
     rows: RwSignal<Vec<Row>>,
+    configured: StoredValue<Configured>,
     messages: ServerMessages,
     move_row: Callback<(isize, &'static str)>,
     remove: Callback<()>,
@@ -534,7 +547,7 @@ fn CandidateRow(
                     <FieldMessage id=format!("cand-{key}-id-error") message=id_error />
                     <FieldMessage id=format!("cand-{key}-error") message=row_error />
                     <p class="mt-1 break-words text-xs text-slate-600" data-testid="target-summary">
-                        {move || target_summary(&row.target)}
+                        {move || configured.with_value(|c| target_summary(&row.target, c))}
                     </p>
                 </div>
                 <div class="flex flex-wrap gap-2 lg:pt-6">
@@ -593,7 +606,13 @@ fn CandidateRow(
                 class="grid gap-4 border-t border-slate-200 p-3 lg:grid-cols-2"
                 hidden=move || !d.open.get()
             >
-                <TargetEditor target=row.target prefix=prefix.clone() index=index messages=messages />
+                <TargetEditor
+                    target=row.target
+                    configured=configured
+                    prefix=prefix.clone()
+                    index=index
+                    messages=messages
+                />
                 <ClassPolicyEditor draft=d.transient prefix=prefix.clone() path=path_transient messages=messages />
                 <ClassPolicyEditor draft=d.hard prefix=prefix.clone() path=path_hard messages=messages />
             </div>
@@ -602,9 +621,26 @@ fn CandidateRow(
     .into_any()
 }
 
-/// A collapsed row's line about its target: "Dispatcher: http · provider anthropic · model m".
-fn target_summary(target: &TargetDraft) -> String {
-    let mut parts = vec![format!("Dispatcher: {}", target.dispatcher.get().as_str())];
+/// A collapsed row's line about its target: "Dispatcher: http · endpoint mini · provider
+/// openai · model m", with "(not configured on this server)" after a kind or runner the
+/// configuration does not list.
+fn target_summary(target: &TargetDraft, configured: &Configured) -> String {
+    let kind = target.dispatcher.get();
+    let kind_text = if configured.runs(kind) {
+        kind.as_str().to_owned()
+    } else {
+        not_configured(kind.as_str())
+    };
+    let mut parts = vec![format!("Dispatcher: {kind_text}")];
+    let runner = target.runner.with(|r| r.trim().to_owned());
+    if needs_runner(kind) && !runner.is_empty() {
+        let text = if configured.find(kind, &runner).is_some() {
+            runner
+        } else {
+            not_configured(&runner)
+        };
+        parts.push(format!("{} {text}", runner_noun(kind)));
+    }
     for (what, field) in [
         ("provider", TargetField::ProviderId),
         ("model", TargetField::ModelId),
@@ -621,12 +657,14 @@ fn target_summary(target: &TargetDraft) -> String {
 #[component]
 fn TargetEditor(
     target: TargetDraft,
+    configured: StoredValue<Configured>,
     prefix: String,
     index: Memo<usize>,
     messages: ServerMessages,
 ) -> impl IntoView {
-    let dispatcher_id = format!("{prefix}-dispatcher");
-    let hint_id = format!("{prefix}-dispatcher-hint");
+    let target_error_id = format!("{prefix}-target-error");
+    let runner_path = move || format!("targets[{}].runner", index.get());
+    let server_runner = Signal::derive(move || messages.get.run(runner_path()));
     let path = move |field: TargetField| format!("targets[{}].{}", index.get(), field.key());
     let error = move |field: TargetField| {
         Signal::derive(move || match target.check(field) {
@@ -666,39 +704,16 @@ fn TargetEditor(
         <fieldset class="min-w-0 rounded-md border border-slate-300 p-3 lg:col-span-2" data-testid="candidate-target">
             <legend class="px-1 text-sm font-semibold text-slate-900">"How this candidate is reached"</legend>
             <div class="grid gap-3 sm:grid-cols-2">
-                <div class="min-w-0 sm:col-span-2">
-                    <label for=dispatcher_id.clone() class="block text-sm font-medium text-slate-900">
-                        "Dispatcher"
-                    </label>
-                    <select
-                        id=dispatcher_id
-                        aria-describedby=hint_id.clone()
-                        class=format!(
-                            "mt-1 h-11 w-full max-w-full rounded-md border border-slate-400 bg-white px-2 text-base \
-                             text-slate-900 {FOCUS}",
-                        )
-                        on:change=move |ev| {
-                            if let Some(kind) = DispatcherKind::parse(&event_target_value(&ev)) {
-                                target.dispatcher.set(kind);
-                            }
-                        }
-                    >
-                        {DispatcherKind::ALL
-                            .into_iter()
-                            .map(|kind| {
-                                view! {
-                                    <option value=kind.as_str() selected=move || target.dispatcher.get() == kind>
-                                        {kind.as_str()}
-                                    </option>
-                                }
-                            })
-                            .collect_view()}
-                    </select>
-                    <p id=hint_id class="mt-1 text-xs text-slate-600">
-                        {move || dispatcher_label(target.dispatcher.get())}
-                    </p>
-                    <FieldMessage id=format!("{prefix}-target-error") message=target_error />
-                </div>
+                <DispatcherChoice
+                    target=target
+                    configured=configured
+                    prefix=prefix.clone()
+                    labels=("Dispatcher", "")
+                    server_runner=server_runner
+                    on_edit=Callback::new(move |()| messages.clear.run(runner_path()))
+                >
+                    <FieldMessage id=target_error_id message=target_error />
+                </DispatcherChoice>
                 <OptionalText
                     id=format!("{prefix}-provider")
                     label="Provider id (optional)"

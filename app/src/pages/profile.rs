@@ -1,7 +1,8 @@
-//! One profile's page: its candidates and their Transient and Hard policies, editable.
+//! One profile's page: its candidates and their Transient and Hard policies, editable, with
+//! what the server's configuration offers their targets.
 
 use crate::{
-    api::profiles::get_profile,
+    api::{profiles::get_profile, runners::list_runners},
     components::{
         controls::FOCUS,
         profile_editor::ProfileEditor,
@@ -17,6 +18,7 @@ pub fn ProfilePage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let profile = Resource::new(id, get_profile);
+    let runners = Resource::new(|| (), |()| list_runners());
     view! {
         <Title text="Profile" />
         <p>
@@ -26,8 +28,12 @@ pub fn ProfilePage() -> impl IntoView {
         </p>
         <Suspense fallback=|| view! { <Loading what="the profile" /> }>
             {move || Suspend::new(async move {
-                match profile.await {
-                    Ok(p) => {
+                let loaded = match profile.await {
+                    Ok(p) => runners.await.map(|r| (p, r)),
+                    Err(e) => Err(e),
+                };
+                match loaded {
+                    Ok((p, runners)) => {
                         let title = p.name.clone();
                         view! {
                             <Title text=title.clone() />
@@ -45,14 +51,20 @@ pub fn ProfilePage() -> impl IntoView {
                                         </p>
                                     }
                                 })}
-                            <ProfileEditor profile=p />
+                            <ProfileEditor profile=p runners=runners />
                         }
                             .into_any()
                     }
                     Err(e) => {
                         view! {
                             <h1 class="text-2xl font-semibold">"Profile"</h1>
-                            <ErrorPanel error=e retry=Callback::new(move |()| profile.refetch()) />
+                            <ErrorPanel
+                                error=e
+                                retry=Callback::new(move |()| {
+                                    profile.refetch();
+                                    runners.refetch();
+                                })
+                            />
                         }
                             .into_any()
                     }

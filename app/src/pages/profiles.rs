@@ -1,5 +1,6 @@
 //! Dynamic profiles: the list (each profile can be deleted after a confirmation), and a form to
-//! create one (a name and its first candidate, with the dispatcher that reaches it).
+//! create one (a name and its first candidate, with the dispatcher that reaches it and, for
+//! `acp` and `http`, the configured agent or endpoint that runs it).
 //!
 //! Deleting asks first, in place: the row's Delete button turns into a question with "Delete"
 //! and "Keep" buttons, focus moves to "Keep" (the harmless answer), and Escape or "Keep" puts
@@ -8,20 +9,25 @@
 //! again and the outcome is announced.
 
 use crate::{
-    api::profiles::{list_profiles, CreateProfile, DeleteProfile},
+    api::{
+        profiles::{list_profiles, CreateProfile, DeleteProfile},
+        runners::list_runners,
+    },
     components::{
         controls::{FieldMessage, FOCUS},
+        dispatcher_choice::DispatcherChoice,
         profile_editor::focus_later,
         status::{Empty, ErrorPanel, Loading},
     },
-    draft::dispatcher_label,
+    configured::Configured,
+    draft::TargetDraft,
     error::AppError,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::A, hooks::use_navigate};
 use policy::{
-    api::{CandidateTarget, DispatcherKind, ProfileInput, ProfileSummary},
+    api::{ProfileInput, ProfileSummary, RunnerOption},
     document::{validate_candidate_id, CandidatePolicy, PolicyDocument},
     limits::POLICY_DOCUMENT_VERSION,
 };
@@ -81,7 +87,7 @@ pub fn ProfilesPage() -> impl IntoView {
                 }
             })}
         </Transition>
-        <NewProfile />
+        <NewProfileSection />
     }
     .into_any()
 }
@@ -215,13 +221,40 @@ fn ProfileItem(profile: ProfileSummary, on_deleted: Callback<String>) -> impl In
     .into_any()
 }
 
+/// The new-profile form, once the server's configuration (what its dispatcher may be) is known.
+#[component]
+fn NewProfileSection() -> impl IntoView {
+    let runners = Resource::new(|| (), |()| list_runners());
+    view! {
+        <Suspense fallback=|| view! { <Loading what="the server's agents and endpoints" /> }>
+            {move || Suspend::new(async move {
+                match runners.await {
+                    Ok(list) => view! { <NewProfile runners=list /> }.into_any(),
+                    Err(e) => {
+                        view! {
+                            <section aria-labelledby="new-profile" class="mt-8">
+                                <h2 id="new-profile" class="text-lg font-semibold">"New profile"</h2>
+                                <ErrorPanel error=e retry=Callback::new(move |()| runners.refetch()) />
+                            </section>
+                        }
+                            .into_any()
+                    }
+                }
+            })}
+        </Suspense>
+    }
+    .into_any()
+}
+
 /// A name and a first candidate id; the new profile's page opens after it is created.
 #[component]
-fn NewProfile() -> impl IntoView {
+fn NewProfile(runners: Vec<RunnerOption>) -> impl IntoView {
+    let configured = StoredValue::new(Configured::new(runners));
     let create = ServerAction::<CreateProfile>::new();
     let name = RwSignal::new(String::new());
     let first = RwSignal::new(String::new());
-    let dispatcher = RwSignal::new(DispatcherKind::External);
+    // How the first candidate is reached: `external` unless the person picks another.
+    let target = TargetDraft::external("");
     let touched = RwSignal::new(false);
     let name_error = Signal::derive(move || {
         (touched.get() && name.with(|n| n.trim().is_empty())).then(|| "Name cannot be empty.".to_owned())
@@ -233,6 +266,14 @@ fn NewProfile() -> impl IntoView {
         first.with(|id| validate_candidate_id(id).err().map(|e| e.message))
     });
     let failure: RwSignal<Option<AppError>> = RwSignal::new(None);
+    // The server's message for the runner (a 422 at `targets[0].runner`), on its select.
+    let server_runner = Signal::derive(move || {
+        failure.with(|f| {
+            f.as_ref()
+                .and_then(|e| e.at("targets[0].runner").next().map(|e| e.message.clone()))
+        })
+    });
+    let runner_problem = Signal::derive(move || configured.with_value(|c| target.problem(c)));
     let navigate = use_navigate();
     Effect::new(move |_| match create.value().get() {
         Some(Ok(p)) => navigate(&format!("/profiles/{}", p.id), Default::default()),
@@ -242,7 +283,10 @@ fn NewProfile() -> impl IntoView {
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         touched.set(true);
-        if name_error.get_untracked().is_some() || first_error.get_untracked().is_some() {
+        if name_error.get_untracked().is_some()
+            || first_error.get_untracked().is_some()
+            || runner_problem.get_untracked().is_some()
+        {
             return;
         }
         let id = first.get_untracked().trim().to_owned();
@@ -260,15 +304,7 @@ fn NewProfile() -> impl IntoView {
                 kind: policy::api::ProfileKind::Dynamic,
                 description: None,
                 // The target the person chose (and saw), not a silent server default.
-                targets: vec![CandidateTarget {
-                    id: id.clone(),
-                    dispatcher: dispatcher.get_untracked(),
-                    provider_id: None,
-                    model_id: None,
-                    label: None,
-                    runner: None,
-                    script: Vec::new(),
-                }],
+                targets: target.target(&id).into_iter().collect(),
                 policy,
                 expected_revision: None,
             },
@@ -311,36 +347,15 @@ fn NewProfile() -> impl IntoView {
                     />
                     <FieldMessage id="new-profile-first-error" message=first_error />
                 </div>
-                <div class="sm:col-span-2">
-                    <label for="new-profile-dispatcher" class="block text-sm font-medium">"Its dispatcher"</label>
-                    <select
-                        id="new-profile-dispatcher"
-                        aria-describedby="new-profile-dispatcher-hint"
-                        class=format!("mt-1 h-11 w-full rounded-md border border-slate-400 bg-white px-2 text-base sm:max-w-xs {FOCUS}")
-                        on:change=move |ev| {
-                            if let Some(kind) = DispatcherKind::parse(&event_target_value(&ev)) {
-                                dispatcher.set(kind);
-                            }
-                        }
-                    >
-                        {DispatcherKind::ALL
-                            .into_iter()
-                            .map(|kind| {
-                                view! {
-                                    <option value=kind.as_str() selected=move || dispatcher.get() == kind>
-                                        {kind.as_str()}
-                                    </option>
-                                }
-                            })
-                            .collect_view()}
-                    </select>
-                    <p id="new-profile-dispatcher-hint" class="mt-1 text-xs text-slate-600">
-                        {move || format!(
-                            "{}. Provider, model and label are set on the profile's page.",
-                            dispatcher_label(dispatcher.get()),
-                        )}
-                    </p>
-                </div>
+                <DispatcherChoice
+                    target=target
+                    configured=configured
+                    prefix="new-profile"
+                    labels=("Its dispatcher", "Its")
+                    server_runner=server_runner
+                    on_edit=Callback::new(move |()| failure.set(None))
+                    hint_suffix="Provider, model and label are set on the profile's page."
+                />
                 <div class="sm:col-span-2">
                     <button
                         type="submit"
@@ -352,9 +367,23 @@ fn NewProfile() -> impl IntoView {
                     >
                         {move || if create.pending().get() { "Creating…" } else { "Create profile" }}
                     </button>
-                    <p role="alert" class="mt-2 text-sm font-medium text-red-700">
-                        {move || failure.get().map(|e| e.to_string())}
-                    </p>
+                    <div role="alert" class="mt-2 text-sm font-medium text-red-700">
+                        <p>{move || failure.get().map(|e| e.to_string())}</p>
+                        // Every server message, so one whose field is not on this form is never lost.
+                        <ul class="list-disc pl-5 font-normal">
+                            {move || {
+                                failure
+                                    .get()
+                                    .into_iter()
+                                    .flat_map(|e| match e {
+                                        AppError::Invalid { errors } => errors,
+                                        _ => Vec::new(),
+                                    })
+                                    .map(|e| view! { <li class="break-words">{format!("{}: {}", e.path, e.message)}</li> })
+                                    .collect_view()
+                            }}
+                        </ul>
+                    </div>
                 </div>
             </form>
         </section>
