@@ -2,7 +2,8 @@
 // and the server stopped afterwards whatever happens (test failure, crash, Ctrl-C).
 //
 // Usage: node end2end/run.mjs   (expects `cargo leptos build --release --precompress` to have run)
-// Env: RECOURSE_BIN (default target/release/recourse). The binary carries its UI.
+// Env: RECOURSE_BIN (default target/release/recourse). The binary carries its UI. The tests get
+// RECOURSE_URL (this server: no configuration file), RECOURSE_ARTIFACTS and RECOURSE_BIN.
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, existsSync } from 'node:fs';
@@ -40,7 +41,8 @@ try {
   tests = spawn(process.execPath, ['--test', '--test-concurrency=1', join(root, 'end2end', 'tests')], {
     cwd: root,
     stdio: 'inherit',
-    env: { ...process.env, RECOURSE_URL: server.url, RECOURSE_ARTIFACTS: artifacts },
+    // RECOURSE_BIN lets a test start a server of its own (with a configuration file, say).
+    env: { ...process.env, RECOURSE_URL: server.url, RECOURSE_ARTIFACTS: artifacts, RECOURSE_BIN: bin },
   });
   code = await new Promise((ok) => tests.on('exit', (c, s) => ok(c ?? (s ? 1 : 0))));
 } catch (err) {

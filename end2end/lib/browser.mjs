@@ -129,9 +129,9 @@ export async function extraScrollOwners(page) {
   });
 }
 
-/** JSON over the REST API: `{status, body}`. */
-export async function api(path, { method = 'GET', body } = {}) {
-  const res = await fetch(`${BASE_URL}${path}`, {
+/** JSON over the REST API (of the server at `base`, the shared one by default): `{status, body}`. */
+export async function api(path, { method = 'GET', body, base = BASE_URL } = {}) {
+  const res = await fetch(`${base}${path}`, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
