@@ -3,7 +3,8 @@
 //
 // Usage: node end2end/run.mjs   (expects `cargo leptos build --release --precompress` to have run)
 // Env: RECOURSE_BIN (default target/release/recourse). The binary carries its UI. The tests get
-// RECOURSE_URL (this server: no configuration file), RECOURSE_ARTIFACTS and RECOURSE_BIN.
+// RECOURSE_URL (this server: no configuration file), RECOURSE_ARTIFACTS and RECOURSE_BIN;
+// RECOURSE_FAKE_AGENT (default target/release/fake-acp-agent) is the scripted ACP agent.
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, existsSync } from 'node:fs';

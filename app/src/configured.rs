@@ -287,6 +287,7 @@ mod tests {
         target.dispatcher = DispatcherKind::Acp;
         let input = ProfileInput {
             name: "p".into(),
+            kind: Default::default(),
             description: None,
             targets: vec![target],
             policy: serde_json::json!({"on_error": "try_next", "candidates": [{"id": "a"}]}),

@@ -1,7 +1,10 @@
 // A `recourse serve` of a test's own, with a configuration file (`--config`) listing ACP agents
 // and HTTP endpoints, and a way to change that file and have the server reload it (SIGHUP).
-// The agents' commands are never started by the tests that use this: they only need to be
-// absolute paths, and their `allowed_roots` must exist (a folder in the server's temp dir).
+// An agent without a `script` is never started by the tests that use it: its command only needs
+// to be an absolute path. An agent with a `script` (the fake ACP agent's attempts, see
+// fake-agent/src/main.rs) runs the real `fake-acp-agent` (RECOURSE_FAKE_AGENT, built by ./dev),
+// logging what it received to `<dir>/<id>-log.jsonl`. Every agent's `allowed_roots` is one
+// folder in the server's temp dir (`work`), the `cwd` of the routes' work.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,11 +14,12 @@ import { ARTIFACTS } from './browser.mjs';
 import { startServer } from './server.mjs';
 
 const BIN = resolve(process.env.RECOURSE_BIN ?? 'target/release/recourse');
+const FAKE_AGENT = resolve(process.env.RECOURSE_FAKE_AGENT ?? 'target/release/fake-acp-agent');
 
 const quote = (s) => JSON.stringify(String(s)); // a TOML basic string
 
 /**
- * The configuration file's text for `agents` (`{id, label?, provider_id?}`) and `endpoints`
+ * The configuration file's text for `agents` (`{id, label?, provider_id?, script?}`) and `endpoints`
  * (`{id, label?, model, provider_id?}`); commands, roots, URLs and key names are filled in.
  */
 function configText(dir, { agents = [], endpoints = [] }) {
@@ -25,8 +29,18 @@ function configText(dir, { agents = [], endpoints = [] }) {
   for (const a of agents) {
     lines.push('[[agent]]', `id = ${quote(a.id)}`);
     if (a.label) lines.push(`label = ${quote(a.label)}`);
-    lines.push(`command = ${quote(join(dir, 'bin', `${a.id}-acp`))}`, `allowed_roots = [${quote(root)}]`);
+    if (a.script) {
+      const script = join(dir, `${a.id}-script.json`);
+      writeFileSync(script, JSON.stringify({ attempts: a.script }));
+      const args = ['--script', script, '--log', join(dir, `${a.id}-log.jsonl`)];
+      lines.push(`command = ${quote(FAKE_AGENT)}`, `args = [${args.map(quote).join(', ')}]`);
+    } else {
+      lines.push(`command = ${quote(join(dir, 'bin', `${a.id}-acp`))}`);
+    }
+    lines.push(`allowed_roots = [${quote(root)}]`);
     if (a.provider_id) lines.push(`provider_id = ${quote(a.provider_id)}`);
+    // Bounded waits for a real subprocess on a busy machine (a table: after the agent's keys).
+    if (a.script) lines.push('[agent.timeouts]', 'step = 20', 'prompt_idle = 30', 'prompt_total = 60', 'exit_grace = 2');
     lines.push('');
   }
   for (const e of endpoints) {
@@ -61,6 +75,18 @@ export async function startConfigured(name, config) {
   const count = (what) => readFileSync(logPath, 'utf8').split(what).length - 1;
   return {
     url: server.url,
+    /** The folder every agent may work in (the `cwd` of a route's work). */
+    root: join(dir, 'work'),
+    /** What the scripted agent `id` received, one JSON object per line of its log. */
+    agentLog(id) {
+      let lines = [];
+      try {
+        lines = readFileSync(join(dir, `${id}-log.jsonl`), 'utf8').split('\n').filter(Boolean);
+      } catch {
+        // not started yet
+      }
+      return lines.map((l) => JSON.parse(l));
+    },
     async reload(next) {
       const before = count('configuration reloaded');
       writeFileSync(file, configText(dir, next));

@@ -120,6 +120,7 @@ async fn engine(dir: &std::path::Path, agents: &[&FakeAgent]) -> Arc<Engine> {
 async fn profile(engine: &Engine, agent: &str) -> String {
     let input = ProfileInput {
         name: format!("bench-{agent}"),
+        kind: Default::default(),
         description: None,
         targets: vec![CandidateTarget {
             id: "main".into(),

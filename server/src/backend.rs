@@ -153,6 +153,7 @@ mod tests {
         target.runner = Some(runner.to_owned());
         ValidatedProfile::parse(&ProfileInput {
             name: "Agents".into(),
+            kind: Default::default(),
             description: None,
             targets: vec![target],
             policy: serde_json::json!({"on_error": "try_next", "candidates": [{"id": "a"}]}),

@@ -13,15 +13,12 @@ use chrono::{DateTime, TimeDelta, Utc};
 use common::t0;
 use serde_json::{json, Value};
 use std::{
-    io::{Read, Write},
-    net::TcpStream,
     path::Path,
     process::Child,
     sync::{
         atomic::{AtomicI64, Ordering},
         mpsc, Arc,
     },
-    time::Duration,
 };
 
 const KILLS: usize = 55;

@@ -10,7 +10,6 @@ use axum::http::StatusCode;
 use chrono::TimeDelta;
 use common::{provider::*, *};
 use serde_json::{json, Value};
-use server::config::RunnerConfig;
 use std::collections::HashSet;
 
 const KEY_VAR: &str = "RECOURSE_TEST_HTTP_KEY";
@@ -67,7 +66,7 @@ fn config_text(base: &dyn Fn(&str) -> String, endpoints: &[Ep<'_>]) -> String {
 async fn harness(fake: &FakeProvider, endpoints: &[Ep<'_>]) -> Harness {
     set_key();
     let text = config_text(&|name| fake.base_url(name), endpoints);
-    Harness::with_config(RunnerConfig::parse(&text).unwrap()).await
+    Harness::with_config(tempfile::tempdir().unwrap(), &text).await
 }
 
 fn target(id: &str) -> Value {
@@ -543,7 +542,7 @@ async fn a_refused_connection_is_not_sent_and_a_loopback_endpoint_is_a_configura
         &|name| format!("http://{addr}/{name}"),
         &[ep("main", "openai", "openai")],
     );
-    let h = Harness::with_config(RunnerConfig::parse(&text).unwrap()).await;
+    let h = Harness::with_config(tempfile::tempdir().unwrap(), &text).await;
     let p = h
         .profile(json!({"name": "down", "targets": [target("main")],
           "policy": {"version": 1, "candidates": [candidate("main", class_policy(3, 5, 0, "stop"), class_policy(0, 0, 0, "stop"))]}}))

@@ -138,12 +138,6 @@ impl Harness {
         Harness::open_with_runners(dir, now, server::config::Runners::none()).await
     }
 
-    /// A harness whose engine runs the agents and endpoints of `config`.
-    pub async fn with_config(config: server::config::RunnerConfig) -> Harness {
-        let dir = tempfile::tempdir().unwrap();
-        Harness::open_with_runners(dir, t0(), server::config::Runners::new(config)).await
-    }
-
     /// [`Harness::open`] with the agents and endpoints of `runners`.
     pub async fn open_with_runners(
         dir: tempfile::TempDir,
@@ -176,35 +170,7 @@ impl Harness {
     /// `recourse serve --config`), on a fresh database.
     pub async fn with_config(dir: tempfile::TempDir, config: &str) -> Harness {
         let config = server::config::RunnerConfig::parse(config).expect("a valid configuration");
-        Harness::open_with(dir, t0(), server::config::Runners::new(config)).await
-    }
-
-    /// Opens (or reopens) the database in `dir` with an engine that runs `runners`.
-    pub async fn open_with(
-        dir: tempfile::TempDir,
-        now: DateTime<Utc>,
-        runners: server::config::Runners,
-    ) -> Harness {
-        let path = dir.path().join("recourse.db");
-        let pool = server::db::open(path.to_str().unwrap()).await.unwrap();
-        let clock = ManualClock::new(now);
-        let engine = Engine::with_runners(
-            server::store::Store::new(pool.clone()),
-            Arc::new(clock.clone()),
-            runners,
-        );
-        let app = router(AppState::new(
-            engine.clone(),
-            leptos_options(),
-            Some(clock.clone()),
-        ));
-        Harness {
-            engine,
-            pool,
-            clock,
-            app,
-            dir,
-        }
+        Harness::open_with_runners(dir, t0(), server::config::Runners::new(config)).await
     }
 
     /// Starts a route carrying `work`; returns its id.

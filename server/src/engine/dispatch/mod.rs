@@ -150,11 +150,6 @@ impl Reporter {
         engine.submit(&self.route_id, input).await
     }
 
-    /// The engine's clock now (`None` once the engine is gone).
-    pub(crate) fn now(&self) -> Option<DateTime<Utc>> {
-        self.engine.upgrade().map(|e| e.now())
-    }
-
     /// Forwards one live update of the attempt (an ACP `session/update`, bounded) to the
     /// route's event stream.
     pub(crate) fn update(&self, update: Value) {
@@ -244,10 +239,8 @@ impl Dispatchers {
             DispatcherKind::Simulated,
             guard(Arc::new(simulated::Simulated::new(store))),
         );
-        by_kind.insert(DispatcherKind::Http, Arc::new(http::Http::new()));
-        for kind in [DispatcherKind::External] {
-            by_kind.insert(kind, awaiting.clone());
-        }
+        by_kind.insert(DispatcherKind::Http, guard(Arc::new(http::Http::new())));
+        by_kind.insert(DispatcherKind::External, awaiting);
         Dispatchers { by_kind }
     }
 
