@@ -12,10 +12,7 @@
 //! every other route is held or sees the candidate as not yet eligible. The lease goes back when
 //! the holder leaves the candidate, stops or ends; any success closes the circuit.
 
-use super::{
-    tx::{target_of, Pending},
-    EngineError,
-};
+use super::{pending::Pending, tx::target_of, EngineError};
 use crate::{
     config::RunnerConfig,
     store::{RouteRow, Tx},

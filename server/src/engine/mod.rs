@@ -33,6 +33,7 @@ pub mod dispatch;
 mod effects;
 mod error;
 mod leases;
+mod pending;
 mod reconcile;
 mod tx;
 mod writer;

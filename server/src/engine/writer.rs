@@ -21,7 +21,8 @@
 
 use super::{
     dispatch::Launched,
-    tx::{self, Chain, Pending, Started, Stepped},
+    pending::Pending,
+    tx::{self, Chain, Started, Stepped},
     Engine, EngineError, Input,
 };
 use crate::store::{DueTimer, Lease, Writer};

@@ -255,20 +255,7 @@ async fn finish_resumable(
     if *stop.borrow() {
         return;
     }
-    match r.reporter.report_resumable(envelope, session_id).await {
-        Ok(_) => {}
-        Err(EngineError::Rejected { reason, .. }) => {
-            tracing::debug!(
-                route_id = r.route_id,
-                attempt = r.attempt,
-                reason,
-                "late report rejected"
-            );
-        }
-        Err(e) => {
-            tracing::warn!(route_id = r.route_id, attempt = r.attempt, error = %e, "cannot report the attempt")
-        }
-    }
+    logged(r, r.reporter.report_resumable(envelope, session_id).await);
 }
 
 /// Reports, unless the route moved on from the attempt. A report the dispatcher makes on its
@@ -285,7 +272,13 @@ async fn finish(r: &LaunchRequest, stop: &watch::Receiver<bool>, report: Report,
     if own_initiative && !r.reporter.is_current().await {
         return;
     }
-    match r.reporter.report(report).await {
+    logged(r, r.reporter.report(report).await);
+}
+
+/// A report's outcome in the log: a late one the engine rejected is routine (the route moved
+/// on), anything else is worth a warning.
+fn logged<T>(r: &LaunchRequest, result: Result<T, EngineError>) {
+    match result {
         Ok(_) => {}
         Err(EngineError::Rejected { reason, .. }) => {
             tracing::debug!(
