@@ -9,7 +9,8 @@
 //!
 //! CASE is `corpus` (every fixture) or a benchmark input (`stderr_64k`, `http_1m`, ...);
 //! STAGE is `parse` (JSON bytes to a bounded envelope), `classify` (a parsed envelope to a
-//! verdict), `both`, or `memmem` (the yardstick). The inputs are the benchmark's own.
+//! verdict), `both`, `serde` (`serde_json` parsing the bytes into a `Value`, the
+//! pipeline's yardstick) or `memmem`. The inputs are the benchmark's own.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -21,7 +22,7 @@ use std::hint::black_box;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(case), Some(stage)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: profile CASE parse|classify|both|memmem [ITERS]");
+        eprintln!("usage: profile CASE parse|classify|both|serde|memmem [ITERS]");
         std::process::exit(2);
     };
     let iters: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(10);
@@ -72,6 +73,9 @@ fn run(stage: &str, cases: &[Case], cat: &Catalogue, finder: &memchr::memmem::Fi
                 if let Ok(e) = Envelope::parse(black_box(&c.raw)) {
                     black_box(cat.classify(&e, now));
                 }
+            }
+            "serde" => {
+                black_box(serde_json::from_slice::<serde_json::Value>(black_box(&c.raw)).ok());
             }
             "memmem" => {
                 black_box(finder.find(black_box(&c.raw)));

@@ -8,10 +8,11 @@
 //! Effects implied by ACP updates are derived here, from *all* updates, before the list is cut,
 //! so a tool call early in a long prompt still counts.
 
+use crate::json::{Doc, Json, View};
 use chrono::{DateTime, Utc};
 use policy::classification::{Effects, Phase, PromptDelivery};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Largest accepted envelope, in bytes of JSON. Larger input is an error, not a silent cut.
@@ -175,6 +176,10 @@ pub struct ProcessExitEvidence {
 
 impl Envelope {
     /// Parses one envelope from JSON bytes, applying every bound.
+    ///
+    /// The bytes are read by `serde_json` into a borrowed tree ([`crate::json`]) rather than a
+    /// `Value`, so strings are copied once, into the envelope, and only up to their bounds; the
+    /// result is the same as [`Envelope::from_value`] on the same bytes.
     pub fn parse(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
         if bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(EnvelopeError::TooLarge {
@@ -182,16 +187,23 @@ impl Envelope {
                 limit: MAX_ENVELOPE_BYTES,
             });
         }
-        let value: Value = serde_json::from_slice(bytes)?;
-        Envelope::from_value(&value)
+        let doc: Json<'_> = serde_json::from_slice(bytes)?;
+        Envelope::from_doc(&doc)
     }
 
     /// Builds an envelope from an already parsed JSON value, leniently and bounded.
     pub fn from_value(value: &Value) -> Result<Envelope, EnvelopeError> {
-        let obj = value.as_object().ok_or(EnvelopeError::NotAnObject)?;
+        Envelope::from_doc(value)
+    }
+
+    fn from_doc<D: Doc>(value: &D) -> Result<Envelope, EnvelopeError> {
+        if !value.is_object() {
+            return Err(EnvelopeError::NotAnObject);
+        }
+        let obj = value;
         let items = obj
             .get("items")
-            .and_then(Value::as_array)
+            .and_then(D::as_array)
             .ok_or(EnvelopeError::MissingItems)?;
         let mut b = Bounder::default();
         let mut env = Envelope {
@@ -200,19 +212,16 @@ impl Envelope {
             active_generation: obj.get("active_generation").and_then(as_u64),
             phase: obj
                 .get("phase")
-                .and_then(|v| serde_json::from_value(v.clone()).ok()),
+                .and_then(|v| serde_json::from_value(v.to_value()).ok()),
             occurred_at: obj
                 .get("occurred_at")
-                .and_then(Value::as_str)
+                .and_then(D::as_str)
                 .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
                 .map(|d| d.with_timezone(&Utc)),
             provider_id: b.short_str(obj.get("provider_id")),
             model_id: b.short_str(obj.get("model_id")),
             agent: b.short_str(obj.get("agent")),
-            cancel_requested: obj
-                .get("cancel_requested")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            cancel_requested: obj.get("cancel_requested").and_then(D::as_bool).unwrap_or(false),
             effects: obj.get("effects").map(parse_effects).unwrap_or_default(),
             ..Envelope::default()
         };
@@ -241,31 +250,31 @@ impl<'de> serde::Deserialize<'de> for Envelope {
     }
 }
 
-fn as_u64(v: &Value) -> Option<u64> {
-    match v {
-        Value::Number(n) => n.as_u64(),
-        Value::String(s) => s.trim().parse().ok(),
+fn as_u64<D: Doc>(v: &D) -> Option<u64> {
+    match v.view() {
+        View::Number(n) => n.as_u64(),
+        View::Str(s) => s.trim().parse().ok(),
         _ => None,
     }
 }
 
-fn as_i64(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.trim().parse().ok(),
+fn as_i64<D: Doc>(v: &D) -> Option<i64> {
+    match v.view() {
+        View::Number(n) => n.as_i64(),
+        View::Str(s) => s.trim().parse().ok(),
         _ => None,
     }
 }
 
-fn parse_effects(v: &Value) -> Effects {
-    let flag = |k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+fn parse_effects<D: Doc>(v: &D) -> Effects {
+    let flag = |k: &str| v.get(k).and_then(D::as_bool).unwrap_or(false);
     Effects {
         assistant_output: flag("assistant_output"),
         tool_activity: flag("tool_activity"),
         partial_result: flag("partial_result"),
         prompt_delivery: v
             .get("prompt_delivery")
-            .and_then(|d| serde_json::from_value(d.clone()).ok())
+            .and_then(|d| serde_json::from_value(d.to_value()).ok())
             // An unreadable delivery value is not evidence of non-delivery: fail closed.
             .unwrap_or(if v.get("prompt_delivery").is_some() {
                 PromptDelivery::Ambiguous
@@ -294,34 +303,35 @@ impl Bounder {
         s[..end].to_owned()
     }
 
-    fn short_str(&mut self, v: Option<&Value>) -> Option<String> {
-        match v? {
-            Value::String(s) => Some(self.cut(s, MAX_SHORT_BYTES)),
-            Value::Number(n) => Some(n.to_string()),
+    fn short_str<D: Doc>(&mut self, v: Option<&D>) -> Option<String> {
+        match v?.view() {
+            View::Str(s) => Some(self.cut(s, MAX_SHORT_BYTES)),
+            View::Number(n) => Some(n.to_string()),
             _ => None,
         }
     }
 
     /// Text of a value: a string as is, anything else as compact JSON; bounded.
-    fn text(&mut self, v: &Value, max: usize) -> String {
-        match v {
-            Value::String(s) => self.cut(s, max),
-            other => {
-                let s = other.to_string();
+    fn text<D: Doc>(&mut self, v: &D, max: usize) -> String {
+        match v.view() {
+            View::Str(s) => self.cut(s, max),
+            _ => {
+                let s = v.to_value().to_string();
                 self.cut(&s, max)
             }
         }
     }
 
     /// A JSON value kept whole if its serialization fits, else reduced to its bounded text.
-    fn json(&mut self, v: &Value) -> Value {
-        match v {
-            Value::String(s) => Value::String(self.cut(s, MAX_TEXT_BYTES)),
-            Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+    fn json<D: Doc>(&mut self, v: &D) -> Value {
+        match v.view() {
+            View::Str(s) => Value::String(self.cut(s, MAX_TEXT_BYTES)),
+            View::Null | View::Bool(_) | View::Number(_) => v.to_value(),
             _ => {
+                let v = v.to_value();
                 let s = v.to_string();
                 if s.len() <= MAX_TEXT_BYTES {
-                    v.clone()
+                    v
                 } else {
                     Value::String(self.cut(&s, MAX_TEXT_BYTES))
                 }
@@ -330,9 +340,12 @@ impl Bounder {
     }
 }
 
-fn parse_item(item: &Value, b: &mut Bounder, derived: &mut DerivedEffects) -> Option<EvidenceItem> {
-    let obj = item.as_object()?;
-    match obj.get("kind").and_then(Value::as_str)? {
+fn parse_item<D: Doc>(item: &D, b: &mut Bounder, derived: &mut DerivedEffects) -> Option<EvidenceItem> {
+    if !item.is_object() {
+        return None;
+    }
+    let obj = item;
+    match obj.get("kind").and_then(D::as_str)? {
         "http" => Some(EvidenceItem::Http(parse_http(obj, b))),
         "acp_error" => Some(EvidenceItem::AcpError(parse_acp_error(obj, b))),
         "acp_updates" => Some(EvidenceItem::AcpUpdates(parse_updates(obj, b, derived))),
@@ -349,19 +362,19 @@ fn parse_item(item: &Value, b: &mut Bounder, derived: &mut DerivedEffects) -> Op
     }
 }
 
-fn parse_http(obj: &Map<String, Value>, b: &mut Bounder) -> HttpEvidence {
+fn parse_http<D: Doc>(obj: &D, b: &mut Bounder) -> HttpEvidence {
     let mut headers = BTreeMap::new();
-    if let Some(h) = obj.get("headers").and_then(Value::as_object) {
+    if let Some(h) = obj.get("headers").and_then(D::entries) {
         if h.len() > MAX_HEADERS {
             b.truncated = true;
         }
-        for (name, value) in h.iter().take(MAX_HEADERS) {
-            let value = match value {
-                Value::String(s) => b.cut(s, MAX_SHORT_BYTES),
-                Value::Number(n) => n.to_string(),
+        for (name, value) in h.into_iter().take(MAX_HEADERS) {
+            let value = match value.view() {
+                View::Str(s) => b.cut(s, MAX_SHORT_BYTES),
+                View::Number(n) => n.to_string(),
                 // Some clients give repeated headers as a list; the first one counts.
-                Value::Array(a) => match a.first() {
-                    Some(Value::String(s)) => b.cut(s, MAX_SHORT_BYTES),
+                View::Array(a) => match a.first().and_then(D::as_str) {
+                    Some(s) => b.cut(s, MAX_SHORT_BYTES),
                     _ => continue,
                 },
                 _ => continue,
@@ -383,7 +396,7 @@ fn parse_http(obj: &Map<String, Value>, b: &mut Bounder) -> HttpEvidence {
     }
 }
 
-fn parse_acp_error(obj: &Map<String, Value>, b: &mut Bounder) -> AcpErrorEvidence {
+fn parse_acp_error<D: Doc>(obj: &D, b: &mut Bounder) -> AcpErrorEvidence {
     AcpErrorEvidence {
         code: obj.get("code").and_then(as_i64),
         message: obj
@@ -394,24 +407,16 @@ fn parse_acp_error(obj: &Map<String, Value>, b: &mut Bounder) -> AcpErrorEvidenc
     }
 }
 
-fn parse_updates(
-    obj: &Map<String, Value>,
-    b: &mut Bounder,
-    derived: &mut DerivedEffects,
-) -> AcpUpdatesEvidence {
+fn parse_updates<D: Doc>(obj: &D, b: &mut Bounder, derived: &mut DerivedEffects) -> AcpUpdatesEvidence {
     let mut out = AcpUpdatesEvidence::default();
-    let updates = obj
-        .get("updates")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
+    let updates = obj.get("updates").and_then(D::as_array).unwrap_or(&[]);
     if updates.len() > MAX_UPDATES {
         b.truncated = true;
     }
     for (i, raw) in updates.iter().enumerate() {
         // Accept both the bare update and the whole `session/update` params object.
         let u = raw.get("update").filter(|u| u.is_object()).unwrap_or(raw);
-        let Some(kind) = u.get("sessionUpdate").and_then(Value::as_str) else {
+        let Some(kind) = u.get("sessionUpdate").and_then(D::as_str) else {
             continue;
         };
         let update = match kind {
@@ -431,7 +436,7 @@ fn parse_updates(
                 AcpUpdate::ToolCall {
                     status: u
                         .get("status")
-                        .and_then(Value::as_str)
+                        .and_then(D::as_str)
                         .map(|s| b.cut(s, MAX_SHORT_BYTES)),
                 }
             }
@@ -453,25 +458,24 @@ fn parse_updates(
         out.stop_reason = r
             .get("stopReason")
             .or_else(|| r.get("stop_reason"))
-            .and_then(Value::as_str)
+            .and_then(D::as_str)
             .map(|s| b.cut(s, MAX_SHORT_BYTES));
     }
-    if let Some(e) = obj.get("prompt_error").and_then(Value::as_object) {
+    if let Some(e) = obj.get("prompt_error").filter(|e| e.is_object()) {
         out.prompt_error = Some(parse_acp_error(e, b));
     }
     out
 }
 
 /// The text of an ACP content block (or a list of them).
-fn content_text(c: Option<&Value>) -> String {
-    match c {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(o)) => o
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        Some(Value::Array(a)) => a
+fn content_text<D: Doc>(c: Option<&D>) -> String {
+    let Some(c) = c else {
+        return String::new();
+    };
+    match c.view() {
+        View::Str(s) => s.to_owned(),
+        View::Object => c.get("text").and_then(D::as_str).unwrap_or_default().to_owned(),
+        View::Array(a) => a
             .iter()
             .map(|x| content_text(Some(x)))
             .collect::<Vec<_>>()
@@ -480,14 +484,14 @@ fn content_text(c: Option<&Value>) -> String {
     }
 }
 
-fn parse_stderr(obj: &Map<String, Value>, b: &mut Bounder) -> StderrEvidence {
+fn parse_stderr<D: Doc>(obj: &D, b: &mut Bounder) -> StderrEvidence {
     let mut lines: Vec<&str> = Vec::new();
-    match obj.get("lines") {
-        Some(Value::Array(a)) => lines.extend(a.iter().filter_map(Value::as_str)),
-        Some(Value::String(s)) => lines.extend(s.lines()),
+    match obj.get("lines").map(D::view) {
+        Some(View::Array(a)) => lines.extend(a.iter().filter_map(D::as_str)),
+        Some(View::Str(s)) => lines.extend(s.lines()),
         _ => {}
     }
-    if let Some(Value::String(s)) = obj.get("text") {
+    if let Some(View::Str(s)) = obj.get("text").map(D::view) {
         lines.extend(s.lines());
     }
     // A single "line" holding many lines is split, so each is matched on its own.
@@ -505,7 +509,7 @@ fn parse_stderr(obj: &Map<String, Value>, b: &mut Bounder) -> StderrEvidence {
     }
 }
 
-fn signal_name(v: &Value) -> Option<String> {
+fn signal_name<D: Doc>(v: &D) -> Option<String> {
     const NAMES: [(i64, &str); 15] = [
         (1, "SIGHUP"),
         (2, "SIGINT"),
@@ -523,8 +527,8 @@ fn signal_name(v: &Value) -> Option<String> {
         (12, "SIGUSR2"),
         (24, "SIGXCPU"),
     ];
-    match v {
-        Value::Number(n) => {
+    match v.view() {
+        View::Number(n) => {
             let n = n.as_i64()?;
             Some(
                 NAMES
@@ -533,7 +537,7 @@ fn signal_name(v: &Value) -> Option<String> {
                     .map_or_else(|| format!("SIG{n}"), |(_, s)| (*s).to_owned()),
             )
         }
-        Value::String(s) => {
+        View::Str(s) => {
             let s = s.trim().to_ascii_uppercase();
             if s.is_empty() || s.len() > 16 {
                 return None;

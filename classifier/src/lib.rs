@@ -37,6 +37,7 @@ mod embedded;
 mod engine;
 pub mod envelope;
 mod gate;
+mod json;
 pub mod redact;
 mod scan;
 mod stderr;

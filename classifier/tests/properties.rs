@@ -119,6 +119,96 @@ fn envelope() -> impl Strategy<Value = Value> {
         })
 }
 
+/// JSON text of an object with `pairs` in the order given: keys may repeat (the last counts)
+/// and come in any order, which a `Value` cannot express.
+fn object_text(pairs: &[(&str, String)]) -> String {
+    let fields: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{}:{v}", Value::from(*k)))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+/// Keys of every kind of item, each field as any of several JSON types.
+fn raw_item() -> impl Strategy<Value = String> {
+    const KEYS: &[&str] = &[
+        "kind",
+        "kind",
+        "status",
+        "headers",
+        "body",
+        "code",
+        "message",
+        "data",
+        "updates",
+        "prompt_result",
+        "prompt_error",
+        "lines",
+        "text",
+        "signal",
+    ];
+    let value = prop_oneof![
+        scalar().prop_map(|v| v.to_string()),
+        Just(r#""http""#.to_owned()),
+        Just(r#""stderr""#.to_owned()),
+        Just(r#""acp_updates""#.to_owned()),
+        Just(r#""acp_error""#.to_owned()),
+        Just(r#""process_exit""#.to_owned()),
+        Just(r#"{"Retry-After":"20","retry-after":"30","x-a":[1],"x-b":[ "v" ]}"#.to_owned()),
+        Just(r#"{"error":{"type":"overloaded_error"},"error":{"code":429}}"#.to_owned()),
+        proptest::collection::vec(update(), 0..4).prop_map(|u| Value::from(u).to_string()),
+        proptest::collection::vec(text(), 0..3).prop_map(|l| Value::from(l).to_string()),
+        Just(r#"{"stopReason":"end_turn","stop_reason":"refusal"}"#.to_owned()),
+    ];
+    proptest::collection::vec((proptest::sample::select(KEYS), value), 0..8).prop_map(|pairs| {
+        let pairs: Vec<(&str, String)> = pairs.into_iter().collect();
+        object_text(&pairs)
+    })
+}
+
+fn raw_envelope() -> impl Strategy<Value = String> {
+    const KEYS: &[&str] = &[
+        "generation",
+        "active_generation",
+        "phase",
+        "occurred_at",
+        "provider_id",
+        "model_id",
+        "agent",
+        "cancel_requested",
+        "effects",
+        "invocation_id",
+    ];
+    (
+        proptest::collection::vec(raw_item(), 0..4),
+        proptest::collection::vec((proptest::sample::select(KEYS), scalar()), 0..6),
+        any::<bool>(),
+    )
+        .prop_map(|(items, fields, twice)| {
+            let mut pairs: Vec<(&str, String)> =
+                fields.into_iter().map(|(k, v)| (k, v.to_string())).collect();
+            pairs.push(("items", format!("[{}]", items.join(","))));
+            if twice {
+                pairs.insert(0, ("items", "[]".to_owned()));
+            }
+            object_text(&pairs)
+        })
+}
+
+/// `Envelope::parse` reads bytes without building a `Value`; it must give what
+/// `Envelope::from_value` gives for the `Value` `serde_json` reads from the same bytes.
+fn assert_parse_is_from_value(bytes: &[u8]) {
+    let fast = Envelope::parse(bytes);
+    let slow = serde_json::from_slice::<Value>(bytes)
+        .map_err(classifier::EnvelopeError::from)
+        .and_then(|v| Envelope::from_value(&v));
+    match (fast, slow) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b),
+        (Err(a), Err(b)) => assert_eq!((a.kind(), a.to_string()), (b.kind(), b.to_string())),
+        (a, b) => panic!("parse gave {a:?}, from_value gave {b:?}"),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -132,6 +222,14 @@ proptest! {
         for line in String::from_utf8(out).expect("output is UTF-8").lines() {
             serde_json::from_str::<Value>(line).expect("every output line is JSON");
         }
+    }
+
+    #[test]
+    fn parsing_bytes_gives_the_envelope_of_their_json_value(text in raw_envelope(), cut in any::<u16>()) {
+        assert_parse_is_from_value(text.as_bytes());
+        // And cut anywhere: malformed input fails the same way.
+        let end = usize::from(cut) % (text.len() + 1);
+        assert_parse_is_from_value(&text.as_bytes()[..end]);
     }
 
     #[test]

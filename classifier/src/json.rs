@@ -1,0 +1,335 @@
+//! A borrowed JSON tree, and the one view the envelope reader takes of any JSON document.
+//!
+//! `serde_json::Value` owns every string and keeps objects in a `BTreeMap`, so reading an
+//! envelope through it allocates for every key, string and object and frees it all again:
+//! for the small envelopes agents send, that costs more than the parse. [`Json`] is the same
+//! document read by the same parser (`serde_json`'s, so what is valid JSON, the nesting
+//! limit, numbers and error messages do not change), but strings without escapes borrow the
+//! input and an object is one vector of its entries in document order.
+//!
+//! [`Doc`] is what the envelope reader needs of a document, implemented by both trees, so
+//! [`crate::envelope::Envelope::parse`] (bytes, through [`Json`]) and
+//! [`crate::envelope::Envelope::from_value`] (an already parsed `Value`) run the same code and
+//! give the same envelope. Where a `Value` would differ from document order, [`Json`] reads
+//! as a `Value` does: a repeated key's last value counts, and object entries are visited in
+//! key order ([`Doc::entries`]).
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Number, Value};
+use std::{borrow::Cow, fmt};
+
+/// A JSON document whose strings borrow the input where they can (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Json<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    /// Entries in document order, repeated keys included (the last one counts).
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
+}
+
+/// One node of a document, seen without its tree's type.
+pub(crate) enum View<'d, D> {
+    Null,
+    Bool(bool),
+    Number(&'d Number),
+    Str(&'d str),
+    Array(&'d [D]),
+    Object,
+}
+
+/// What reading an envelope needs of a JSON document (see the module documentation).
+pub(crate) trait Doc: Sized {
+    fn view(&self) -> View<'_, Self>;
+    /// The value of `key` in an object (the last one, if repeated); `None` for non-objects.
+    fn get(&self, key: &str) -> Option<&Self>;
+    /// An object's entries in key order, one per key (the last value of a repeated key);
+    /// `None` for non-objects.
+    fn entries(&self) -> Option<Vec<(&str, &Self)>>;
+    /// The node as a `serde_json::Value` (for values kept or serialized whole).
+    fn to_value(&self) -> Value;
+
+    fn as_str(&self) -> Option<&str> {
+        match self.view() {
+            View::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn as_array(&self) -> Option<&[Self]> {
+        match self.view() {
+            View::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn as_bool(&self) -> Option<bool> {
+        match self.view() {
+            View::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        matches!(self.view(), View::Null)
+    }
+
+    fn is_object(&self) -> bool {
+        matches!(self.view(), View::Object)
+    }
+}
+
+impl Doc for Value {
+    fn view(&self) -> View<'_, Self> {
+        match self {
+            Value::Null => View::Null,
+            Value::Bool(b) => View::Bool(*b),
+            Value::Number(n) => View::Number(n),
+            Value::String(s) => View::Str(s),
+            Value::Array(a) => View::Array(a),
+            Value::Object(_) => View::Object,
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Self> {
+        self.as_object()?.get(key)
+    }
+
+    fn entries(&self) -> Option<Vec<(&str, &Self)>> {
+        Some(self.as_object()?.iter().map(|(k, v)| (k.as_str(), v)).collect())
+    }
+
+    fn to_value(&self) -> Value {
+        self.clone()
+    }
+}
+
+impl<'a> Doc for Json<'a> {
+    fn view(&self) -> View<'_, Self> {
+        match self {
+            Json::Null => View::Null,
+            Json::Bool(b) => View::Bool(*b),
+            Json::Number(n) => View::Number(n),
+            Json::String(s) => View::Str(s),
+            Json::Array(a) => View::Array(a),
+            Json::Object(_) => View::Object,
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&Self> {
+        match self {
+            Json::Object(o) => o.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn entries(&self) -> Option<Vec<(&str, &Self)>> {
+        let Json::Object(o) = self else {
+            return None;
+        };
+        let mut e: Vec<(&str, &Self)> = o.iter().map(|(k, v)| (k.as_ref(), v)).collect();
+        // Stable: among equal keys document order stays, and the last one is kept.
+        e.sort_by(|a, b| a.0.cmp(b.0));
+        let mut out: Vec<(&str, &Self)> = Vec::with_capacity(e.len());
+        for (k, v) in e {
+            match out.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => out.push((k, v)),
+            }
+        }
+        Some(out)
+    }
+
+    fn to_value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => Value::Number(n.clone()),
+            Json::String(s) => Value::String(s.as_ref().to_owned()),
+            Json::Array(a) => Value::Array(a.iter().map(Doc::to_value).collect()),
+            // Inserted in document order: a repeated key's last value counts, as in parsing.
+            Json::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| (k.as_ref().to_owned(), v.to_value()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Json<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+/// Builds [`Json`] nodes exactly as `serde_json::Value`'s visitor builds its nodes.
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Json<'de>, E> {
+        Ok(Json::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Json<'de>, E> {
+        Ok(Number::from_f64(v).map_or(Json::Null, Json::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(v.to_owned())))
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Borrowed(v)))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(v)))
+    }
+
+    fn visit_none<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
+        Deserialize::deserialize(d)
+    }
+
+    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
+        let mut v = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(x) = seq.next_element()? {
+            v.push(x);
+        }
+        Ok(Json::Array(v))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+        let mut v = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+        while let Some(Key(k)) = map.next_key()? {
+            v.push((k, map.next_value()?));
+        }
+        Ok(Json::Object(v))
+    }
+}
+
+/// An object key, borrowed when it has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(text: &str) -> (Value, Json<'_>) {
+        (
+            serde_json::from_str(text).expect("value"),
+            serde_json::from_str(text).expect("json"),
+        )
+    }
+
+    #[test]
+    fn a_document_converts_to_the_value_serde_json_reads() {
+        for text in [
+            r#"{"b":1,"a":[true,null,-2,1.5,1e3,18446744073709551615],"s":"x\"y\u00e9","b":{"z":{}}}"#,
+            r#"[{"k":"v"},"é",{}]"#,
+            "\"plain\"",
+            "-0",
+        ] {
+            let (v, j) = both(text);
+            assert_eq!(j.to_value(), v, "{text}");
+        }
+    }
+
+    #[test]
+    fn strings_without_escapes_borrow_the_input() {
+        let (_, j) = both(r#"{"key":"plain","esc":"a\nb"}"#);
+        let Json::Object(o) = &j else { panic!("object") };
+        assert!(matches!(o[0].0, Cow::Borrowed(_)));
+        assert!(matches!(o[0].1, Json::String(Cow::Borrowed("plain"))));
+        assert!(matches!(o[1].1, Json::String(Cow::Owned(_))));
+    }
+
+    #[test]
+    fn repeated_keys_read_as_a_value_reads_them() {
+        let (v, j) = both(r#"{"b":1,"a":2,"b":3,"A":4}"#);
+        assert_eq!(j.get("b").map(Doc::to_value), v.get("b").cloned());
+        let keys: Vec<&str> = j.entries().expect("object").iter().map(|e| e.0).collect();
+        let value_keys: Vec<&str> = v.entries().expect("object").iter().map(|e| e.0).collect();
+        assert_eq!(keys, value_keys);
+        assert_eq!(keys, ["A", "a", "b"]);
+        let last: Vec<Value> = j
+            .entries()
+            .expect("object")
+            .iter()
+            .map(|e| e.1.to_value())
+            .collect();
+        assert_eq!(last, [Value::from(4), Value::from(2), Value::from(3)]);
+    }
+
+    #[test]
+    fn invalid_json_fails_with_serde_jsons_own_error() {
+        for text in [
+            "{\"a\":}",
+            "[1,]",
+            "{\"a\":1} x",
+            "\"\\ud800\"",
+            "01",
+            "1e999",
+            "\"\u{1}\"",
+        ] {
+            let v = serde_json::from_str::<Value>(text).expect_err("value rejects");
+            let j = serde_json::from_str::<Json<'_>>(text).expect_err("json rejects");
+            assert_eq!(j.to_string(), v.to_string(), "{text}");
+        }
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(
+            serde_json::from_str::<Json<'_>>(&deep).is_err(),
+            "nesting is limited"
+        );
+    }
+}
