@@ -38,34 +38,29 @@ const SCHEMES: &[&str] = &[
     "aws4-hmac-sha256",
 ];
 
-/// Appends the byte ranges of credential values in `t` to `spans`.
-pub(super) fn spans(t: &str, spans: &mut Vec<(usize, usize)>) {
-    let b = t.as_bytes();
-    let mut from = 0;
-    while let Some(off) = memchr::memchr2(b':', b'=', &b[from..]) {
-        let p = from + off;
-        from = p + 1;
-        // `://` is a URL, `::` a path, `==` a comparison or base64 padding.
-        if b.get(p + 1)
-            .is_some_and(|&c| c == b'/' || c == b':' || (b[p] == b'=' && c == b'='))
-            || (b[p] == b':' && p > 0 && b[p - 1] == b':')
-        {
-            continue;
-        }
-        let Some(kind) = name_before(b, p) else {
-            continue;
-        };
-        let mut v = p + 1;
-        if b[p] == b'=' && b.get(v) == Some(&b'>') {
-            v += 1;
-        }
-        // The scan goes on inside the value: `credentials: password="a b"` holds a second
-        // context whose quoted value reaches further than the first one's word.
-        if let Some(span) = value_after(b, v, kind) {
-            spans.push(span);
-        }
+/// The credential value named before the `:` or `=` at `p`, if any (`spans` gets its range).
+/// Called for every `:` and `=` in the text, in any order.
+pub(super) fn at_separator(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
+    // `://` is a URL, `::` a path, `==` a comparison or base64 padding.
+    if b.get(p + 1)
+        .is_some_and(|&c| c == b'/' || c == b':' || (b[p] == b'=' && c == b'='))
+        || (b[p] == b':' && p > 0 && b[p - 1] == b':')
+    {
+        return;
     }
-    bare_schemes(t, spans);
+    let Some(kind) = name_before(b, p) else {
+        return;
+    };
+    let mut v = p + 1;
+    if b[p] == b'=' && b.get(v) == Some(&b'>') {
+        v += 1;
+    }
+    // The value is scanned for contexts too (every separator is visited): `credentials:
+    // password="a b"` holds a second context whose quoted value reaches further than the
+    // first one's word.
+    if let Some(span) = value_after(b, v, kind) {
+        spans.push(span);
+    }
 }
 
 /// What a name before a separator asks for.
@@ -93,7 +88,7 @@ fn name_before(b: &[u8], p: usize) -> Option<Kind> {
         }
     }
     let mut name = name_ending_at(b, end)?;
-    if name.1.len() <= 8 && FILLERS.iter().any(|f| name.1.eq_ignore_ascii_case(f.as_bytes())) {
+    if is_filler(name.1) {
         // `API key provided:`: the name is the word before the filler.
         let mut e = name.0;
         while e > 0 && matches!(b[e - 1], b' ' | b'\t') {
@@ -102,6 +97,17 @@ fn name_before(b: &[u8], p: usize) -> Option<Kind> {
         name = name_ending_at(b, e)?;
     }
     judge(name.1)
+}
+
+/// Whether a name is one of [`FILLERS`] (any case).
+fn is_filler(name: &[u8]) -> bool {
+    let mut buf = [0u8; 8];
+    let Some(lower) = buf.get_mut(..name.len()) else {
+        return false;
+    };
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    FILLERS.iter().any(|f| *lower == *f.as_bytes())
 }
 
 /// The name characters ending at `end`: (start, name).
@@ -114,28 +120,33 @@ fn name_ending_at(b: &[u8], end: usize) -> Option<(usize, &[u8])> {
 }
 
 fn judge(name: &[u8]) -> Option<Kind> {
-    if matches!(name.len(), 6 | 10 | 13 | 19)
-        && LINE_VALUE_NAMES
-            .iter()
-            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
-    {
+    // Lower-cased once; components are compared as slices of this copy. Names are at most
+    // 96 bytes (see `name_ending_at`); a longer one (never passed) is copied to the heap.
+    let mut buf = [0u8; 96];
+    let mut heap = Vec::new();
+    let lower: &mut [u8] = match buf.get_mut(..name.len()) {
+        Some(l) => l,
+        None => {
+            heap.resize(name.len(), 0);
+            &mut heap
+        }
+    };
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    if matches!(name.len(), 6 | 10 | 13 | 19) && LINE_VALUE_NAMES.iter().any(|n| *lower == *n.as_bytes()) {
         return Some(Kind::Line);
     }
     let mut has_id_word = false;
     let mut has_id_suffix = false;
     let mut n = 0;
     let mut secret = false;
-    components(name, |c| {
+    component_bounds(name, |s, e| {
         n += 1;
-        // Compared lower-cased in a small buffer: no word is longer than 16 bytes.
-        if c.len() > 16 {
+        // No word is longer than 16 bytes.
+        if e - s > 16 {
             return;
         }
-        let mut buf = [0u8; 16];
-        let lower = &mut buf[..c.len()];
-        lower.copy_from_slice(c);
-        lower.make_ascii_lowercase();
-        match word_kind(lower) {
+        match word_kind(&lower[s..e]) {
             WordKind::Credential => secret = true,
             WordKind::Id => has_id_word = true,
             WordKind::IdSuffix => has_id_suffix = true,
@@ -178,32 +189,42 @@ fn word_kind(w: &[u8]) -> WordKind {
 /// Calls `f` with each component of a name: split at non-alphanumerics, at a lower-case or
 /// digit followed by an upper-case letter (`secretAccess`), and before the last upper-case
 /// letter of an upper-case run followed by a lower-case one (`APIKey` -> `API`, `Key`).
+#[cfg(test)]
 pub(super) fn components(name: &[u8], mut f: impl FnMut(&[u8])) {
+    component_bounds(name, |s, e| f(&name[s..e]));
+}
+
+/// [`components`] as byte ranges `(start, end)` of `name`.
+fn component_bounds(name: &[u8], mut f: impl FnMut(usize, usize)) {
+    const UPPER: u8 = 1;
+    const LOWER: u8 = 2;
+    const DIGIT: u8 = 4;
+    let kind = |c: u8| match c {
+        b'A'..=b'Z' => UPPER,
+        b'a'..=b'z' => LOWER,
+        b'0'..=b'9' => DIGIT,
+        _ => 0,
+    };
     let mut start = None::<usize>;
-    for i in 0..=name.len() {
-        let c = name.get(i).copied();
-        let boundary = match c {
-            None => true,
-            Some(c) if !c.is_ascii_alphanumeric() => true,
-            Some(c) => {
-                let prev = i.checked_sub(1).and_then(|j| name.get(j)).copied();
-                let next = name.get(i + 1).copied();
-                c.is_ascii_uppercase()
-                    && prev.is_some_and(|p| {
-                        p.is_ascii_lowercase()
-                            || p.is_ascii_digit()
-                            || (p.is_ascii_uppercase() && next.is_some_and(|n| n.is_ascii_lowercase()))
-                    })
-            }
-        };
+    let mut prev = 0u8;
+    let mut cur = name.first().map_or(0, |&c| kind(c));
+    for i in 0..name.len() {
+        let next = name.get(i + 1).map_or(0, |&c| kind(c));
+        let boundary =
+            cur == 0 || (cur == UPPER && (prev & (LOWER | DIGIT) != 0 || (prev == UPPER && next == LOWER)));
         if boundary {
             if let Some(s) = start.take() {
-                f(&name[s..i]);
+                f(s, i);
             }
         }
-        if c.is_some_and(|c| c.is_ascii_alphanumeric()) && start.is_none() {
+        if cur != 0 && start.is_none() {
             start = Some(i);
         }
+        prev = cur;
+        cur = next;
+    }
+    if let Some(s) = start {
+        f(s, name.len());
     }
 }
 
@@ -304,54 +325,57 @@ fn closing_quote(b: &[u8], from: usize, q: u8, slashes: usize) -> Option<usize> 
     None
 }
 
-/// `Bearer <v>`, `Basic <v>`, `Digest <v>` and `token <v>` anywhere: the value goes. A
-/// scheme word is followed by a blank, so the scan visits blanks, not every byte.
-fn bare_schemes(t: &str, spans: &mut Vec<(usize, usize)>) {
-    let b = t.as_bytes();
-    for p in memchr::memchr2_iter(b' ', b'\t', b) {
-        // The word before the blank: 5 or 6 letters, not the end of a longer word.
-        let w_start = p - b[..p]
-            .iter()
-            .rev()
-            .take(7)
-            .take_while(|c| c.is_ascii_alphabetic())
-            .count();
-        let word = &b[w_start..p];
-        if !(5..=6).contains(&word.len()) || (w_start > 0 && b[w_start - 1].is_ascii_alphanumeric()) {
-            continue;
-        }
-        let min = if word.eq_ignore_ascii_case(b"token") {
-            12
-        } else if [b"bearer".as_slice(), b"basic", b"digest"]
-            .iter()
-            .any(|w| word.eq_ignore_ascii_case(w))
-        {
-            6
-        } else {
-            continue;
-        };
-        let mut v = p;
-        while v < b.len() && matches!(b[v], b' ' | b'\t') {
-            v += 1;
-        }
-        // A run of blanks is visited once, from its first blank.
-        if b[p - 1] == b' ' || b[p - 1] == b'\t' {
-            continue;
-        }
-        let mut e = v + b[v..].iter().take_while(|c| !c.is_ascii_whitespace()).count();
-        while e > v && matches!(b[e - 1], b',' | b';' | b'.' | b')' | b']' | b'}' | b'"' | b'\'') {
-            e -= 1;
-        }
-        let value = &b[v..e];
-        // A credential has a digit, a capital or a symbol; plain words ("Bearer token") stay.
-        let credential_like = value.iter().any(|c| {
-            c.is_ascii_digit()
-                || c.is_ascii_uppercase()
-                || matches!(c, b'_' | b'-' | b'.' | b'+' | b'/' | b'=')
-        });
-        if value.len() >= min && credential_like {
-            spans.push((v, e));
-        }
+/// `Bearer <v>`, `Basic <v>`, `Digest <v>` and `token <v>` anywhere: the value after the
+/// blank at `p` goes when the word before it is such a scheme. Only a blank right after a
+/// letter can follow a scheme word, so callers need call it only there (at the end of a
+/// unit, see [`super::secret_spans`]).
+pub(super) fn scheme_before(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
+    // Most words are not schemes: `token` and `basic` start 5 bytes back with `t` or `b`,
+    // `bearer` and `digest` 6 bytes back with `b` or `d` (any case).
+    let starts = |back: usize, set: [u8; 2]| p >= back && set.contains(&(b[p - back] | 0x20));
+    if !starts(5, [b't', b'b']) && !starts(6, [b'b', b'd']) {
+        return;
+    }
+    // The word before the blank: 5 or 6 letters, not the end of a longer word.
+    let w_start = p - b[..p]
+        .iter()
+        .rev()
+        .take(7)
+        .take_while(|c| c.is_ascii_alphabetic())
+        .count();
+    let word = &b[w_start..p];
+    if !(5..=6).contains(&word.len()) || (w_start > 0 && b[w_start - 1].is_ascii_alphanumeric()) {
+        return;
+    }
+    let min = if word.eq_ignore_ascii_case(b"token") {
+        12
+    } else if [b"bearer".as_slice(), b"basic", b"digest"]
+        .iter()
+        .any(|w| word.eq_ignore_ascii_case(w))
+    {
+        6
+    } else {
+        return;
+    };
+    let mut v = p;
+    while v < b.len() && matches!(b[v], b' ' | b'\t') {
+        v += 1;
+    }
+    // A run of blanks is visited once, from its first blank.
+    if b[p - 1] == b' ' || b[p - 1] == b'\t' {
+        return;
+    }
+    let mut e = v + b[v..].iter().take_while(|c| !c.is_ascii_whitespace()).count();
+    while e > v && matches!(b[e - 1], b',' | b';' | b'.' | b')' | b']' | b'}' | b'"' | b'\'') {
+        e -= 1;
+    }
+    let value = &b[v..e];
+    // A credential has a digit, a capital or a symbol; plain words ("Bearer token") stay.
+    let credential_like = value.iter().any(|c| {
+        c.is_ascii_digit() || c.is_ascii_uppercase() || matches!(c, b'_' | b'-' | b'.' | b'+' | b'/' | b'=')
+    });
+    if value.len() >= min && credential_like {
+        spans.push((v, e));
     }
 }
 

@@ -19,11 +19,14 @@
 //! detectors see every character the excerpt shows, and nothing it does not show. A text
 //! redaction made longer is cut again (cutting redacted text cannot reveal anything).
 //!
-//! Work is linear in the (bounded) text: each detector is a few passes of byte scans.
+//! Work is linear in the (bounded) text: one pass over its bytes visits the places each
+//! detector looks at (see `secret_spans`), plus two substring searches.
 
 mod context;
 mod shapes;
 mod tokens;
+
+use std::sync::OnceLock;
 
 /// The longest excerpt, in characters.
 pub const MAX_EXCERPT_CHARS: usize = 240;
@@ -50,11 +53,83 @@ pub fn redact(text: &str) -> String {
 }
 
 /// The merged, sorted byte ranges of every secret in `text`.
+///
+/// One pass over the bytes finds every place a detector looks at: each unit (a run of
+/// letters, digits and `_ - + / =`) for `tokens`, with the blank after it for a scheme word
+/// (`context`); each `:` and `=` for a credential name (`context`) and `://` (`shapes`);
+/// `?` and `#` for a query; `@`, `%40` and `\\u0040` for an e-mail address; `/` and
+/// backslashes for home directories and account paths. Webhook markers and armor are
+/// searched for as substrings. Each detector judges its places independently, and the ranges
+/// are sorted and merged, so the order of the visits does not matter.
 fn secret_spans(text: &str) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
     let mut spans = Vec::new();
-    context::spans(text, &mut spans);
-    tokens::spans(text, &mut spans);
-    shapes::spans(text, &mut spans);
+    let n = b.len();
+    // Bit `k` of word `w`: whether byte `64 w + k` is a unit byte, and whether a detector
+    // looks at it. Built without branches; the visits below then skip from set bit to set
+    // bit instead of testing every byte.
+    let words = n.div_ceil(64);
+    let mut stack = [(0u64, 0u64); 24];
+    let mut heap = Vec::new();
+    let masks: &mut [(u64, u64)] = if words <= stack.len() {
+        &mut stack[..words]
+    } else {
+        heap.resize(words, (0, 0));
+        &mut heap
+    };
+    for (m, chunk) in masks.iter_mut().zip(b.chunks(64)) {
+        let (mut unit, mut marked) = (0u64, 0u64);
+        for (k, &c) in chunk.iter().enumerate() {
+            let f = BYTE_FLAGS[usize::from(c)];
+            unit |= u64::from(f & UNIT) << k;
+            marked |= u64::from(f >> 1) << k;
+        }
+        *m = (unit, marked);
+    }
+    // The places detectors look at, in any order (see above).
+    for (w, &(_, marked)) in masks.iter().enumerate() {
+        let mut bits = marked;
+        while bits != 0 {
+            let i = 64 * w + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            match b[i] {
+                b':' => {
+                    context::at_separator(b, i, &mut spans);
+                    shapes::userinfo_at(b, i, &mut spans);
+                }
+                b'=' => context::at_separator(b, i, &mut spans),
+                b'?' | b'#' => shapes::query_at(b, i, &mut spans),
+                b'@' => tokens::email_at(b, i, 1, &mut spans),
+                b'%' if b[i + 1..].starts_with(b"40") => tokens::email_at(b, i, 3, &mut spans),
+                b'\\' => {
+                    if b[i + 1..].starts_with(b"u0040") {
+                        tokens::email_at(b, i, 6, &mut spans);
+                    }
+                    if i == 0 || b[i - 1] != b'\\' {
+                        shapes::home_at(b, i, &mut spans);
+                    }
+                }
+                b'/' => {
+                    shapes::home_at(b, i, &mut spans);
+                    if i > 0 && matches!(b[i - 1], b's' | b'S') {
+                        shapes::collection_at(b, i, &mut spans);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    // Every unit, and the blank after it.
+    let mut at = 0;
+    while let Some(start) = next_bit(masks, at, true) {
+        let end = next_bit(masks, start, false).map_or(n, |e| e.min(n));
+        tokens::unit(b, start, end, &mut spans);
+        if end < n && matches!(b[end], b' ' | b'\t') {
+            context::scheme_before(b, end, &mut spans);
+        }
+        at = end;
+    }
+    shapes::whole(b, &mut spans);
     if spans.is_empty() {
         return spans;
     }
@@ -70,6 +145,41 @@ fn secret_spans(text: &str) -> Vec<(usize, usize)> {
         }
     }
     merged
+}
+
+const UNIT: u8 = 1;
+const MARKED: u8 = 2;
+/// Per byte: [`UNIT`] for unit bytes (letters, digits, `_ - + / =`), [`MARKED`] for the bytes
+/// detectors look at (`: = ? # @ % \\ /`).
+static BYTE_FLAGS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        if tokens::is_unit_byte(b) {
+            t[c] |= UNIT;
+        }
+        if matches!(b, b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/') {
+            t[c] |= MARKED;
+        }
+        c += 1;
+    }
+    t
+};
+
+/// The first position at or after `from` whose unit bit is `set` (a clear bit past the text's
+/// end is found in its last word; callers clamp).
+fn next_bit(masks: &[(u64, u64)], from: usize, set: bool) -> Option<usize> {
+    let mut w = from / 64;
+    let word = |w: usize| masks.get(w).map(|m| if set { m.0 } else { !m.0 });
+    let mut bits = word(w)? & (!0u64 << (from % 64));
+    loop {
+        if bits != 0 {
+            return Some(64 * w + bits.trailing_zeros() as usize);
+        }
+        w += 1;
+        bits = word(w)?;
+    }
 }
 
 fn floor_boundary(t: &str, mut i: usize) -> usize {
@@ -127,11 +237,15 @@ pub fn safe_excerpt(text: &str) -> String {
 /// Whether text is its own collapse: words separated by single spaces, no other whitespace
 /// and none at either end. (Vectorized searches; non-ASCII whitespace sends it the slow way.)
 fn is_collapsed(b: &[u8]) -> bool {
+    static DOUBLE_SPACE: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
     b.first() != Some(&b' ')
         && b.last() != Some(&b' ')
         && memchr::memchr3(b'\n', b'\r', b'\t', b).is_none()
         && memchr::memchr2(0x0b, 0x0c, b).is_none()
-        && memchr::memmem::find(b, b"  ").is_none()
+        && DOUBLE_SPACE
+            .get_or_init(|| memchr::memmem::Finder::new(b"  "))
+            .find(b)
+            .is_none()
         && (b.is_ascii()
             || !std::str::from_utf8(b).is_ok_and(|t| t.chars().any(|c| !c.is_ascii() && c.is_whitespace())))
 }
@@ -230,24 +344,48 @@ fn cut(text: &str, max: usize) -> (&str, bool, usize) {
         let head = head.trim_end();
         return (head, true, head.len());
     }
-    let (head, fits, chars) = cut_words(window, max);
-    if fits && window_end == text.len() {
-        return (head, false, chars);
+    // One scan says where the collapsed text passes `max` and `max - 1` characters.
+    let o = overflow(window, max);
+    if o.past_max.is_none() && window_end == text.len() {
+        return (window, false, o.chars);
     }
-    let (head, fits, chars) = cut_words(window, max - 1);
-    if fits {
+    // Room for the ellipsis: the head holds at most `max - 1` characters.
+    let head = match o.past_max_minus_1 {
+        Some(i) => safe_cut_before(window, i),
         // The window's end falls inside the text, maybe inside a run: drop that run.
-        let head = safe_cut_before(window, window.len());
-        return (head, true, collapsed_len(head));
-    }
-    (head, true, chars)
+        None => safe_cut_before(window, window.len()),
+    };
+    (head, true, collapsed_len(head))
 }
 
 /// The longest head of `t` whose collapsed form has at most `max` characters, cut safely;
 /// whether all of `t` fits; and the head's collapsed length in characters.
 fn cut_words(t: &str, max: usize) -> (&str, bool, usize) {
+    let o = overflow(t, max);
+    match o.past_max {
+        Some(i) => {
+            let head = safe_cut_before(t, i);
+            (head, false, collapsed_len(head))
+        }
+        None => (t, true, o.chars),
+    }
+}
+
+/// Where the collapsed form of a text first passes `max` and `max - 1` characters.
+struct Overflow {
+    /// The byte offset of the first character that does not fit `max` characters.
+    past_max: Option<usize>,
+    /// The same for `max - 1` characters (at or before `past_max`).
+    past_max_minus_1: Option<usize>,
+    /// Collapsed characters up to `past_max` (all of them when it is `None`).
+    chars: usize,
+}
+
+/// One scan of `t` for [`Overflow`].
+fn overflow(t: &str, max: usize) -> Overflow {
     let mut chars = 0usize;
     let mut pending_space = false;
+    let mut past_max_minus_1 = None;
     let b = t.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -263,22 +401,40 @@ fn cut_words(t: &str, max: usize) -> (&str, bool, usize) {
             pending_space = chars > 0;
         } else {
             let add = 1 + usize::from(pending_space);
+            if chars + add > max - 1 && past_max_minus_1.is_none() {
+                past_max_minus_1 = Some(i);
+            }
             if chars + add > max {
-                let head = safe_cut_before(t, i);
-                return (head, false, collapsed_len(head));
+                return Overflow {
+                    past_max: Some(i),
+                    past_max_minus_1,
+                    chars,
+                };
             }
             chars += add;
             pending_space = false;
         }
         i += len;
     }
-    (t, true, chars)
+    Overflow {
+        past_max: None,
+        past_max_minus_1,
+        chars,
+    }
 }
 
 /// The collapsed length of a head that was cut back (only at a cut).
 fn collapsed_len(t: &str) -> usize {
     let mut chars = 0usize;
     let mut pending = false;
+    if t.is_ascii() {
+        for &c in t.as_bytes() {
+            let space = matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c);
+            chars += usize::from(!space) * (1 + usize::from(pending));
+            pending = space && chars > 0;
+        }
+        return chars;
+    }
     for c in t.chars() {
         if c.is_whitespace() {
             pending = chars > 0;

@@ -15,6 +15,9 @@
 //! - Resource paths naming an account (`projects/NAME`, `organizations/NAME`,
 //!   `billingAccounts/NAME`, `subscriptions/NAME`, `tenants/NAME`, `accounts/NAME`): the name.
 
+use memchr::memmem::Finder;
+use std::sync::OnceLock;
+
 /// Every start of `needle` in `hay`. Texts here are short (an excerpt), so a scan for the
 /// needle's first byte beats building a substring searcher per call.
 pub(super) fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
@@ -26,59 +29,58 @@ fn ends_url(c: u8) -> bool {
     c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'<' | b'>' | b'`')
 }
 
-/// Appends the byte ranges of shaped secrets in `t` to `spans`.
-pub(super) fn spans(t: &str, spans: &mut Vec<(usize, usize)>) {
-    let b = t.as_bytes();
-    userinfo(b, spans);
-    queries(b, spans);
+/// The URL credentials after the `:` at `i`, if it starts `://` (or `:\/\/`). Called for
+/// every `:` of the text, in any order.
+pub(super) fn userinfo_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
+    let rest = &b[i + 1..];
+    let start = if rest.starts_with(b"//") {
+        i + 3
+    } else if rest.starts_with(b"\\/\\/") {
+        i + 5
+    } else {
+        return;
+    };
+    // The authority ends at the path, the query or the end of the URL; user information
+    // ends at its last `@` (a password may hold `@`).
+    let mut end = start;
+    while end < b.len() && !ends_url(b[end]) && !matches!(b[end], b'/' | b'\\' | b'?' | b'#') {
+        end += 1;
+    }
+    if let Some(at) = memchr::memrchr(b'@', &b[start..end]) {
+        if at > 0 {
+            spans.push((start, start + at));
+        }
+    }
+}
+
+/// The query or fragment parameters after the `?` or `#` at `q`, if a `name=` follows it.
+/// Called for every `?` and `#`, in any order.
+pub(super) fn query_at(b: &[u8], q: usize, spans: &mut Vec<(usize, usize)>) {
+    let s = q + 1;
+    let name = b[s..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'[' | b']' | b'%'))
+        .count();
+    if name == 0 || b.get(s + name) != Some(&b'=') {
+        return;
+    }
+    let mut e = s;
+    while e < b.len() && !ends_url(b[e]) && !(b[e] == b'\\' && b.get(e + 1) == Some(&b'"')) {
+        e += 1;
+    }
+    spans.push((s, e));
+}
+
+/// Webhook paths and armored blocks: found by substring search over the whole text (they are
+/// rare, and a search for their markers skips the rest).
+pub(super) fn whole(b: &[u8], spans: &mut Vec<(usize, usize)>) {
     webhooks(b, spans);
     armored(b, spans);
-    homes(b, spans);
-    collections(b, spans);
 }
 
-fn userinfo(b: &[u8], spans: &mut Vec<(usize, usize)>) {
-    let starts = memchr::memchr_iter(b':', b).filter_map(|i| {
-        let rest = &b[i + 1..];
-        if rest.starts_with(b"//") {
-            Some(i + 3)
-        } else if rest.starts_with(b"\\/\\/") {
-            Some(i + 5)
-        } else {
-            None
-        }
-    });
-    for start in starts {
-        // The authority ends at the path, the query or the end of the URL; user information
-        // ends at its last `@` (a password may hold `@`).
-        let mut end = start;
-        while end < b.len() && !ends_url(b[end]) && !matches!(b[end], b'/' | b'\\' | b'?' | b'#') {
-            end += 1;
-        }
-        if let Some(at) = memchr::memrchr(b'@', &b[start..end]) {
-            if at > 0 {
-                spans.push((start, start + at));
-            }
-        }
-    }
-}
-
-fn queries(b: &[u8], spans: &mut Vec<(usize, usize)>) {
-    for q in memchr::memchr2_iter(b'?', b'#', b) {
-        let s = q + 1;
-        let name = b[s..]
-            .iter()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'[' | b']' | b'%'))
-            .count();
-        if name == 0 || b.get(s + name) != Some(&b'=') {
-            continue;
-        }
-        let mut e = s;
-        while e < b.len() && !ends_url(b[e]) && !(b[e] == b'\\' && b.get(e + 1) == Some(&b'"')) {
-            e += 1;
-        }
-        spans.push((s, e));
-    }
+/// A searcher built once: `memmem::find` would build one per call.
+fn finder(cell: &'static OnceLock<Finder<'static>>, needle: &'static [u8]) -> &'static Finder<'static> {
+    cell.get_or_init(|| Finder::new(needle))
 }
 
 fn webhooks(b: &[u8], spans: &mut Vec<(usize, usize)>) {
@@ -92,7 +94,8 @@ fn webhooks(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         b"/webhook/",
     ];
     // Every marker holds `hook`: most texts have none.
-    if find_all(b, b"hook").next().is_none() {
+    static HOOK: OnceLock<Finder<'static>> = OnceLock::new();
+    if finder(&HOOK, b"hook").find(b).is_none() {
         return;
     }
     for m in MARKERS {
@@ -110,9 +113,11 @@ fn webhooks(b: &[u8], spans: &mut Vec<(usize, usize)>) {
 }
 
 fn armored(b: &[u8], spans: &mut Vec<(usize, usize)>) {
-    for s in find_all(b, b"-----BEGIN ") {
+    static BEGIN: OnceLock<Finder<'static>> = OnceLock::new();
+    static END: OnceLock<Finder<'static>> = OnceLock::new();
+    for s in finder(&BEGIN, b"-----BEGIN ").find_iter(b) {
         let body = s + b"-----BEGIN ".len();
-        let e = memchr::memmem::find(&b[body..], b"-----END ").map_or(b.len(), |i| {
+        let e = finder(&END, b"-----END ").find(&b[body..]).map_or(b.len(), |i| {
             let end_marker = body + i + b"-----END ".len();
             // Past the label to the closing dashes.
             memchr::memmem::find(&b[end_marker..], b"-----").map_or(b.len(), |j| end_marker + j + 5)
@@ -121,39 +126,40 @@ fn armored(b: &[u8], spans: &mut Vec<(usize, usize)>) {
     }
 }
 
-fn homes(b: &[u8], spans: &mut Vec<(usize, usize)>) {
-    let mut next = memchr::memchr2(b'/', b'\\', b);
-    while let Some(i) = next {
-        let c = b[i];
-        // A separator is `/` or a run of backslashes (`\`, or `\\` once JSON-escaped, ...).
-        let sep_len = if c == b'\\' {
-            b[i..].iter().take_while(|x| **x == b'\\').count()
-        } else {
-            1
-        };
-        let word_at = i + sep_len;
-        for dir in [b"users".as_slice(), b"home"] {
-            let w_end = word_at + dir.len();
-            let same_sep = b
-                .get(w_end..w_end + sep_len)
-                .is_some_and(|s| s.iter().all(|x| *x == c))
-                && b.get(w_end + sep_len) != Some(&c);
-            if b.get(word_at..w_end).is_some_and(|w| w.eq_ignore_ascii_case(dir)) && same_sep {
-                let s = w_end + sep_len;
-                let mut e = s;
-                while e < b.len() && !ends_url(b[e]) && !matches!(b[e], b'/' | b'\\' | b':' | b',' | b')') {
-                    e += 1;
-                }
-                if e > s {
-                    spans.push((s, e));
-                }
+/// The user name after a home directory that the separator at `i` opens (`/Users/NAME`,
+/// `\home\NAME`, ...). A separator is `/` or a run of backslashes: call this for every `/`
+/// and for the first backslash of every run, in any order.
+pub(super) fn home_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
+    let c = b[i];
+    // A separator is `/` or a run of backslashes (`\`, or `\\` once JSON-escaped, ...).
+    let sep_len = if c == b'\\' {
+        b[i..].iter().take_while(|x| **x == b'\\').count()
+    } else {
+        1
+    };
+    let word_at = i + sep_len;
+    for dir in [b"users".as_slice(), b"home"] {
+        let w_end = word_at + dir.len();
+        let same_sep = b
+            .get(w_end..w_end + sep_len)
+            .is_some_and(|s| s.iter().all(|x| *x == c))
+            && b.get(w_end + sep_len) != Some(&c);
+        if b.get(word_at..w_end).is_some_and(|w| w.eq_ignore_ascii_case(dir)) && same_sep {
+            let s = w_end + sep_len;
+            let mut e = s;
+            while e < b.len() && !ends_url(b[e]) && !matches!(b[e], b'/' | b'\\' | b':' | b',' | b')') {
+                e += 1;
+            }
+            if e > s {
+                spans.push((s, e));
             }
         }
-        next = memchr::memchr2(b'/', b'\\', &b[word_at..]).map(|j| word_at + j);
     }
 }
 
-fn collections(b: &[u8], spans: &mut Vec<(usize, usize)>) {
+/// The name after an account collection (`projects/NAME`, ...) whose `s/` ends at the `/` at
+/// `i`. Called for every `/` after an `s` or `S`, in any order.
+pub(super) fn collection_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
     const NAMES: &[&[u8]] = &[
         b"projects/",
         b"organizations/",
@@ -163,23 +169,20 @@ fn collections(b: &[u8], spans: &mut Vec<(usize, usize)>) {
         b"subscriptions/",
         b"tenants/",
     ];
-    // Every name ends in `s/`.
-    for i in memchr::memchr_iter(b'/', b).filter(|&i| i > 0 && b[i - 1].eq_ignore_ascii_case(&b's')) {
-        for n in NAMES {
-            let Some(s) = (i + 1).checked_sub(n.len()) else {
-                continue;
-            };
-            if !b[s..=i].eq_ignore_ascii_case(n) || (s > 0 && b[s - 1].is_ascii_alphanumeric()) {
-                continue;
-            }
-            let v = i + 1;
-            let mut e = v;
-            while e < b.len() && !ends_url(b[e]) && !matches!(b[e], b'/' | b',' | b')' | b'\\') {
-                e += 1;
-            }
-            if e > v {
-                spans.push((v, e));
-            }
+    for n in NAMES {
+        let Some(s) = (i + 1).checked_sub(n.len()) else {
+            continue;
+        };
+        if !b[s..=i].eq_ignore_ascii_case(n) || (s > 0 && b[s - 1].is_ascii_alphanumeric()) {
+            continue;
+        }
+        let v = i + 1;
+        let mut e = v;
+        while e < b.len() && !ends_url(b[e]) && !matches!(b[e], b'/' | b',' | b')' | b'\\') {
+            e += 1;
+        }
+        if e > v {
+            spans.push((v, e));
         }
     }
 }

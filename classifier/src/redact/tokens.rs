@@ -110,28 +110,23 @@ fn is_piece_sep(c: u8) -> bool {
     class(c) & (DASH | B64) != 0
 }
 
-/// Appends the byte ranges of standalone secrets in `t` to `spans`.
-pub(super) fn spans(t: &str, spans: &mut Vec<(usize, usize)>) {
-    let b = t.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if class(b[i]) == 0 {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && class(b[i]) != 0 {
-            i += 1;
-        }
-        // Most units are words, too short to be anything.
-        if i - start >= 8 {
-            let u = &b[start..i];
-            if secret_unit_with(u, &stats(u)) {
-                spans.push((start, i));
-            }
+/// Whether `c` belongs to a unit (a letter, a digit, or one of `_ - + / =`).
+#[inline(always)]
+pub(super) const fn is_unit_byte(c: u8) -> bool {
+    CLASS[c as usize] != 0
+}
+
+/// Judges the unit `b[start..end]` (a maximal run of unit bytes) and records it if it is a
+/// secret on its own. Called for every unit of the text (see [`super::secret_spans`]).
+#[inline]
+pub(super) fn unit(b: &[u8], start: usize, end: usize, spans: &mut Vec<(usize, usize)>) {
+    // Most units are words, too short to be anything.
+    if end - start >= 8 {
+        let u = &b[start..end];
+        if secret_unit_with(u, &stats(u)) {
+            spans.push((start, end));
         }
     }
-    emails(b, spans);
 }
 
 /// What one scan of a unit found.
@@ -284,45 +279,48 @@ pub(super) fn random_piece(p: &[u8]) -> bool {
     vowels * 5 < letters || rare * 8 > letters
 }
 
-/// E-mail addresses, with `@` written plainly, percent-encoded or JSON-escaped.
-fn emails(b: &[u8], spans: &mut Vec<(usize, usize)>) {
+/// The e-mail address around the `@` written at `at` in `len` bytes (`@`, `%40` or
+/// `\\u0040`), if any. Called for every such spelling in the text, in any order.
+pub(super) fn email_at(b: &[u8], at: usize, len: usize, spans: &mut Vec<(usize, usize)>) {
     let is_local = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
     let is_domain = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-');
-    for (at, len) in ats(b) {
-        // `\\u0040` (escaped once more): the backslashes belong to the `@`.
-        let mut s = at;
-        while s > 0 && b[s - 1] == b'\\' {
-            s -= 1;
-        }
-        let d = at + len;
-        let mut e = d;
-        while e < b.len() && is_domain(b[e]) {
-            e += 1;
-        }
-        while e > d && b[e - 1] == b'.' {
-            e -= 1;
-        }
-        let domain = &b[d..e];
-        let tld_ok = domain
-            .rsplit(|c| *c == b'.')
-            .next()
-            .is_some_and(|tld| tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic));
-        let local_end = s;
-        while s > 0 && is_local(b[s - 1]) {
-            s -= 1;
-        }
-        if s < local_end && domain.contains(&b'.') && tld_ok {
-            spans.push((s, e));
-        }
+    // `\\u0040` (escaped once more): the backslashes belong to the `@`.
+    let mut s = at;
+    while s > 0 && b[s - 1] == b'\\' {
+        s -= 1;
+    }
+    let d = at + len;
+    let mut e = d;
+    while e < b.len() && is_domain(b[e]) {
+        e += 1;
+    }
+    while e > d && b[e - 1] == b'.' {
+        e -= 1;
+    }
+    let domain = &b[d..e];
+    let tld_ok = domain
+        .rsplit(|c| *c == b'.')
+        .next()
+        .is_some_and(|tld| tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic));
+    let local_end = s;
+    while s > 0 && is_local(b[s - 1]) {
+        s -= 1;
+    }
+    if s < local_end && domain.contains(&b'.') && tld_ok {
+        spans.push((s, e));
     }
 }
 
-/// Positions and lengths of `@`, `%40` and `\u0040`.
-fn ats(b: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+/// Every e-mail address in `b`, with `@` written plainly, percent-encoded or JSON-escaped
+/// (the visits [`super::secret_spans`] makes in its one pass, for tests).
+#[cfg(test)]
+fn emails(b: &[u8], spans: &mut Vec<(usize, usize)>) {
     let plain = memchr::memchr_iter(b'@', b).map(|i| (i, 1));
     let pct = super::shapes::find_all(b, b"%40").map(|i| (i, 3));
     let esc = super::shapes::find_all(b, b"\\u0040").map(|i| (i, 6));
-    plain.chain(pct).chain(esc)
+    for (at, len) in plain.chain(pct).chain(esc) {
+        email_at(b, at, len, spans);
+    }
 }
 
 #[cfg(test)]
