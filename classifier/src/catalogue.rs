@@ -284,7 +284,7 @@ pub struct Rule {
 
 impl Rule {
     /// Whether this rule matches one signal. Cheap conditions first; the regex last.
-    pub(crate) fn matches(&self, ctx: &MatchCtx<'_>) -> bool {
+    pub(crate) fn matches(&self, ctx: &MatchCtx<'_, '_>) -> bool {
         let s = ctx.signal;
         if !self.status.is_empty() && !s.status.is_some_and(|st| self.status.contains(&st)) {
             return false;
@@ -360,15 +360,16 @@ impl Rule {
             return false;
         }
         for (path, accepted) in &self.json {
-            let hit = s
-                .json_roots()
+            let hit = ctx
+                .json
+                .roots()
                 .any(|root| json_any(root, &path.segs, &mut |v| accepted.iter().any(|a| a == v)));
             if !hit {
                 return false;
             }
         }
         for (path, needles) in &self.json_contains {
-            let hit = s.json_roots().any(|root| {
+            let hit = ctx.json.roots().any(|root| {
                 json_any(root, &path.segs, &mut |v| {
                     needles.iter().any(|n| contains_ignore_ascii_case(v, n))
                 })
@@ -387,7 +388,7 @@ impl Rule {
 
     /// Where in the signal text this rule's evidence starts (for telling a failure message
     /// apart from real output written before it).
-    pub(crate) fn match_start(&self, ctx: &MatchCtx<'_>) -> Option<usize> {
+    pub(crate) fn match_start(&self, ctx: &MatchCtx<'_, '_>) -> Option<usize> {
         let lits = self
             .contains
             .iter()
@@ -402,7 +403,7 @@ impl Rule {
         // Evidence inside the JSON object found in the text starts where that object starts
         // (the agent's banner, `[API Error: [{`, is on its first line); a rule that matched on
         // JSON alone points at the object too.
-        let span = ctx.signal.embedded_span();
+        let span = ctx.json.embedded_span();
         let json_rule = !self.json.is_empty() || !self.json_contains.is_empty();
         match (start, span) {
             (Some(p), Some((s, e))) if (s..e).contains(&p) => Some(s),

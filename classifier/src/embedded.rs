@@ -19,8 +19,8 @@
 //! run per text, and nesting is followed [`MAX_NESTING`] levels deep for at most
 //! [`MAX_NESTED`] strings.
 
-use serde_json::Value;
-use std::borrow::Cow;
+use crate::json::{Doc, Json};
+use std::cell::OnceCell;
 
 /// Most start positions tried in one text.
 pub(crate) const MAX_STARTS: usize = 8;
@@ -29,13 +29,13 @@ pub(crate) const MAX_NESTING: usize = 2;
 /// Most string values examined for nested JSON per root.
 pub(crate) const MAX_NESTED: usize = 16;
 
-/// The first JSON object or array in `text` (see the module documentation).
-pub(crate) fn embedded_json(text: &str) -> Option<Value> {
-    embedded_json_at(text).map(|(_, v)| v)
-}
-
-/// [`embedded_json`] with the byte range the value spans in `text`.
-pub(crate) fn embedded_json_at(text: &str) -> Option<((usize, usize), Value)> {
+/// The first JSON object or array in `text` (see the module documentation), with the byte
+/// range it spans in `text`. Its strings borrow `text`, or `spaced`, where a copy of `text`
+/// with its control characters read as spaces is kept when there are any.
+pub(crate) fn embedded_json_at<'t>(
+    text: &'t str,
+    spaced: &'t OnceCell<String>,
+) -> Option<((usize, usize), Json<'t>)> {
     let lead = text.len() - text.trim_start().len();
     let t = text.trim();
     if t.is_empty() {
@@ -46,15 +46,18 @@ pub(crate) fn embedded_json_at(text: &str) -> Option<((usize, usize), Value)> {
     let first = memchr::memchr2(b'{', b'[', bytes)?;
     // The terminal's line breaks inside strings are spaces to the parser; the copy keeps
     // every byte offset.
-    let t: Cow<'_, str> = if bytes.iter().any(u8::is_ascii_control) {
-        // Byte for byte (a control character is one byte, so the text stays UTF-8).
-        let spaced: Vec<u8> = bytes
-            .iter()
-            .map(|&b| if b.is_ascii_control() { b' ' } else { b })
-            .collect();
-        Cow::Owned(String::from_utf8(spaced).ok()?)
+    let t: &'t str = if has_control(bytes) {
+        if spaced.get().is_none() {
+            // Byte for byte (a control character is one byte, so the text stays UTF-8).
+            let copy: Vec<u8> = bytes
+                .iter()
+                .map(|&b| if b.is_ascii_control() { b' ' } else { b })
+                .collect();
+            let _ = spaced.set(String::from_utf8(copy).ok()?);
+        }
+        spaced.get()?
     } else {
-        Cow::Borrowed(t)
+        t
     };
     let mut at = first;
     for _ in 0..MAX_STARTS {
@@ -67,56 +70,98 @@ pub(crate) fn embedded_json_at(text: &str) -> Option<((usize, usize), Value)> {
     None
 }
 
+/// Whether `b` holds an ASCII control character (tested 32 bytes at a time, without a branch
+/// per byte).
+fn has_control(b: &[u8]) -> bool {
+    b.chunks(32)
+        .any(|c| c.iter().fold(false, |any, x| any | x.is_ascii_control()))
+}
+
 /// One JSON object or array at the start of `s`, and its length; what follows is ignored.
-fn one_value(s: &str) -> Option<(usize, Value)> {
-    let mut values = serde_json::Deserializer::from_str(s).into_iter::<Value>();
+fn one_value(s: &str) -> Option<(usize, Json<'_>)> {
+    let mut values = serde_json::Deserializer::from_str(s).into_iter::<Json<'_>>();
     let v = values.next()?.ok()?;
     let len = values.byte_offset();
     match &v {
-        Value::Object(_) => Some((len, v)),
-        Value::Array(a) if a.iter().any(|x| x.is_object() || x.is_array()) => Some((len, v)),
+        Json::Object(_) => Some((len, v)),
+        Json::Array(a) if a.iter().any(|x| matches!(x, Json::Object(_) | Json::Array(_))) => Some((len, v)),
         _ => None,
     }
 }
 
 /// JSON found inside the string values of `root` (double or triple encoding), in document
-/// order, not including `root` itself.
-pub(crate) fn nested_roots(root: &Value) -> Vec<Value> {
+/// order (objects read in key order, as a `serde_json::Value` holds them), not including
+/// `root` itself. Found values own their strings: they were read from strings of `root`.
+pub(crate) fn nested_roots(root: &Json<'_>) -> Vec<Json<'static>> {
     let mut out = Vec::new();
+    // Most roots hold no string that could hold JSON: one walk in any order says so.
+    if !has_bracket_string(root, 0) {
+        return out;
+    }
     let mut budget = MAX_NESTED;
     collect_nested(root, 0, &mut budget, &mut out, 0);
     out
 }
 
-fn collect_nested(v: &Value, level: usize, budget: &mut usize, out: &mut Vec<Value>, depth: usize) {
+/// Whether some string under `v` (within the depth `collect_nested` reads) holds `{` or `[`.
+fn has_bracket_string(v: &Json<'_>, depth: usize) -> bool {
+    if depth > 16 {
+        return false;
+    }
+    match v {
+        Json::String(s) => memchr::memchr2(b'{', b'[', s.as_bytes()).is_some(),
+        Json::Array(a) => a.iter().any(|x| has_bracket_string(x, depth + 1)),
+        Json::Object(o) => o.iter().any(|(_, x)| has_bracket_string(x, depth + 1)),
+        _ => false,
+    }
+}
+
+fn collect_nested(
+    v: &Json<'_>,
+    level: usize,
+    budget: &mut usize,
+    out: &mut Vec<Json<'static>>,
+    depth: usize,
+) {
     if level >= MAX_NESTING || *budget == 0 || depth > 16 {
         return;
     }
     match v {
-        Value::String(s) => {
+        Json::String(s) => {
             // Only a string that holds an object or array can nest one.
             if memchr::memchr2(b'{', b'[', s.as_bytes()).is_none() {
                 return;
             }
             *budget -= 1;
-            if let Some(inner) = embedded_json(s) {
+            let spaced = OnceCell::new();
+            if let Some((_, inner)) = embedded_json_at(s, &spaced) {
+                let inner = inner.into_owned();
                 collect_nested(&inner, level + 1, budget, out, 0);
                 out.push(inner);
             }
         }
-        Value::Array(a) => a
+        Json::Array(a) => a
             .iter()
             .for_each(|x| collect_nested(x, level, budget, out, depth + 1)),
-        Value::Object(o) => o
-            .values()
-            .for_each(|x| collect_nested(x, level, budget, out, depth + 1)),
+        Json::Object(_) => v
+            .entries()
+            .into_iter()
+            .flatten()
+            .for_each(|(_, x)| collect_nested(x, level, budget, out, depth + 1)),
         _ => {}
     }
+}
+
+/// [`embedded_json_at`] as a `serde_json::Value` (for tests).
+#[cfg(test)]
+pub(crate) fn embedded_json(text: &str) -> Option<serde_json::Value> {
+    embedded_json_at(text, &OnceCell::new()).map(|(_, v)| v.to_value())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn error_code(v: &Value) -> Option<i64> {
         let e = match v {
@@ -148,6 +193,14 @@ mod tests {
         )
         .expect("object");
         assert_eq!(v["error"]["type"], "overloaded_error");
+    }
+
+    /// [`nested_roots`] of a `serde_json::Value`, as values.
+    fn nested_roots(root: &Value) -> Vec<Value> {
+        let text = root.to_string();
+        let spaced = OnceCell::new();
+        let (_, root) = embedded_json_at(&text, &spaced).expect("a root");
+        super::nested_roots(&root).iter().map(Doc::to_value).collect()
     }
 
     #[test]

@@ -28,7 +28,9 @@ use crate::{
     catalogue::{Catalogue, Outcome, SignalKind, Tier},
     embedded,
     envelope::{AcpErrorEvidence, AcpUpdate, Envelope, EvidenceItem},
-    gate, redact, stderr,
+    gate,
+    json::Json,
+    redact, stderr,
     timing::Hint,
 };
 use chrono::{DateTime, Utc};
@@ -68,15 +70,8 @@ pub(crate) struct Signal<'a> {
     pub(crate) stop_reason: Option<&'a str>,
     pub(crate) headers: Option<&'a BTreeMap<String, String>>,
     pub(crate) text: Cow<'a, str>,
-    /// The ACP error this signal stands for, if any: its JSON root is built on first use.
-    acp_error: Option<&'a AcpErrorEvidence>,
-    /// The structured JSON root (the ACP error object), lazily.
-    structured: OnceCell<Option<Value>>,
-    /// JSON found in the text (an HTTP body, an object inside an agent's banner) and inside
-    /// the string values of either root (double encoding), lazily; see `crate::embedded`.
-    embedded: OnceCell<Vec<Value>>,
-    /// Where the JSON found in the text stands in it (set with `embedded`).
-    embedded_span: std::cell::Cell<Option<(usize, usize)>>,
+    /// The ACP error this signal stands for, if any (its JSON root, see [`SignalJson`]).
+    pub(crate) acp_error: Option<&'a AcpErrorEvidence>,
 }
 
 impl<'a> Signal<'a> {
@@ -91,9 +86,6 @@ impl<'a> Signal<'a> {
             headers: None,
             text,
             acp_error: None,
-            structured: OnceCell::new(),
-            embedded: OnceCell::new(),
-            embedded_span: std::cell::Cell::new(None),
         }
     }
 
@@ -107,30 +99,56 @@ impl<'a> Signal<'a> {
         s.headers = headers;
         s
     }
+}
 
-    /// The JSON roots of this signal, building them on first use: the structured one (an ACP
-    /// error object) first, then JSON found in the text, then JSON nested in strings.
-    pub(crate) fn json_roots(&self) -> impl Iterator<Item = &Value> {
-        let structured = self.structured.get_or_init(|| self.acp_error.map(acp_error_root));
-        let embedded = self.embedded.get_or_init(|| {
-            let found = embedded::embedded_json_at(&self.text);
-            self.embedded_span.set(found.as_ref().map(|(span, _)| *span));
-            let mut roots: Vec<Value> = found.into_iter().map(|(_, v)| v).collect();
-            let nested: Vec<Value> = structured
-                .iter()
-                .chain(roots.iter())
-                .flat_map(embedded::nested_roots)
-                .collect();
+/// The JSON a rule may read in one signal, found on first use: the structured root (the ACP
+/// error object) first, then the JSON found in the text (an HTTP body, an object inside an
+/// agent's banner, see `crate::embedded`), then JSON nested in the string values of either
+/// (double encoding). Its strings borrow the evidence, or `spaced`, a copy of the text with
+/// its control characters read as spaces (kept by the caller, so nothing here borrows itself).
+pub(crate) struct SignalJson<'a> {
+    text: &'a str,
+    acp_error: Option<&'a AcpErrorEvidence>,
+    spaced: &'a OnceCell<String>,
+    found: OnceCell<FoundJson<'a>>,
+}
+
+struct FoundJson<'a> {
+    roots: Vec<Json<'a>>,
+    /// Where the JSON found in the text stands in it.
+    span: Option<(usize, usize)>,
+}
+
+impl<'a> SignalJson<'a> {
+    pub(crate) fn new(signal: &'a Signal<'_>, spaced: &'a OnceCell<String>) -> SignalJson<'a> {
+        SignalJson {
+            text: &signal.text,
+            acp_error: signal.acp_error,
+            spaced,
+            found: OnceCell::new(),
+        }
+    }
+
+    fn found(&self) -> &FoundJson<'a> {
+        self.found.get_or_init(|| {
+            let mut roots: Vec<Json<'a>> = self.acp_error.map(acp_error_root).into_iter().collect();
+            let found = embedded::embedded_json_at(self.text, self.spaced);
+            let span = found.as_ref().map(|(span, _)| *span);
+            roots.extend(found.map(|(_, v)| v));
+            let nested: Vec<Json<'static>> = roots.iter().flat_map(embedded::nested_roots).collect();
             roots.extend(nested);
-            roots
-        });
-        structured.iter().chain(embedded.iter())
+            FoundJson { roots, span }
+        })
+    }
+
+    /// The JSON roots of this signal (see above).
+    pub(crate) fn roots(&self) -> impl Iterator<Item = &Json<'a>> {
+        self.found().roots.iter()
     }
 
     /// The byte range of the JSON object found in the text, if any (finds it on first use).
     pub(crate) fn embedded_span(&self) -> Option<(usize, usize)> {
-        let _ = self.json_roots().next();
-        self.embedded_span.get()
+        self.found().span
     }
 }
 
@@ -148,11 +166,13 @@ fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
 }
 
 /// What a rule sees while matching one signal.
-pub(crate) struct MatchCtx<'a> {
+pub(crate) struct MatchCtx<'a, 'j> {
     pub(crate) envelope: &'a Envelope,
     pub(crate) signal: &'a Signal<'a>,
     /// The catalogue literals found in the text, with where each first occurs.
     pub(crate) found: &'a Found,
+    /// The signal's JSON, read on first use.
+    pub(crate) json: &'a SignalJson<'j>,
 }
 
 /// The literals one scan found in a signal's text: a bitset for the membership tests rules
@@ -214,26 +234,28 @@ impl Found {
 /// Visits the values at `segs` under `v` (keys apply to each element of an array); returns
 /// true as soon as `pred` accepts one. Scalars are compared as their text.
 pub(crate) fn json_any(
-    v: &Value,
+    v: &Json<'_>,
     segs: &[crate::catalogue::Seg],
     pred: &mut dyn FnMut(&str) -> bool,
 ) -> bool {
     use crate::catalogue::Seg;
     let Some((first, rest)) = segs.split_first() else {
         return match v {
-            Value::String(s) => pred(s),
-            Value::Number(n) => pred(&n.to_string()),
-            Value::Bool(b) => pred(if *b { "true" } else { "false" }),
-            Value::Array(a) => a.iter().any(|x| json_any(x, &[], pred)),
+            Json::String(s) => pred(s),
+            Json::Number(n) => pred(&n.to_string()),
+            Json::Bool(b) => pred(if *b { "true" } else { "false" }),
+            Json::Array(a) => a.iter().any(|x| json_any(x, &[], pred)),
             _ => false,
         };
     };
     match (first, v) {
-        (Seg::Key(k), Value::Object(o)) => o.get(k).is_some_and(|x| json_any(x, rest, pred)),
-        (Seg::Key(_), Value::Array(a)) => a.iter().any(|x| json_any(x, segs, pred)),
-        (Seg::Index(i), Value::Array(a)) => a.get(*i).is_some_and(|x| json_any(x, rest, pred)),
-        (Seg::Any, Value::Array(a)) => a.iter().any(|x| json_any(x, rest, pred)),
-        (Seg::Any, Value::Object(o)) => o.values().any(|x| json_any(x, rest, pred)),
+        (Seg::Key(k), Json::Object(_)) => {
+            crate::json::Doc::get(v, k).is_some_and(|x| json_any(x, rest, pred))
+        }
+        (Seg::Key(_), Json::Array(a)) => a.iter().any(|x| json_any(x, segs, pred)),
+        (Seg::Index(i), Json::Array(a)) => a.get(*i).is_some_and(|x| json_any(x, rest, pred)),
+        (Seg::Any, Json::Array(a)) => a.iter().any(|x| json_any(x, rest, pred)),
+        (Seg::Any, Json::Object(_)) => v.any_value(|x| json_any(x, rest, pred)),
         _ => false,
     }
 }
@@ -350,18 +372,18 @@ fn acp_error_signal(e: &AcpErrorEvidence) -> Signal<'_> {
 }
 
 /// The ACP error as one JSON object (`code`, `message`, `data`), for JSON conditions.
-fn acp_error_root(e: &AcpErrorEvidence) -> Value {
-    let mut obj = serde_json::Map::new();
+fn acp_error_root(e: &AcpErrorEvidence) -> Json<'_> {
+    let mut obj = Vec::with_capacity(3);
     if let Some(c) = e.code {
-        obj.insert("code".into(), c.into());
+        obj.push((Cow::Borrowed("code"), Json::Number(c.into())));
     }
     if let Some(m) = &e.message {
-        obj.insert("message".into(), Value::String(m.clone()));
+        obj.push((Cow::Borrowed("message"), Json::String(Cow::Borrowed(m))));
     }
     if let Some(d) = &e.data {
-        obj.insert("data".into(), d.clone());
+        obj.push((Cow::Borrowed("data"), Json::borrow(d)));
     }
-    Value::Object(obj)
+    Json::Object(obj)
 }
 
 impl Catalogue {
@@ -369,11 +391,19 @@ impl Catalogue {
     /// [`crate::timing`]); nothing here reads a clock.
     pub fn classify(&self, env: &Envelope, now: DateTime<Utc>) -> Verdict {
         let sigs = signals(env);
+        // Per signal, the JSON rules read (found on first use) and the copy of the text it
+        // may need; kept here so the JSON can borrow both the signal and the copy.
+        let spaced: Vec<OnceCell<String>> = sigs.iter().map(|_| OnceCell::new()).collect();
+        let json: Vec<SignalJson<'_>> = sigs
+            .iter()
+            .zip(&spaced)
+            .map(|(s, sp)| SignalJson::new(s, sp))
+            .collect();
         let mut matches = Vec::with_capacity(sigs.len());
         let mut starts = Vec::with_capacity(sigs.len());
         let mut found = Found::new(self.literals.len());
         let mut candidates: Vec<usize> = Vec::new();
-        for s in &sigs {
+        for (s, sj) in sigs.iter().zip(&json) {
             // Reset only what the previous signal set.
             found.clear();
             self.scanner.scan(s.text.as_bytes(), &mut found);
@@ -395,6 +425,7 @@ impl Catalogue {
                 envelope: env,
                 signal: s,
                 found: &found,
+                json: sj,
             };
             let m = self.match_signal(&ctx, &candidates);
             // Only a message run needs to know where its failure starts (see `combine_effects`).
@@ -466,7 +497,7 @@ impl Catalogue {
                     let hint = rule
                         .timing
                         .iter()
-                        .find_map(|x| x.extract(&sigs[si], base_time, now));
+                        .find_map(|x| x.extract_with(&sigs[si], &json[si], base_time, now));
                     let code = promote(code, hint.as_ref());
                     c.code = Some(code);
                     c.class = code.class().into();
@@ -490,7 +521,7 @@ impl Catalogue {
         }
     }
 
-    fn match_signal(&self, ctx: &MatchCtx<'_>, candidates: &[usize]) -> SignalMatch {
+    fn match_signal(&self, ctx: &MatchCtx<'_, '_>, candidates: &[usize]) -> SignalMatch {
         let mut best: Option<(usize, Tier)> = None;
         let mut conflict = false;
         for &ri in candidates {
@@ -600,9 +631,9 @@ fn fallback_excerpt_signal(sigs: &[Signal<'_>]) -> Option<usize> {
     ORDER.iter().find_map(|k| {
         let mut candidates = sigs.iter().enumerate().filter(|(_, s)| s.kind == *k);
         if *k == SignalKind::Stderr || *k == SignalKind::AcpMessage {
+            // The last non-blank one.
             candidates
-                .filter(|(_, s)| !s.text.trim().is_empty())
-                .last()
+                .rfind(|(_, s)| !s.text.trim().is_empty())
                 .map(|(i, _)| i)
         } else {
             candidates

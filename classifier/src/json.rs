@@ -30,6 +30,56 @@ pub(crate) enum Json<'a> {
     Object(Vec<(Cow<'a, str>, Json<'a>)>),
 }
 
+impl Json<'_> {
+    /// The same document owning its strings.
+    pub(crate) fn into_owned(self) -> Json<'static> {
+        match self {
+            Json::Null => Json::Null,
+            Json::Bool(b) => Json::Bool(b),
+            Json::Number(n) => Json::Number(n),
+            Json::String(s) => Json::String(Cow::Owned(s.into_owned())),
+            Json::Array(a) => Json::Array(a.into_iter().map(Json::into_owned).collect()),
+            Json::Object(o) => Json::Object(
+                o.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A `serde_json::Value` as a document borrowing its strings (objects in key order).
+    pub(crate) fn borrow(v: &Value) -> Json<'_> {
+        match v {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Number(n) => Json::Number(n.clone()),
+            Value::String(s) => Json::String(Cow::Borrowed(s)),
+            Value::Array(a) => Json::Array(a.iter().map(Json::borrow).collect()),
+            Value::Object(o) => Json::Object(
+                o.iter()
+                    .map(|(k, v)| (Cow::Borrowed(k.as_str()), Json::borrow(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Whether any value of an object (the last of a repeated key) satisfies `f`; false for
+    /// non-objects. Order does not matter to the answer, so small objects are not sorted.
+    pub(crate) fn any_value(&self, mut f: impl FnMut(&Self) -> bool) -> bool {
+        let Json::Object(o) = self else {
+            return false;
+        };
+        if o.len() <= 16 {
+            // A value counts unless a later entry repeats its key.
+            return o
+                .iter()
+                .enumerate()
+                .any(|(i, (k, v))| !o[i + 1..].iter().any(|(later, _)| later == k) && f(v));
+        }
+        self.entries().into_iter().flatten().any(|(_, v)| f(v))
+    }
+}
+
 /// One node of a document, seen without its tree's type.
 pub(crate) enum View<'d, D> {
     Null,

@@ -14,10 +14,12 @@
 //! few minutes"), has no time zone, is at or before `now`, or is more than
 //! [`MAX_HINT_SECS`] (31 days, a calendar month) after `now`.
 
-use crate::engine::Signal;
+use crate::{
+    engine::{Signal, SignalJson},
+    json::{Doc, Json, View},
+};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
 use regex::Regex;
-use serde_json::Value;
 use std::sync::OnceLock;
 
 /// The farthest credible hint: 31 days. Anything later is treated as absurd.
@@ -74,7 +76,21 @@ impl TimingExtractor {
     }
 
     /// Runs this extractor on one signal; `base` is when the evidence was produced.
+    #[cfg(test)]
     pub(crate) fn extract(self, s: &Signal<'_>, base: DateTime<Utc>, now: DateTime<Utc>) -> Option<Hint> {
+        let spaced = std::cell::OnceCell::new();
+        self.extract_with(s, &SignalJson::new(s, &spaced), base, now)
+    }
+
+    /// Runs this extractor on one signal whose JSON is `json`; `base` is when the evidence was
+    /// produced.
+    pub(crate) fn extract_with(
+        self,
+        s: &Signal<'_>,
+        json: &SignalJson<'_>,
+        base: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Option<Hint> {
         let header = |name: &str| s.headers.and_then(|h| h.get(name)).map(String::as_str);
         let at = match self {
             TimingExtractor::RetryAfter => retry_after(header("retry-after")?, base)?,
@@ -93,12 +109,12 @@ impl TimingExtractor {
                     .map(|d| DateTimeOrDelta::At(d.with_timezone(&Utc)))
             })?,
             TimingExtractor::GoogleRetryInfo => {
-                let d = s
-                    .json_roots()
+                let d = json
+                    .roots()
                     .find_map(|v| find_retry_delay(v, 0))
                     // Code Assist's `ErrorInfo` names the reset of an exhausted quota too.
                     .or_else(|| {
-                        s.json_roots()
+                        json.roots()
                             .find_map(|v| find_string(v, "quotaResetDelay", 0))
                             .and_then(parse_go_duration)
                     })
@@ -149,7 +165,7 @@ impl TimingExtractor {
                     }
                 }
             }
-            TimingExtractor::JsonResetsAt => s.json_roots().find_map(|v| json_resets_at(v, base, 0))?,
+            TimingExtractor::JsonResetsAt => json.roots().find_map(|v| json_resets_at(v, base, 0))?,
         };
         validate(at, now)
     }
@@ -355,60 +371,71 @@ impl DateTimeOrDelta {
 }
 
 /// Finds `resets_in_seconds` (preferred: no clock skew) or `resets_at` anywhere in a body.
-fn json_resets_at(v: &Value, base: DateTime<Utc>, depth: usize) -> Option<DateTime<Utc>> {
+fn json_resets_at(v: &Json<'_>, base: DateTime<Utc>, depth: usize) -> Option<DateTime<Utc>> {
     if depth > 12 {
         return None;
     }
-    let num = |x: &Value| x.as_i64().or_else(|| x.as_str()?.trim().parse().ok());
+    let num = |x: &Json<'_>| as_i64(x).or_else(|| x.as_str()?.trim().parse().ok());
     match v {
-        Value::Object(o) => {
-            if let Some(secs) = o.get("resets_in_seconds").and_then(num) {
+        Json::Object(_) => {
+            if let Some(secs) = v.get("resets_in_seconds").and_then(num) {
                 return base.checked_add_signed(Duration::seconds(secs.clamp(-1, MAX_HINT_SECS * 2)));
             }
-            if let Some(at) = o.get("resets_at").and_then(num) {
+            if let Some(at) = v.get("resets_at").and_then(num) {
                 return DateTime::from_timestamp(at, 0);
             }
-            o.values().find_map(|x| json_resets_at(x, base, depth + 1))
+            v.entries()?
+                .into_iter()
+                .find_map(|(_, x)| json_resets_at(x, base, depth + 1))
         }
-        Value::Array(a) => a.iter().find_map(|x| json_resets_at(x, base, depth + 1)),
+        Json::Array(a) => a.iter().find_map(|x| json_resets_at(x, base, depth + 1)),
         _ => None,
     }
 }
 
-/// The first string value of `key` anywhere in `v` (bounded depth).
-fn find_string<'v>(v: &'v Value, key: &str, depth: usize) -> Option<&'v str> {
+/// A JSON number as an `i64`, if it is one.
+fn as_i64(v: &Json<'_>) -> Option<i64> {
+    match v.view() {
+        View::Number(n) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// The first string value of `key` anywhere in `v` (bounded depth; objects in key order).
+fn find_string<'v>(v: &'v Json<'_>, key: &str, depth: usize) -> Option<&'v str> {
     if depth > 12 {
         return None;
     }
     match v {
-        Value::Object(o) => o
-            .get(key)
-            .and_then(Value::as_str)
-            .or_else(|| o.values().find_map(|x| find_string(x, key, depth + 1))),
-        Value::Array(a) => a.iter().find_map(|x| find_string(x, key, depth + 1)),
+        Json::Object(_) => v.get(key).and_then(Doc::as_str).or_else(|| {
+            v.entries()?
+                .into_iter()
+                .find_map(|(_, x)| find_string(x, key, depth + 1))
+        }),
+        Json::Array(a) => a.iter().find_map(|x| find_string(x, key, depth + 1)),
         _ => None,
     }
 }
 
 /// Finds `RetryInfo.retryDelay` anywhere in a Google error body (bounded depth).
-fn find_retry_delay(v: &Value, depth: usize) -> Option<Duration> {
+fn find_retry_delay(v: &Json<'_>, depth: usize) -> Option<Duration> {
     if depth > 12 {
         return None;
     }
     match v {
-        Value::Object(o) => {
-            let is_retry_info = o
+        Json::Object(_) => {
+            let is_retry_info = v
                 .get("@type")
-                .and_then(Value::as_str)
+                .and_then(Doc::as_str)
                 .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"));
             if is_retry_info {
-                match o.get("retryDelay") {
-                    Some(Value::String(s)) => return parse_go_duration(s),
-                    Some(Value::Object(d)) => {
+                match v.get("retryDelay") {
+                    Some(Json::String(s)) => return parse_go_duration(s),
+                    Some(d @ Json::Object(_)) => {
                         let secs = d
                             .get("seconds")
-                            .and_then(|x| x.as_i64().or_else(|| x.as_str()?.parse().ok()))?;
-                        let nanos = d.get("nanos").and_then(Value::as_i64).unwrap_or(0);
+                            .and_then(|x| as_i64(x).or_else(|| x.as_str()?.parse().ok()))?;
+                        let nanos = d.get("nanos").and_then(as_i64).unwrap_or(0);
                         return Some(
                             Duration::seconds(secs.clamp(0, MAX_HINT_SECS * 2))
                                 + Duration::nanoseconds(nanos),
@@ -417,9 +444,11 @@ fn find_retry_delay(v: &Value, depth: usize) -> Option<Duration> {
                     _ => return None,
                 }
             }
-            o.values().find_map(|x| find_retry_delay(x, depth + 1))
+            v.entries()?
+                .into_iter()
+                .find_map(|(_, x)| find_retry_delay(x, depth + 1))
         }
-        Value::Array(a) => a.iter().find_map(|x| find_retry_delay(x, depth + 1)),
+        Json::Array(a) => a.iter().find_map(|x| find_retry_delay(x, depth + 1)),
         _ => None,
     }
 }
