@@ -112,47 +112,84 @@ fn is_filler(name: &[u8]) -> bool {
 
 /// The name characters ending at `end`: (start, name).
 fn name_ending_at(b: &[u8], end: usize) -> Option<(usize, &[u8])> {
+    static NAME_BYTE: [bool; 256] = {
+        let mut t = [false; 256];
+        let mut c = 0;
+        while c < 256 {
+            let b = c as u8;
+            t[c] = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.');
+            c += 1;
+        }
+        t
+    };
     let mut start = end;
-    while start > 0 && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'_' | b'-' | b'.')) {
+    while start > 0 && NAME_BYTE[usize::from(b[start - 1])] {
         start -= 1;
     }
     (start < end && end - start <= 96).then(|| (start, &b[start..end]))
 }
 
 fn judge(name: &[u8]) -> Option<Kind> {
-    // Lower-cased once; components are compared as slices of this copy. Names are at most
-    // 96 bytes (see `name_ending_at`); a longer one (never passed) is copied to the heap.
-    let mut buf = [0u8; 96];
-    let mut heap = Vec::new();
-    let lower: &mut [u8] = match buf.get_mut(..name.len()) {
-        Some(l) => l,
-        None => {
-            heap.resize(name.len(), 0);
-            &mut heap
-        }
-    };
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    if matches!(name.len(), 6 | 10 | 13 | 19) && LINE_VALUE_NAMES.iter().any(|n| *lower == *n.as_bytes()) {
+    if matches!(name.len(), 6 | 10 | 13 | 19)
+        && LINE_VALUE_NAMES
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+    {
         return Some(Kind::Line);
+    }
+    // Most names (JSON keys) are one lower-case word: one component, compared as it is.
+    if name.len() <= 16 && name.iter().all(u8::is_ascii_lowercase) {
+        return match word_kind(name) {
+            WordKind::Credential => Some(Kind::Secret),
+            WordKind::Id => Some(Kind::Id { needs_digit: true }),
+            WordKind::IdSuffix | WordKind::Other => None,
+        };
     }
     let mut has_id_word = false;
     let mut has_id_suffix = false;
     let mut n = 0;
     let mut secret = false;
-    component_bounds(name, |s, e| {
+    // One pass over the name: its components (see `components`), each lower-cased into a
+    // small buffer as it is read (no word is longer than 16 bytes).
+    let mut word = [0u8; 16];
+    let mut len = 0usize;
+    let mut flush = |word: &[u8; 16], len: usize| {
         n += 1;
-        // No word is longer than 16 bytes.
-        if e - s > 16 {
+        if len > 16 {
             return;
         }
-        match word_kind(&lower[s..e]) {
+        match word_kind(&word[..len]) {
             WordKind::Credential => secret = true,
             WordKind::Id => has_id_word = true,
             WordKind::IdSuffix => has_id_suffix = true,
             WordKind::Other => {}
         }
-    });
+    };
+    let mut in_word = false;
+    let mut prev = 0u8;
+    let mut cur = name.first().map_or(0, |&c| case_kind(c));
+    for i in 0..name.len() {
+        let next = name.get(i + 1).map_or(0, |&c| case_kind(c));
+        if is_component_boundary(prev, cur, next) && in_word {
+            flush(&word, len);
+            in_word = false;
+        }
+        if cur != 0 {
+            if !in_word {
+                in_word = true;
+                len = 0;
+            }
+            if let Some(slot) = word.get_mut(len) {
+                *slot = name[i].to_ascii_lowercase();
+            }
+            len += 1;
+        }
+        prev = cur;
+        cur = next;
+    }
+    if in_word {
+        flush(&word, len);
+    }
     if secret {
         Some(Kind::Secret)
     } else if has_id_word && has_id_suffix {
@@ -162,6 +199,35 @@ fn judge(name: &[u8]) -> Option<Kind> {
     } else {
         None
     }
+}
+
+const UPPER: u8 = 1;
+const LOWER: u8 = 2;
+const DIGIT: u8 = 4;
+
+/// Whether a byte is an upper-case letter, a lower-case one, a digit (or none: 0).
+fn case_kind(c: u8) -> u8 {
+    static KIND: [u8; 256] = {
+        let mut t = [0u8; 256];
+        let mut c = 0;
+        while c < 256 {
+            t[c] = match c as u8 {
+                b'A'..=b'Z' => UPPER,
+                b'a'..=b'z' => LOWER,
+                b'0'..=b'9' => DIGIT,
+                _ => 0,
+            };
+            c += 1;
+        }
+        t
+    };
+    KIND[usize::from(c)]
+}
+
+/// Whether a component of a name ends before a byte of kind `cur` (see [`case_kind`]),
+/// given the kinds of the bytes around it (see `components`).
+fn is_component_boundary(prev: u8, cur: u8, next: u8) -> bool {
+    cur == 0 || (cur == UPPER && (prev & (LOWER | DIGIT) != 0 || (prev == UPPER && next == LOWER)))
 }
 
 enum WordKind {
@@ -195,24 +261,14 @@ pub(super) fn components(name: &[u8], mut f: impl FnMut(&[u8])) {
 }
 
 /// [`components`] as byte ranges `(start, end)` of `name`.
+#[cfg(test)]
 fn component_bounds(name: &[u8], mut f: impl FnMut(usize, usize)) {
-    const UPPER: u8 = 1;
-    const LOWER: u8 = 2;
-    const DIGIT: u8 = 4;
-    let kind = |c: u8| match c {
-        b'A'..=b'Z' => UPPER,
-        b'a'..=b'z' => LOWER,
-        b'0'..=b'9' => DIGIT,
-        _ => 0,
-    };
     let mut start = None::<usize>;
     let mut prev = 0u8;
-    let mut cur = name.first().map_or(0, |&c| kind(c));
+    let mut cur = name.first().map_or(0, |&c| case_kind(c));
     for i in 0..name.len() {
-        let next = name.get(i + 1).map_or(0, |&c| kind(c));
-        let boundary =
-            cur == 0 || (cur == UPPER && (prev & (LOWER | DIGIT) != 0 || (prev == UPPER && next == LOWER)));
-        if boundary {
+        let next = name.get(i + 1).map_or(0, |&c| case_kind(c));
+        if is_component_boundary(prev, cur, next) {
             if let Some(s) = start.take() {
                 f(s, i);
             }

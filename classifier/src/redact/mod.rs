@@ -65,69 +65,60 @@ fn secret_spans(text: &str) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     let n = b.len();
-    // Bit `k` of word `w`: whether byte `64 w + k` is a unit byte, and whether a detector
-    // looks at it. Built without branches; the visits below then skip from set bit to set
-    // bit instead of testing every byte.
+    // Bit planes of the text (see `Planes`), built without a branch per byte; the visits
+    // below skip from set bit to set bit.
     let words = n.div_ceil(64);
-    let mut stack = [(0u64, 0u64); 24];
+    let mut stack = [Planes::default(); 20];
     let mut heap = Vec::new();
-    let masks: &mut [(u64, u64)] = if words <= stack.len() {
+    let planes: &mut [Planes] = if words <= stack.len() {
         &mut stack[..words]
     } else {
-        heap.resize(words, (0, 0));
+        heap.resize(words, Planes::default());
         &mut heap
     };
-    for (m, chunk) in masks.iter_mut().zip(b.chunks(64)) {
-        let (mut unit, mut marked) = (0u64, 0u64);
-        for (k, &c) in chunk.iter().enumerate() {
-            let f = BYTE_FLAGS[usize::from(c)];
-            unit |= u64::from(f & UNIT) << k;
-            marked |= u64::from(f >> 1) << k;
-        }
-        *m = (unit, marked);
+    for (p, chunk) in planes.iter_mut().zip(b.chunks(64)) {
+        *p = Planes::of(chunk);
     }
-    // The places detectors look at, in any order (see above).
-    for (w, &(_, marked)) in masks.iter().enumerate() {
-        let mut bits = marked;
+    let get = |w: usize| planes.get(w).copied().unwrap_or_default();
+    for w in 0..words {
+        let (prev, cur, next) = (
+            w.checked_sub(1).map(get).unwrap_or_default(),
+            planes[w],
+            get(w + 1),
+        );
+        // The places detectors look at, in any order (see above).
+        let mut bits = cur.marked;
         while bits != 0 {
             let i = 64 * w + bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            match b[i] {
-                b':' => {
-                    context::at_separator(b, i, &mut spans);
-                    shapes::userinfo_at(b, i, &mut spans);
-                }
-                b'=' => context::at_separator(b, i, &mut spans),
-                b'?' | b'#' => shapes::query_at(b, i, &mut spans),
-                b'@' => tokens::email_at(b, i, 1, &mut spans),
-                b'%' if b[i + 1..].starts_with(b"40") => tokens::email_at(b, i, 3, &mut spans),
-                b'\\' => {
-                    if b[i + 1..].starts_with(b"u0040") {
-                        tokens::email_at(b, i, 6, &mut spans);
-                    }
-                    if i == 0 || b[i - 1] != b'\\' {
-                        shapes::home_at(b, i, &mut spans);
-                    }
-                }
-                b'/' => {
-                    shapes::home_at(b, i, &mut spans);
-                    if i > 0 && matches!(b[i - 1], b's' | b'S') {
-                        shapes::collection_at(b, i, &mut spans);
-                    }
-                }
-                _ => {}
-            }
+            visit_marked(b, i, &mut spans);
         }
-    }
-    // Every unit, and the blank after it.
-    let mut at = 0;
-    while let Some(start) = next_bit(masks, at, true) {
-        let end = next_bit(masks, start, false).map_or(n, |e| e.min(n));
-        tokens::unit(b, start, end, &mut spans);
-        if end < n && matches!(b[end], b' ' | b'\t') {
-            context::scheme_before(b, end, &mut spans);
+        // Units of 8 bytes or more (shorter ones are never secrets on their own): where 8
+        // unit bytes in a row start, and the unit before was not already one.
+        let shr = |k: u32| (cur.unit >> k) | (next.unit << (64 - k));
+        let long = cur.unit & shr(1) & shr(2) & shr(3) & shr(4) & shr(5) & shr(6) & shr(7);
+        let prev_long = prev.unit >> 63 != 0 && {
+            // Whether the byte before this word starts or continues a long run.
+            let i = 64 * w - 1;
+            b[i..].len() >= 8 && b[i..i + 8].iter().all(|&c| tokens::is_unit_byte(c))
+        };
+        let mut starts = long & !((long << 1) | u64::from(prev_long));
+        while starts != 0 {
+            let start = 64 * w + starts.trailing_zeros() as usize;
+            starts &= starts - 1;
+            let end = next_bit(planes, start).unwrap_or(n).min(n);
+            tokens::unit(b, start, end, &mut spans);
         }
-        at = end;
+        // A blank after a unit whose word may be a scheme (`token`, `basic` start 5 bytes
+        // back with `t` or `b`; `bearer`, `digest` 6 bytes back with `b` or `d`).
+        let shl = |x: u64, px: u64, k: u32| (x << k) | (px >> (64 - k));
+        let mut schemes =
+            cur.blank & shl(cur.unit, prev.unit, 1) & (shl(cur.tb, prev.tb, 5) | shl(cur.bd, prev.bd, 6));
+        while schemes != 0 {
+            let p = 64 * w + schemes.trailing_zeros() as usize;
+            schemes &= schemes - 1;
+            context::scheme_before(b, p, &mut spans);
+        }
     }
     shapes::whole(b, &mut spans);
     if spans.is_empty() {
@@ -147,10 +138,56 @@ fn secret_spans(text: &str) -> Vec<(usize, usize)> {
     merged
 }
 
+/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ /`), it looks.
+fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
+    match b[i] {
+        b':' => {
+            context::at_separator(b, i, spans);
+            shapes::userinfo_at(b, i, spans);
+        }
+        b'=' => context::at_separator(b, i, spans),
+        b'?' | b'#' => shapes::query_at(b, i, spans),
+        b'@' => tokens::email_at(b, i, 1, spans),
+        b'%' if b[i + 1..].starts_with(b"40") => tokens::email_at(b, i, 3, spans),
+        b'\\' => {
+            if b[i + 1..].starts_with(b"u0040") {
+                tokens::email_at(b, i, 6, spans);
+            }
+            if i == 0 || b[i - 1] != b'\\' {
+                shapes::home_at(b, i, spans);
+            }
+        }
+        b'/' => {
+            shapes::home_at(b, i, spans);
+            if i > 0 && matches!(b[i - 1], b's' | b'S') {
+                shapes::collection_at(b, i, spans);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Bit planes of 64 bytes of text: bit `k` says something of byte `k`.
+#[derive(Clone, Copy, Default)]
+struct Planes {
+    /// A unit byte (a letter, a digit or `_ - + / =`).
+    unit: u64,
+    /// A byte a detector looks at: `: = ? # @ % \\ /`.
+    marked: u64,
+    /// A blank: ` ` or a tab.
+    blank: u64,
+    /// `t` or `b` (any case): where `token` and `basic` start.
+    tb: u64,
+    /// `b` or `d` (any case): where `bearer` and `digest` start.
+    bd: u64,
+}
+
 const UNIT: u8 = 1;
 const MARKED: u8 = 2;
-/// Per byte: [`UNIT`] for unit bytes (letters, digits, `_ - + / =`), [`MARKED`] for the bytes
-/// detectors look at (`: = ? # @ % \\ /`).
+const BLANK: u8 = 4;
+const TB: u8 = 8;
+const BD: u8 = 16;
+/// Per byte, its planes (see [`Planes`]).
 static BYTE_FLAGS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut c = 0;
@@ -162,23 +199,55 @@ static BYTE_FLAGS: [u8; 256] = {
         if matches!(b, b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/') {
             t[c] |= MARKED;
         }
+        if matches!(b, b' ' | b'\t') {
+            t[c] |= BLANK;
+        }
+        if matches!(b, b't' | b'T' | b'b' | b'B') {
+            t[c] |= TB;
+        }
+        if matches!(b, b'b' | b'B' | b'd' | b'D') {
+            t[c] |= BD;
+        }
         c += 1;
     }
     t
 };
 
-/// The first position at or after `from` whose unit bit is `set` (a clear bit past the text's
-/// end is found in its last word; callers clamp).
-fn next_bit(masks: &[(u64, u64)], from: usize, set: bool) -> Option<usize> {
+impl Planes {
+    /// The planes of up to 64 bytes: eight bytes' flags read into one word, then each plane's
+    /// bits gathered with one multiplication.
+    fn of(chunk: &[u8]) -> Planes {
+        const LOW: u64 = 0x0101_0101_0101_0101;
+        // Gathers the low bit of each byte of `x` (whose bytes are 0 or 1) into 8 bits.
+        let gather = |x: u64| x.wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        let mut p = Planes::default();
+        for (g, group) in chunk.chunks(8).enumerate() {
+            let mut f = 0u64;
+            for (j, &c) in group.iter().enumerate() {
+                f |= u64::from(BYTE_FLAGS[usize::from(c)]) << (8 * j);
+            }
+            let at = 8 * g;
+            p.unit |= gather(f & LOW) << at;
+            p.marked |= gather((f >> 1) & LOW) << at;
+            p.blank |= gather((f >> 2) & LOW) << at;
+            p.tb |= gather((f >> 3) & LOW) << at;
+            p.bd |= gather((f >> 4) & LOW) << at;
+        }
+        p
+    }
+}
+
+/// The first position at or after `from` that is not a unit byte (past the text's end when
+/// the text ends in a unit; callers clamp), if within the planes.
+fn next_bit(planes: &[Planes], from: usize) -> Option<usize> {
     let mut w = from / 64;
-    let word = |w: usize| masks.get(w).map(|m| if set { m.0 } else { !m.0 });
-    let mut bits = word(w)? & (!0u64 << (from % 64));
+    let mut bits = !planes.get(w)?.unit & (!0u64 << (from % 64));
     loop {
         if bits != 0 {
             return Some(64 * w + bits.trailing_zeros() as usize);
         }
         w += 1;
-        bits = word(w)?;
+        bits = !planes.get(w)?.unit;
     }
 }
 
@@ -207,9 +276,9 @@ pub fn safe_excerpt(text: &str) -> String {
     let mut budget = MAX_EXCERPT_CHARS;
     let mut out = String::new();
     for pass in 0..CUT_PASSES {
-        let (head, cut, head_chars) = cut(text, budget);
+        let (head, cut, head_chars, collapsed) = cut(text, budget);
         let spans = secret_spans(head);
-        out = collapse_redacted(head, &spans);
+        out = collapse_redacted(head, &spans, collapsed);
         if cut {
             out.push('…');
         }
@@ -254,8 +323,8 @@ fn is_collapsed(b: &[u8]) -> bool {
 const CUT_PASSES: usize = 3;
 
 /// `text` with `spans` replaced by the mark and whitespace collapsed, in one pass.
-fn collapse_redacted(text: &str, spans: &[(usize, usize)]) -> String {
-    if is_collapsed(text.as_bytes()) {
+fn collapse_redacted(text: &str, spans: &[(usize, usize)], known_collapsed: bool) -> String {
+    if known_collapsed || is_collapsed(text.as_bytes()) {
         // The common case: one line, single spaces. Spans start and end at non-blank text,
         // so splicing the mark in keeps it single-spaced.
         let mut out = String::with_capacity(text.len() + spans.len() * MARK.len());
@@ -327,11 +396,12 @@ fn is_run(c: char) -> bool {
 /// The head of `text` whose collapsed form fits `max` characters, whether anything was left
 /// out, and the head's collapsed length in characters. Only [`REDACT_WINDOW_BYTES`] are looked
 /// at. When the text does not fit, room is kept for the ellipsis, and the cut falls at
-/// whitespace or between two characters of which one is not a run character.
-fn cut(text: &str, max: usize) -> (&str, bool, usize) {
+/// whitespace or between two characters of which one is not a run character. The last value
+/// is true when the head is known to be its own collapse (see `is_collapsed`).
+fn cut(text: &str, max: usize) -> (&str, bool, usize, bool) {
     if text.len() <= max {
         // As many bytes as the bound allows characters: it fits whatever it holds.
-        return (text, false, text.len());
+        return (text, false, text.len(), false);
     }
     let window_end = floor_boundary(text, REDACT_WINDOW_BYTES);
     let window = &text[..window_end];
@@ -340,14 +410,15 @@ fn cut(text: &str, max: usize) -> (&str, bool, usize) {
     if head_bytes.is_ascii() && is_collapsed(head_bytes) && !rest_blank {
         // Single-spaced ASCII (the common case): a character is a byte, so the cut is at
         // `max - 1` bytes, moved back out of any run it falls into.
+        // A head of single-spaced text without its trailing blank is single-spaced.
         let head = safe_cut_before(window, max - 1);
         let head = head.trim_end();
-        return (head, true, head.len());
+        return (head, true, head.len(), true);
     }
     // One scan says where the collapsed text passes `max` and `max - 1` characters.
     let o = overflow(window, max);
     if o.past_max.is_none() && window_end == text.len() {
-        return (window, false, o.chars);
+        return (window, false, o.chars, false);
     }
     // Room for the ellipsis: the head holds at most `max - 1` characters.
     let head = match o.past_max_minus_1 {
@@ -355,7 +426,7 @@ fn cut(text: &str, max: usize) -> (&str, bool, usize) {
         // The window's end falls inside the text, maybe inside a run: drop that run.
         None => safe_cut_before(window, window.len()),
     };
-    (head, true, collapsed_len(head))
+    (head, true, collapsed_len(head), false)
 }
 
 /// The longest head of `t` whose collapsed form has at most `max` characters, cut safely;

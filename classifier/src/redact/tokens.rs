@@ -121,11 +121,20 @@ pub(super) const fn is_unit_byte(c: u8) -> bool {
 #[inline]
 pub(super) fn unit(b: &[u8], start: usize, end: usize, spans: &mut Vec<(usize, usize)>) {
     // Most units are words, too short to be anything.
-    if end - start >= 8 {
-        let u = &b[start..end];
-        if secret_unit_with(u, &stats(u)) {
-            spans.push((start, end));
-        }
+    if end - start < 8 {
+        return;
+    }
+    let u = &b[start..end];
+    // Shorter than a random piece, a unit can only be a prefixed key or an account number
+    // (see `secret_unit_with`): most are neither, which their first bytes say.
+    if u.len() < MIN_RANDOM_PIECE
+        && !prefixes(u[0]).iter().any(|p| u.starts_with(p.as_bytes()))
+        && !(u.len() >= MIN_ACCOUNT_DIGITS && (u[0].is_ascii_digit() || u[0] == b'-'))
+    {
+        return;
+    }
+    if secret_unit_with(u, &stats(u)) {
+        spans.push((start, end));
     }
 }
 
@@ -148,23 +157,21 @@ pub(super) fn secret_unit(u: &[u8]) -> bool {
     st.alnum >= 8 && secret_unit_with(u, &st)
 }
 
-/// One scan of a unit: what the judgement needs.
+/// One scan of a unit: what the judgement needs (without a branch per byte).
 fn stats(u: &[u8]) -> Stats {
     let mut st = Stats::default();
     let mut piece = 0;
     for &c in u {
         let k = class(c);
-        if k & ALNUM != 0 {
-            st.alnum += 1;
-            piece += 1;
-            st.longest_piece = st.longest_piece.max(piece);
-        }
+        let alnum = usize::from(k & ALNUM != 0);
+        let dash = usize::from(k & DASH != 0);
+        st.alnum += alnum;
         st.digits += usize::from(k & DIGIT != 0);
         st.hex += usize::from(k & HEX != 0);
-        st.dashes += usize::from(k & DASH != 0);
-        if k & DASH != 0 {
-            piece = 0;
-        }
+        st.dashes += dash;
+        // A dash ends the piece; `+ / =` neither count nor end it.
+        piece = (piece + alnum) * (1 - dash);
+        st.longest_piece = st.longest_piece.max(piece);
     }
     st
 }
