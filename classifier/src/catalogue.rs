@@ -431,8 +431,9 @@ pub struct Catalogue {
     pub(crate) by_kind: [Vec<usize>; 6],
     /// For each signal kind, the rules with no literal trigger: always checked.
     pub(crate) untriggered: [Vec<usize>; 6],
-    /// For each literal, the rules it triggers (a rule needs one of its triggers to match).
-    pub(crate) triggers: Vec<Vec<usize>>,
+    /// For each literal, the rules it triggers (a rule needs one of its triggers to match),
+    /// each with the signal kinds it looks at as a bit set (bit [`SignalKind::index`]).
+    pub(crate) triggers: Vec<Vec<(usize, u8)>>,
 }
 
 /// Everything wrong with a catalogue's sources, all at once.
@@ -664,9 +665,10 @@ impl Catalogue {
                     }
                 }
             }
+            let kinds = r.kinds.iter().fold(0u8, |m, k| m | 1 << k.index());
             for &lit in trigger {
-                if !self.triggers[lit].contains(&i) {
-                    self.triggers[lit].push(i);
+                if !self.triggers[lit].iter().any(|&(r, _)| r == i) {
+                    self.triggers[lit].push((i, kinds));
                 }
             }
         }

@@ -188,7 +188,7 @@ impl Found {
     pub(crate) fn new(literals: usize) -> Found {
         Found {
             bits: vec![0; literals.div_ceil(64)],
-            hits: Vec::new(),
+            hits: Vec::with_capacity(16),
         }
     }
 
@@ -402,7 +402,7 @@ impl Catalogue {
         let mut matches = Vec::with_capacity(sigs.len());
         let mut starts = Vec::with_capacity(sigs.len());
         let mut found = Found::new(self.literals.len());
-        let mut candidates: Vec<usize> = Vec::new();
+        let mut candidates: Vec<usize> = Vec::with_capacity(32);
         for (s, sj) in sigs.iter().zip(&json) {
             // Reset only what the previous signal set.
             found.clear();
@@ -411,12 +411,13 @@ impl Catalogue {
             // The resolution below does not depend on their order.
             candidates.clear();
             candidates.extend_from_slice(&self.untriggered[s.kind.index()]);
+            let kind = 1u8 << s.kind.index();
             for h in found.literals() {
                 candidates.extend(
                     self.triggers[h]
                         .iter()
-                        .copied()
-                        .filter(|&r| self.rules[r].kinds.contains(&s.kind)),
+                        .filter(|&&(_, kinds)| kinds & kind != 0)
+                        .map(|&(r, _)| r),
                 );
             }
             candidates.sort_unstable();

@@ -16,8 +16,9 @@
 //!   folds them (`| 0x20` on each byte: ASCII case folding, plus a few harmless extra
 //!   collisions), hashes them to 16 bits and reads one byte of a 64 KiB table that marks the
 //!   hashes of every literal's two grams. Eight positions are tested with one branch.
-//! - A marked position is verified exactly. First a second table, of the literals' 5-byte
-//!   windows, says whether the window that would contain this gram (starting here or one byte
+//! - A marked position is verified exactly. First a second table (a bit set of 8 KiB, read only
+//!   here, so it stays in cache between the short texts of many envelopes), of the literals'
+//!   5-byte windows, says whether the window that would contain this gram (starting here or one byte
 //!   earlier) is one at all; most word-boundary grams of ordinary text stop there. Then the
 //!   (few) literals whose gram has that hash are compared, ASCII case-insensitively, at the
 //!   start the gram implies. A literal already found is not compared again: only first
@@ -96,9 +97,9 @@ struct Grams {
     /// Each literal's first 8 bytes folded, and the mask of the bytes it has (a cheap first
     /// comparison before the exact one).
     heads: Vec<(u64, u64)>,
-    /// Entry `h` is 1 when some literal's chosen 5-byte window, folded, hashes to `h`: a
+    /// Bit `h` is set when some literal's chosen 5-byte window, folded, hashes to `h`: a
     /// second, sharper filter run on a gram hit before any literal is compared.
-    windows: Box<[u8; 1 << HASH_BITS]>,
+    windows: Box<[u64; (1 << HASH_BITS) / 64]>,
 }
 
 /// One literal's gram in the verification table.
@@ -179,7 +180,7 @@ impl Grams {
         let mut table = Box::new([0u8; 1 << HASH_BITS]);
         let mut entries = Vec::new();
         let mut heads = Vec::new();
-        let mut windows = Box::new([0u8; 1 << HASH_BITS]);
+        let mut windows = Box::new([0u64; (1 << HASH_BITS) / 64]);
         for (i, l) in literals.iter().enumerate() {
             let b = l.as_bytes();
             let literal = u32::try_from(i).map_err(|_| "too many literals")?;
@@ -219,7 +220,8 @@ impl Grams {
             }
             heads.push((u64::from_le_bytes(head), u64::from_le_bytes(mask)));
             let window = b.get(j..j + MIN_GRAM_LITERAL).ok_or("literal too short")?;
-            windows[window_hash(window) as usize] = 1;
+            let h = window_hash(window) as usize;
+            windows[h / 64] |= 1 << (h % 64);
         }
         // One literal's entries in decreasing `back`: at one position the larger `back` names
         // the earlier start, so a literal's first recorded occurrence is its first in the text.
@@ -314,10 +316,11 @@ impl Grams {
             Some(packed_window_hash(u64::from_le_bytes(w) | 0x2020_2020_2020_2020))
         };
         if let (Some(a), Some(b)) = (window_at(p), p.checked_sub(1).and_then(window_at)) {
-            if self.windows[a as usize & ((1 << HASH_BITS) - 1)]
-                | self.windows[b as usize & ((1 << HASH_BITS) - 1)]
-                == 0
-            {
+            let bit = |h: u32| {
+                let h = h as usize & ((1 << HASH_BITS) - 1);
+                self.windows[h / 64] >> (h % 64) & 1
+            };
+            if bit(a) | bit(b) == 0 {
                 return;
             }
         }
