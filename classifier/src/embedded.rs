@@ -8,12 +8,13 @@
 //! This module finds those objects so the catalogue's JSON conditions (the `structured` tier)
 //! read them, instead of leaving them to broad text patterns.
 //!
-//! - [`embedded_json`]: the first JSON object or array in a text. It tries the text whole,
-//!   then each `{` or `[` in turn (at most [`MAX_STARTS`]), parsing one value from there and
-//!   ignoring what follows it. Control characters (the terminal's line breaks inside strings)
-//!   are read as spaces first; outside strings that changes nothing, inside it repairs a wrap.
+//! - [`embedded_json_at`]: the first JSON object or array in a text. It tries each `{` or `[`
+//!   in turn (at most [`MAX_STARTS`]), parsing one value from there and ignoring what follows
+//!   it. Control characters (the terminal's line breaks inside strings) are read as spaces
+//!   first; outside strings that changes nothing, inside it repairs a wrap. The value is a
+//!   [`Json`] tree read by `serde_json` whose strings borrow the text (or its spaced copy).
 //! - [`nested_roots`]: JSON found inside the string values of a root (double encoding), to a
-//!   bounded depth and count.
+//!   bounded depth and count; most roots have no string with a bracket, which one walk says.
 //!
 //! Work is bounded: texts are already cut to `MAX_TEXT_BYTES`, at most [`MAX_STARTS`] parses
 //! run per text, and nesting is followed [`MAX_NESTING`] levels deep for at most

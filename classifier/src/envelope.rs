@@ -7,6 +7,11 @@
 //! whole input. Each cut sets [`Envelope::truncated`], so truncation is recorded, never silent.
 //! Effects implied by ACP updates are derived here, from *all* updates, before the list is cut,
 //! so a tool call early in a long prompt still counts.
+//!
+//! Bytes are read by `serde_json` into a borrowed tree (`crate::json`), not a `Value`: strings
+//! are copied once, into the envelope. The reader is written once against `crate::json::Doc`,
+//! so [`Envelope::parse`] and [`Envelope::from_value`] agree by construction (a property test
+//! checks it, repeated keys and any key order included).
 
 use crate::json::{Doc, Json, View};
 use chrono::{DateTime, Utc};

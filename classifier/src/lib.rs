@@ -8,6 +8,9 @@
 //!
 //! Crate map:
 //! - [`envelope`]: the untrusted input, parsed leniently and bounded; truncation is recorded.
+//! - `json`: a borrowed JSON tree read by `serde_json` (strings borrow the input, objects are
+//!   vectors), and the one view of a document the envelope reader takes, so bytes and an
+//!   already parsed `Value` give the same envelope.
 //! - [`catalogue`]: rules as data, compiled once (regexes, one literal automaton), with a
 //!   content-hash version.
 //! - `scan`: the one per-byte pass, every literal's first offset in a text (a gram filter:
@@ -20,7 +23,8 @@
 //!   terminal, escaped inside strings), for the catalogue's JSON conditions.
 //! - `timing`: validated retry/reset hints (headers, Google `RetryInfo`, CLI prose).
 //! - [`redact`]: the bounded `safe_excerpt`, cut then redacted against an adversary
-//!   (credential contexts, random-looking tokens, shaped secrets).
+//!   (credential contexts, random-looking tokens, shaped secrets), in one pass over bit planes
+//!   of the text.
 //! - `gate`: the replay and effect-safety verdict.
 //! - [`cli`]: `recourse classify` (streams). [`check`]: `recourse catalogue check`.
 //!

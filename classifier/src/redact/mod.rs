@@ -19,8 +19,8 @@
 //! detectors see every character the excerpt shows, and nothing it does not show. A text
 //! redaction made longer is cut again (cutting redacted text cannot reveal anything).
 //!
-//! Work is linear in the (bounded) text: one pass over its bytes visits the places each
-//! detector looks at (see `secret_spans`), plus two substring searches.
+//! The text is bounded (the excerpt's window); one pass over its bytes finds the places each
+//! detector looks at (see `secret_spans`), and the detectors read around those places only.
 
 mod context;
 mod shapes;
@@ -54,13 +54,15 @@ pub fn redact(text: &str) -> String {
 
 /// The merged, sorted byte ranges of every secret in `text`.
 ///
-/// One pass over the bytes finds every place a detector looks at: each unit (a run of
-/// letters, digits and `_ - + / =`) for `tokens`, with the blank after it for a scheme word
-/// (`context`); each `:` and `=` for a credential name (`context`) and `://` (`shapes`);
-/// `?` and `#` for a query; `@`, `%40` and `\\u0040` for an e-mail address; `/` and
-/// backslashes for home directories and account paths. Webhook markers and armor are
-/// searched for as substrings. Each detector judges its places independently, and the ranges
-/// are sorted and merged, so the order of the visits does not matter.
+/// One pass over the bytes builds bit planes of the text (see `Planes`), which say every
+/// place a detector looks at: each unit (a run of letters, digits and `_ - + / =`) of 8 bytes
+/// or more for `tokens` (shorter ones are never secrets alone); the blank after a unit whose
+/// word may be a scheme (`context`); each `:` and `=` for a credential name (`context`) and
+/// `://` (`shapes`); `?` and `#` for a query; `@`, `%40` and `\\u0040` for an e-mail
+/// address; `/` and backslashes for home directories and account paths. Webhook markers and
+/// armor are found from a rare byte (`k`, `B`). Each detector judges its places
+/// independently, and the ranges are sorted and merged, so the order of the visits does not
+/// matter.
 fn secret_spans(text: &str) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
     let mut spans = Vec::new();
