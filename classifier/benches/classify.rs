@@ -13,6 +13,10 @@
 //!   outside the catalogue's vocabulary, and of every fixture's text (the hostile case). Goal:
 //!   the scan at least as fast as `aho-corasick`. `aho_corasick_leftmost` (the crate's default
 //!   search, which reports fewer matches and so is not equivalent) is shown for reference.
+//! - `redact` (no goal of its own; part of the pipeline): `safe_excerpt` of every fixture's
+//!   evidence text (an HTTP body, stderr lines, an ACP error's message, a message run), the
+//!   cut-then-redact step every verdict runs, and `redact` of the 64 KiB of fixture text in
+//!   full (redaction's throughput where everything must be read).
 //!
 //! Besides criterion's estimates, `summary` measures from repeated batches (the fastest batch,
 //! which the machine's other jobs cannot make look better, and the median one): the ratios of
@@ -21,12 +25,12 @@
 //! grow: worst-case time is linear).
 //!
 //! Run: `cargo bench -p classifier --bench classify` (append `-- summary` to print only the
-//! summary, `-- pipeline` or `-- scan` for one criterion group).
+//! summary, `-- pipeline`, `-- scan` or `-- redact` for one criterion group).
 
 mod common;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
-use classifier::{Catalogue, Envelope};
+use classifier::{redact, Catalogue, Envelope};
 use common::{corpus, kept_bytes, large_cases, linear_cases, now, Case, Corpus};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::time::{Duration, Instant};
@@ -157,7 +161,43 @@ fn benches(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    let evidence = common::evidence_texts(&corpus);
+    let window_bytes = excerpt_bytes(&evidence);
+    let mut g = c.benchmark_group("redact");
+    g.throughput(Throughput::Bytes(window_bytes as u64));
+    g.bench_function("safe_excerpt/fixture_texts", |b| b.iter(|| excerpts(&evidence)));
+    let (name, full) = fixture_text(&texts);
+    g.throughput(Throughput::Bytes(full.len() as u64));
+    g.bench_with_input(BenchmarkId::new("redact", name), full, |b, t| {
+        b.iter(|| black_box(redact::redact(black_box(t))))
+    });
+    g.finish();
     summary(cat, &corpus, &ac, &texts);
+}
+
+/// The 64 KiB of fixture text among the scan texts, as text.
+fn fixture_text<'t>(texts: &'t [(&'static str, Vec<u8>)]) -> (&'static str, &'t str) {
+    let (name, bytes) = texts
+        .iter()
+        .find(|(n, _)| *n == "fixture_text_64k")
+        .expect("fixture text");
+    (name, std::str::from_utf8(bytes).expect("fixture text is UTF-8"))
+}
+
+/// The bytes `safe_excerpt` can look at in each text (its window), summed.
+fn excerpt_bytes(texts: &[String]) -> usize {
+    texts
+        .iter()
+        .map(|t| t.len().min(redact::REDACT_WINDOW_BYTES))
+        .sum()
+}
+
+fn excerpts(texts: &[String]) -> usize {
+    texts
+        .iter()
+        .map(|t| black_box(redact::safe_excerpt(black_box(t))).len())
+        .sum()
 }
 
 /// Per-call time of `f` over `batches` batches of `iters` calls: (fastest batch, median
@@ -188,6 +228,10 @@ fn timed(f: &mut dyn FnMut()) -> (Duration, Duration) {
 
 fn ns_per_byte(d: Duration, bytes: usize) -> f64 {
     d.as_secs_f64() * 1e9 / bytes as f64
+}
+
+fn mib_per_s(d: Duration, bytes: usize) -> f64 {
+    bytes as f64 / d.as_secs_f64() / (1024.0 * 1024.0)
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {
@@ -298,6 +342,40 @@ fn summary(cat: &Catalogue, corpus: &Corpus, ac: &AcScan, texts: &[(&'static str
             ns_per_byte(acl, text.len()),
         );
     }
+
+    println!("  redaction (part of the pipeline above; no goal of its own)");
+    let evidence = common::evidence_texts(corpus);
+    let window_bytes = excerpt_bytes(&evidence);
+    let (all, _) = timed(&mut || {
+        black_box(excerpts(&evidence));
+    });
+    let mut each: Vec<Duration> = evidence
+        .iter()
+        .map(|t| {
+            per_call(7, 40, &mut || {
+                black_box(redact::safe_excerpt(black_box(t)));
+            })
+            .0
+        })
+        .collect();
+    each.sort();
+    println!(
+        "    safe_excerpt             {} texts: median {:.2?}  p90 {:.2?}; {:.3} ns/B of window ({:.0} MiB/s)",
+        evidence.len(),
+        each[each.len() / 2],
+        each[each.len() * 9 / 10],
+        ns_per_byte(all, window_bytes),
+        mib_per_s(all, window_bytes)
+    );
+    let (name, full) = fixture_text(texts);
+    let (whole, _) = timed(&mut || {
+        black_box(redact::redact(black_box(full)));
+    });
+    println!(
+        "    redact {name:<17} {:.3} ns/B ({:.0} MiB/s)",
+        ns_per_byte(whole, full.len()),
+        mib_per_s(whole, full.len())
+    );
 
     println!("  large and hostile inputs (time per byte of envelope; flat means linear):");
     for case in large_cases().iter().chain(&linear_cases(corpus)) {

@@ -228,6 +228,34 @@ pub(crate) fn kept_bytes(e: &Envelope) -> usize {
         .sum()
 }
 
+/// The evidence texts of every fixture envelope, one per item, as redaction sees them: an
+/// HTTP body, the stderr lines joined, an ACP error's message, a run of message chunks.
+pub(crate) fn evidence_texts(corpus: &Corpus) -> Vec<String> {
+    let mut texts = Vec::new();
+    for e in &corpus.envelopes {
+        for item in &e.items {
+            let text = match item {
+                EvidenceItem::Http(h) => h.body.clone().unwrap_or_default(),
+                EvidenceItem::Stderr(s) => s.lines.join("\n"),
+                EvidenceItem::AcpError(a) => a.message.clone().unwrap_or_default(),
+                EvidenceItem::AcpUpdates(u) => u
+                    .updates
+                    .iter()
+                    .filter_map(|x| match x {
+                        AcpUpdate::AgentMessageChunk { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect(),
+                EvidenceItem::ProcessExit(_) => String::new(),
+            };
+            if !text.is_empty() {
+                texts.push(text);
+            }
+        }
+    }
+    texts
+}
+
 pub(crate) struct Case {
     pub(crate) name: &'static str,
     pub(crate) raw: Vec<u8>,
