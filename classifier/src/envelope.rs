@@ -192,7 +192,13 @@ impl Envelope {
                 limit: MAX_ENVELOPE_BYTES,
             });
         }
-        let doc: Json<'_> = serde_json::from_slice(bytes)?;
+        // One UTF-8 check of the whole input (vectorized) rather than one per string as the
+        // byte reader makes; input that is not UTF-8 goes through the byte reader, so its
+        // error is the one `serde_json` gives for it (the two readers agree on valid text).
+        let doc: Json<'_> = match std::str::from_utf8(bytes) {
+            Ok(text) => serde_json::from_str(text)?,
+            Err(_) => serde_json::from_slice(bytes)?,
+        };
         Envelope::from_doc(&doc)
     }
 
@@ -633,6 +639,26 @@ mod tests {
             Envelope::parse(br#"{"generation":3,"resume":{"session_id":"s-1","generation":3},"items":[]}"#)
                 .expect("parses");
         assert_eq!(env.resume, None);
+    }
+
+    #[test]
+    fn malformed_input_gets_serde_jsons_error_whether_or_not_it_is_utf8() {
+        // Valid UTF-8 is read as text, anything else as bytes: the error must not depend on
+        // which reader ran, including where it says the problem is.
+        for bad in [
+            &b"{\"items\":[{\"kind\":\"stderr\",\"lines\":[\"a\xffb\"]}]}"[..],
+            b"{\"items\":[],\n\"x\":\xff}",
+            b"{\"items\":[{\"kind\":\"http\",\"body\":\"\xc3\"}]}",
+            b"{\"items\":[],\n \"a\":}",
+            b"{\"items\":[{\"kind\":\"stderr\",\"lines\":[\"\xc3\xa9\\q\"]}]}",
+            b"{\"items\":[]} x",
+        ] {
+            let want = serde_json::from_slice::<Value>(bad).expect_err("serde_json rejects");
+            match Envelope::parse(bad) {
+                Err(EnvelopeError::Json(e)) => assert_eq!(e.to_string(), want.to_string()),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]
