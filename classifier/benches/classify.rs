@@ -25,7 +25,9 @@
 //! grow: worst-case time is linear).
 //!
 //! Run: `cargo bench -p classifier --bench classify` (append `-- summary` to print only the
-//! summary, `-- pipeline`, `-- scan` or `-- redact` for one criterion group).
+//! summary, `-- ^pipeline`, `-- ^scan` or `-- ^redact` for one criterion group and the summary;
+//! the filter is a regular expression, and a bare `redact` also matches
+//! `pipeline/parse_classify_redact`).
 
 mod common;
 
