@@ -226,17 +226,20 @@ impl<'de> serde::Deserialize<'de> for Envelope {
     }
 }
 
+/// A whole number, however it is spelled: `3`, `3.0` (JSON Schema's `integer` includes it, so
+/// the API accepts it) or the text `"3"` (lenient, for adapters).
 fn as_u64(v: &Value) -> Option<u64> {
     match v {
-        Value::Number(n) => n.as_u64(),
+        Value::Number(n) => n.as_u64().or_else(|| policy::whole::parse(&n.to_string())),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
 }
 
+/// See [`as_u64`].
 fn as_i64(v: &Value) -> Option<i64> {
     match v {
-        Value::Number(n) => n.as_i64(),
+        Value::Number(n) => n.as_i64().or_else(|| policy::whole::parse(&n.to_string())),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
@@ -509,8 +512,8 @@ fn signal_name(v: &Value) -> Option<String> {
         (24, "SIGXCPU"),
     ];
     match v {
-        Value::Number(n) => {
-            let n = n.as_i64()?;
+        Value::Number(_) => {
+            let n = as_i64(v)?;
             Some(
                 NAMES
                     .iter()
@@ -601,6 +604,23 @@ mod tests {
         let env = Envelope::from_value(&json).expect("parses");
         assert!(env.derived.tool_activity);
         assert!(env.truncated);
+    }
+
+    #[test]
+    fn whole_numbers_written_as_floats_are_read_as_integers() {
+        let env = Envelope::parse(
+            br#"{"generation":3.0,"active_generation":3e0,"items":[{"kind":"http","status":429.0},
+                {"kind":"acp_error","code":-32603.0},{"kind":"process_exit","code":1.0,"signal":15.0}]}"#,
+        )
+        .expect("parses");
+        assert_eq!((env.generation, env.active_generation), (Some(3), Some(3)));
+        assert!(matches!(&env.items[0], EvidenceItem::Http(h) if h.status == Some(429)));
+        assert!(matches!(&env.items[1], EvidenceItem::AcpError(e) if e.code == Some(-32603)));
+        assert!(
+            matches!(&env.items[2], EvidenceItem::ProcessExit(p) if p.code == Some(1) && p.signal.as_deref() == Some("SIGTERM"))
+        );
+        let fraction = Envelope::parse(br#"{"generation":2.5,"items":[]}"#).expect("parses");
+        assert_eq!(fraction.generation, None, "a fraction is no generation");
     }
 
     #[test]
