@@ -163,8 +163,8 @@ pub enum Signal {
     Name(String),
 }
 
-/// An optional RFC 3339 instant, read as strictly as the schema's `date-time` format says (no
-/// space for the `T`, an offset always).
+/// An optional RFC 3339 instant with its offset, as `chrono` reads one; the published schema
+/// says the same with [`crate::limits::RFC3339_PATTERN`].
 fn rfc3339<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
     let Some(text) = Option::<String>::deserialize(d)? else {
         return Ok(None);

@@ -486,7 +486,7 @@ impl CandidateTarget {
 
 /// Request parameters an `http` candidate's endpoint configuration owns: a caller may not set
 /// them.
-const RESERVED_PARAMS: [&str; 6] = [
+pub const RESERVED_PARAMS: [&str; 6] = [
     "model",
     "stream",
     "messages",

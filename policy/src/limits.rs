@@ -54,6 +54,14 @@ pub const LINE_PATTERN: &str = concat!(
     r"[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
     r"[^\u0000-\u001F\u007F-\u009F]*$"
 );
+/// An RFC 3339 instant as the API reads one (`chrono`'s `parse_from_rfc3339`): date, `T` (or `t`
+/// or a space), time with optional fraction, and `Z` or an offset. As a JSON Schema pattern, on
+/// every request date-time, so a string the format leaves open (an empty one) is excluded too.
+pub const RFC3339_PATTERN: &str = concat!(
+    r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt ]",
+    r"([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?",
+    r"([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+);
 /// Longest candidate label shown in the UI, in characters.
 pub const MAX_LABEL_CHARS: usize = 120;
 /// Most steps in a simulated candidate's script.

@@ -14,6 +14,7 @@ use crate::{
     api::extract::{json_body, shape_error, Id, JsonBody, RawBody, RouteQuery},
     engine::{EngineError, Input},
     failure::Failure,
+    guard::json_only,
     profiles,
     web::AppState,
 };
@@ -47,27 +48,30 @@ use tokio::sync::broadcast::error::RecvError;
 pub fn routes(test_clock: bool) -> Router<AppState> {
     let mut r = Router::new()
         .route("/api/openapi.json", get(crate::openapi::document))
-        .route("/api/v1/profiles", get(list_profiles).post(create_profile))
+        .route(
+            "/api/v1/profiles",
+            json_only(get(list_profiles).post(create_profile)),
+        )
         .route(
             "/api/v1/profiles/{id}",
-            get(get_profile).put(update_profile).delete(delete_profile),
+            json_only(get(get_profile).put(update_profile).delete(delete_profile)),
         )
-        .route("/api/v1/routes", get(list_routes).post(start_route))
+        .route("/api/v1/routes", json_only(get(list_routes).post(start_route)))
         .route("/api/v1/routes/{id}", get(get_route))
-        .route("/api/v1/routes/{id}/evidence", post(submit_evidence))
-        .route("/api/v1/routes/{id}/actions", post(manual_action))
-        .route("/api/v1/routes/{id}/work", post(submit_work))
+        .route("/api/v1/routes/{id}/evidence", json_only(post(submit_evidence)))
+        .route("/api/v1/routes/{id}/actions", json_only(post(manual_action)))
+        .route("/api/v1/routes/{id}/work", json_only(post(submit_work)))
         .route(
             "/api/v1/routes/{id}/result",
-            get(get_result).delete(clear_result).post(submit_result),
+            json_only(get(get_result).delete(clear_result).post(submit_result)),
         )
-        .route("/api/v1/routes/{id}/complete", post(complete_route))
-        .route("/api/v1/routes/{id}/abandon", post(abandon_route))
+        .route("/api/v1/routes/{id}/complete", json_only(post(complete_route)))
+        .route("/api/v1/routes/{id}/abandon", json_only(post(abandon_route)))
         .route("/api/v1/circuits", get(list_circuits))
         .route("/api/v1/events", get(events))
         .merge(runners::routes());
     if test_clock {
-        r = r.route("/api/v1/test/clock", post(set_test_clock));
+        r = r.route("/api/v1/test/clock", json_only(post(set_test_clock)));
     }
     r
 }
@@ -404,7 +408,7 @@ pub(crate) mod openapi_paths {
     pub(crate) fn get_route() {}
 
     #[utoipa::path(post, path = "/api/v1/routes/{id}/evidence", params(("id" = String, Path)),
-        request_body(content = Object, description = "An evidence envelope (contract 1) with `generation`"),
+        request_body(content = policy::envelope::EvidenceEnvelope, description = "An evidence envelope (contract 1) with `generation`"),
         responses((status = 200, body = EvidenceOutcome),
         (status = 409, body = EvidenceOutcome, description = "Stale: not for the current invocation"),
         (status = 503, body = ApiError, description = "The decision could not be written; nothing ran")))]

@@ -7,7 +7,7 @@ use super::{
     extract::{JsonBody, LeasePath},
     ApiResult,
 };
-use crate::{engine::dispatch::Report, failure::Failure, web::AppState};
+use crate::{engine::dispatch::Report, failure::Failure, guard::json_only, web::AppState};
 use axum::{
     extract::State,
     http::StatusCode,
@@ -25,13 +25,19 @@ use policy::{
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/dispatches/claim", post(claim))
-        .route("/api/v1/dispatches/{route_id}/{attempt}/ack", post(ack))
+        .route("/api/v1/dispatches/claim", json_only(post(claim)))
+        .route(
+            "/api/v1/dispatches/{route_id}/{attempt}/ack",
+            json_only(post(ack)),
+        )
         .route(
             "/api/v1/dispatches/{route_id}/{attempt}/heartbeat",
-            post(heartbeat),
+            json_only(post(heartbeat)),
         )
-        .route("/api/v1/dispatches/{route_id}/{attempt}/report", post(report))
+        .route(
+            "/api/v1/dispatches/{route_id}/{attempt}/report",
+            json_only(post(report)),
+        )
 }
 
 fn invalid(path: &str, code: ValidationCode, message: String) -> Failure {
