@@ -162,15 +162,33 @@ fn created_profiles_and_routes_link_to_the_operations_that_take_their_id() {
             ][..],
         ),
     ] {
-        let links = &doc()["paths"][path]["post"]["responses"]["201"]["links"];
-        for target in targets {
-            assert!(operation_ids.contains(target), "{target} is an operation");
-            assert_eq!(
-                links[target]["operationId"], *target,
-                "{path} -> {target}: {links}"
-            );
-            assert_eq!(links[target]["parameters"]["id"], "$response.body#/id");
+        for (method, status, item) in [("post", "201", ""), ("get", "200", "/0")] {
+            let links = &doc()["paths"][path][method]["responses"][status]["links"];
+            for target in targets {
+                assert!(operation_ids.contains(target), "{target} is an operation");
+                assert_eq!(
+                    links[target]["operationId"], *target,
+                    "{method} {path} -> {target}: {links}"
+                );
+                assert_eq!(
+                    links[target]["parameters"]["id"],
+                    format!("$response.body#{item}/id")
+                );
+            }
         }
+    }
+    // A created profile's id starts a route; a route's generation fences the next request.
+    let profile_links = &doc()["paths"]["/api/v1/profiles"]["post"]["responses"]["201"]["links"];
+    assert_eq!(
+        profile_links["start_route"]["requestBody"],
+        json!({"profile_id": "$response.body#/id"})
+    );
+    let route_links = &doc()["paths"]["/api/v1/routes"]["post"]["responses"]["201"]["links"];
+    for fenced in ["manual_action", "submit_work", "complete_route", "abandon_route"] {
+        assert_eq!(
+            route_links[fenced]["requestBody"]["expected_generation"],
+            "$response.body#/snapshot/generation"
+        );
     }
 }
 
