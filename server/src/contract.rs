@@ -134,6 +134,19 @@ pub fn bound(doc: &mut Value) {
             json!({"maxLength": MAX_PATH_CHARS, "pattern": PATH_PATTERN}),
         ),
         ("HttpEvidence", "status", json!({"maximum": u16::MAX})),
+        ("ClaimRequest", "runner", identifier()),
+        (
+            "ClaimRequest",
+            "lease_seconds",
+            json!({"minimum": MIN_LEASE_SECONDS, "maximum": MAX_LEASE_SECONDS}),
+        ),
+        ("LeaseRenewal", "lease_id", json!({"maxLength": MAX_ID_CHARS})),
+        (
+            "LeaseRenewal",
+            "lease_seconds",
+            json!({"minimum": MIN_LEASE_SECONDS, "maximum": MAX_LEASE_SECONDS}),
+        ),
+        ("RunnerReport", "lease_id", json!({"maxLength": MAX_ID_CHARS})),
         (
             "EvidenceEnvelope",
             "occurred_at",
@@ -143,6 +156,15 @@ pub fn bound(doc: &mut Value) {
     for (name, prop, patch) in props {
         property(doc, name, prop, patch);
     }
+    // A success carries no envelope; a failure carries one and no result.
+    merge(
+        schema(doc, "RunnerReport"),
+        json!({"oneOf": [
+            {"properties": {"outcome": {"enum": ["succeeded"]}, "envelope": {"type": "null"}}},
+            {"properties": {"outcome": {"enum": ["failed"]}, "result": {"type": "null"}}, "required": ["envelope"],
+             "not": {"properties": {"envelope": {"type": "null"}}}}
+        ]}),
+    );
     // Evidence over the API names the prompt generation it belongs to (a simulated script's
     // envelope does not: the server fills it in).
     doc["paths"]["/api/v1/routes/{id}/evidence"]["post"]["requestBody"]["content"]["application/json"]
@@ -231,13 +253,17 @@ fn validation_response() -> Value {
 }
 
 /// Operations whose input is validated past its shape (422 with field paths).
-const VALIDATING: [&str; 6] = [
+const VALIDATING: [&str; 10] = [
     "create_profile",
     "update_profile",
     "list_routes",
     "start_route",
     "submit_evidence",
     "submit_work",
+    "claim_dispatch",
+    "ack_dispatch",
+    "heartbeat_dispatch",
+    "report_dispatch",
 ];
 
 /// Every status each operation can answer, with its body.

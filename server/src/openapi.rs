@@ -52,6 +52,10 @@ use utoipa::{
         crate::api::openapi_paths::abandon_route,
         crate::api::openapi_paths::list_circuits,
         crate::api::openapi_paths::events,
+        crate::api::runners::openapi_paths::claim,
+        crate::api::runners::openapi_paths::ack,
+        crate::api::runners::openapi_paths::heartbeat,
+        crate::api::runners::openapi_paths::report,
     ),
     components(schemas(
         ApiError,
@@ -91,7 +95,13 @@ use utoipa::{
         policy::envelope::EvidenceEnvelope,
         policy::document::ValidationErrors,
         policy::document::ValidationError,
-        policy::document::ValidationCode
+        policy::document::ValidationCode,
+        policy::api::ClaimRequest,
+        policy::api::LeaseGrant,
+        policy::api::LeaseRenewal,
+        policy::api::LeaseState,
+        policy::api::RunnerReport,
+        policy::api::RunnerOutcome
     ))
 )]
 struct ApiDoc;

@@ -86,6 +86,26 @@ const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     ("get", "/api/v1/circuits", &["200", "503"]),
     ("get", "/api/v1/events", &["200"]),
+    (
+        "post",
+        "/api/v1/dispatches/claim",
+        &["200", "204", "400", "403", "413", "415", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/dispatches/{route_id}/{attempt}/ack",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/dispatches/{route_id}/{attempt}/heartbeat",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/dispatches/{route_id}/{attempt}/report",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
 ];
 
 #[test]
@@ -261,6 +281,22 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
         .find(|p| p["name"] == "limit")
         .unwrap();
     assert_eq!(limit["schema"]["maximum"], limits::MAX_ROUTE_LIST_LIMIT);
+    assert_eq!(
+        prop("ClaimRequest", "runner")["pattern"],
+        limits::IDENTIFIER_PATTERN
+    );
+    for s in ["ClaimRequest", "LeaseRenewal"] {
+        assert_eq!(
+            prop(s, "lease_seconds")["minimum"],
+            limits::MIN_LEASE_SECONDS,
+            "{s}"
+        );
+        assert_eq!(
+            prop(s, "lease_seconds")["maximum"],
+            limits::MAX_LEASE_SECONDS,
+            "{s}"
+        );
+    }
     assert_eq!(limit["schema"]["minimum"], 1);
     let evidence = &doc()["paths"]["/api/v1/routes/{id}/evidence"]["post"]["requestBody"]["content"]
         ["application/json"]["schema"];

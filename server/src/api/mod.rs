@@ -8,7 +8,7 @@
 //! ([`crate::guard`]) has already refused foreign origins (403) and non-JSON writes (415).
 
 mod extract;
-mod runners;
+pub(crate) mod runners;
 
 use crate::{
     api::extract::{json_body, shape_error, Id, JsonBody, RawBody, RouteQuery},

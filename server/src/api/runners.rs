@@ -211,3 +211,40 @@ async fn report(
         None => Err(lease_lost()),
     }
 }
+
+/// The OpenAPI operations of the lease protocol (statuses past the success ones are added by
+/// [`crate::contract`]).
+pub(crate) mod openapi_paths {
+    use policy::{
+        api::{ClaimRequest, LeaseGrant, LeaseRenewal, LeaseState, RunnerReport},
+        wire::RouteSnapshot,
+    };
+
+    #[utoipa::path(post, path = "/api/v1/dispatches/claim", operation_id = "claim_dispatch",
+        request_body = ClaimRequest, responses(
+        (status = 200, body = LeaseGrant, description = "A lease on the oldest started `external` attempt nobody holds"),
+        (status = 204, description = "No attempt is waiting for a runner")))]
+    pub(crate) fn claim() {}
+
+    #[utoipa::path(post, path = "/api/v1/dispatches/{route_id}/{attempt}/ack", operation_id = "ack_dispatch",
+        params(("route_id" = String, Path), ("attempt" = u32, Path, minimum = 1)),
+        request_body = LeaseRenewal, responses(
+        (status = 200, body = LeaseState, description = "The runner starts the work now; the lease holds `lease_seconds` more"),
+        (status = 409, description = "`lease_lost`: the lease is not the runner's any more; stop and report nothing")))]
+    pub(crate) fn ack() {}
+
+    #[utoipa::path(post, path = "/api/v1/dispatches/{route_id}/{attempt}/heartbeat", operation_id = "heartbeat_dispatch",
+        params(("route_id" = String, Path), ("attempt" = u32, Path, minimum = 1)),
+        request_body = LeaseRenewal, responses(
+        (status = 200, body = LeaseState, description = "The acknowledged lease holds `lease_seconds` more"),
+        (status = 409, description = "`lease_lost`: the lease is not the runner's any more; stop and report nothing")))]
+    pub(crate) fn heartbeat() {}
+
+    #[utoipa::path(post, path = "/api/v1/dispatches/{route_id}/{attempt}/report", operation_id = "report_dispatch",
+        params(("route_id" = String, Path), ("attempt" = u32, Path, minimum = 1)),
+        request_body = RunnerReport, responses(
+        (status = 200, body = RouteSnapshot, description = "The outcome is recorded: the route's snapshot"),
+        (status = 409, body = RouteSnapshot,
+         description = "The route had already moved on (its current snapshot), or `lease_lost` (the shared error)")))]
+    pub(crate) fn report() {}
+}
