@@ -261,17 +261,20 @@ impl<'de> serde::Deserialize<'de> for Envelope {
     }
 }
 
+/// A whole number, however it is spelled: `3`, `3.0` (JSON Schema's `integer` includes it, so
+/// the API accepts it) or the text `"3"` (lenient, for adapters).
 fn as_u64<D: Doc>(v: &D) -> Option<u64> {
     match v.view() {
-        View::Number(n) => n.as_u64(),
+        View::Number(n) => n.as_u64().or_else(|| policy::whole::parse(&n.to_string())),
         View::Str(s) => s.trim().parse().ok(),
         _ => None,
     }
 }
 
+/// See [`as_u64`].
 fn as_i64<D: Doc>(v: &D) -> Option<i64> {
     match v.view() {
-        View::Number(n) => n.as_i64(),
+        View::Number(n) => n.as_i64().or_else(|| policy::whole::parse(&n.to_string())),
         View::Str(s) => s.trim().parse().ok(),
         _ => None,
     }
@@ -539,8 +542,8 @@ fn signal_name<D: Doc>(v: &D) -> Option<String> {
         (24, "SIGXCPU"),
     ];
     match v.view() {
-        View::Number(n) => {
-            let n = n.as_i64()?;
+        View::Number(_) => {
+            let n = as_i64(v)?;
             Some(
                 NAMES
                     .iter()
@@ -659,6 +662,23 @@ mod tests {
                 other => panic!("{bad:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn whole_numbers_written_as_floats_are_read_as_integers() {
+        let env = Envelope::parse(
+            br#"{"generation":3.0,"active_generation":3e0,"items":[{"kind":"http","status":429.0},
+                {"kind":"acp_error","code":-32603.0},{"kind":"process_exit","code":1.0,"signal":15.0}]}"#,
+        )
+        .expect("parses");
+        assert_eq!((env.generation, env.active_generation), (Some(3), Some(3)));
+        assert!(matches!(&env.items[0], EvidenceItem::Http(h) if h.status == Some(429)));
+        assert!(matches!(&env.items[1], EvidenceItem::AcpError(e) if e.code == Some(-32603)));
+        assert!(
+            matches!(&env.items[2], EvidenceItem::ProcessExit(p) if p.code == Some(1) && p.signal.as_deref() == Some("SIGTERM"))
+        );
+        let fraction = Envelope::parse(br#"{"generation":2.5,"items":[]}"#).expect("parses");
+        assert_eq!(fraction.generation, None, "a fraction is no generation");
     }
 
     #[test]

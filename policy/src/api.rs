@@ -93,12 +93,13 @@ pub enum SimulatedOutcome {
 pub struct SimulatedStep {
     pub outcome: SimulatedOutcome,
     /// Seconds between the launch and the report (0: at once).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::whole::u64")]
     pub after_seconds: u64,
     /// The evidence envelope (design contract 1) reported for `fail`. The server fills in the
-    /// invocation identity and timestamps.
+    /// invocation identity and timestamps. Kept as the JSON it was given (checked against
+    /// [`crate::envelope::EvidenceEnvelope`] on write).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::envelope::EvidenceEnvelope>))]
     pub envelope: Option<Value>,
 }
 
@@ -201,7 +202,11 @@ pub struct ProfileInput {
     pub policy: Value,
     /// For updates: the revision the edit was based on; a different current revision is a
     /// conflict. `None` overwrites.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::whole::option_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub expected_revision: Option<u64>,
 }
 
@@ -350,6 +355,7 @@ pub struct Work {
 #[serde(deny_unknown_fields)]
 pub struct WorkRequest {
     /// The route generation the caller last saw; a stale one gets 409 and the snapshot.
+    #[serde(deserialize_with = "crate::whole::u64")]
     pub expected_generation: u64,
     /// The new work; absent, the route's stored work is run again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -478,6 +484,7 @@ pub struct RouteDetail {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ManualActionRequest {
     pub action: ManualAction,
+    #[serde(deserialize_with = "crate::whole::u64")]
     pub expected_generation: u64,
 }
 
@@ -516,6 +523,7 @@ pub struct EvidenceOutcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SuccessReport {
+    #[serde(deserialize_with = "crate::whole::u64")]
     pub invocation_generation: u64,
 }
 
@@ -532,7 +540,11 @@ pub struct ClaimRequest {
     /// The runner's name (an identifier, for the UI and the log).
     pub runner: String,
     /// How long the claim holds before it must be acknowledged, in seconds (default 60).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::whole::option_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub lease_seconds: Option<u64>,
 }
 
@@ -566,7 +578,11 @@ pub struct LeaseGrant {
 pub struct LeaseRenewal {
     pub lease_id: String,
     /// How much longer the lease holds, in seconds (default 60).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::whole::option_u64",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub lease_seconds: Option<u64>,
 }
 
@@ -590,7 +606,7 @@ pub struct RunnerReport {
     pub result: Option<String>,
     /// For `failed`: the evidence envelope (contract 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::envelope::EvidenceEnvelope>))]
     pub envelope: Option<Value>,
 }
 
@@ -639,7 +655,10 @@ pub struct ApiError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApiErrorBody {
-    /// Stable: `not_found`, `conflict`, `bad_request`, `storage_unavailable`, `internal`.
+    /// Stable: `bad_request` (400), `foreign_origin` (403), `not_found` (404), `conflict`
+    /// (409; `lease_lost` is its message's first word for external runners),
+    /// `payload_too_large` (413), `unsupported_media_type` (415), `internal` (500),
+    /// `storage_unavailable` (503).
     pub code: String,
     pub message: String,
 }

@@ -80,6 +80,7 @@ pub enum Phase {
 
 /// Whether the prompt reached the agent or provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PromptDelivery {
     #[default]
@@ -91,6 +92,7 @@ pub enum PromptDelivery {
 /// Observed side effects of the failed attempt (given by the adapter, or derived from ACP
 /// updates; the two are combined with OR).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct Effects {
     pub assistant_output: bool,

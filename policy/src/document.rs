@@ -160,6 +160,7 @@ impl fmt::Display for OnExhausted {
 
 /// Stable, machine-readable validation codes. The spelling is the contract; never rename one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ValidationCode {
     /// A required field is absent (or an input box is empty).
@@ -262,6 +263,7 @@ impl FieldError {
 /// One problem in a document, addressed by a field path such as
 /// `candidates[1].hard.retry.max_retries` (the empty path is the document itself).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ValidationError {
     pub path: String,
     pub code: ValidationCode,
@@ -270,6 +272,7 @@ pub struct ValidationError {
 
 /// Every problem found, in document order: the API's 422 body `{"errors":[...]}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[error("[PL1001] invalid policy document: {}", summary(.errors))]
 pub struct ValidationErrors {
     pub errors: Vec<ValidationError>,

@@ -32,7 +32,9 @@ use chrono::{DateTime, Utc};
 // Text checks shared by every field
 // ------------------------------------------------------------------------------------------------
 
-/// A required line of text: not blank, at most `max` characters, no control characters.
+/// A required line of text: not blank, at most `max` characters, no control characters
+/// ([`crate::limits::LINE_PATTERN`]). Bounds apply to the text as sent, before any trimming, as
+/// the published `maxLength` does.
 pub fn check_line(text: &str, what: &str, max: usize) -> Result<(), FieldError> {
     if text.trim().is_empty() {
         return Err(FieldError::new(ValidationCode::Empty, format!("Give {what}.")));
@@ -40,7 +42,8 @@ pub fn check_line(text: &str, what: &str, max: usize) -> Result<(), FieldError> 
     check_optional_line(text, what, max)
 }
 
-/// An optional line of text (may be empty): at most `max` characters, no control characters.
+/// An optional line of text (may be empty): at most `max` characters, no control characters
+/// ([`crate::limits::TEXT_PATTERN`]).
 pub fn check_optional_line(text: &str, what: &str, max: usize) -> Result<(), FieldError> {
     if text.chars().count() > max {
         return Err(FieldError::new(
@@ -87,6 +90,43 @@ pub fn check_identifier(text: &str, what: &str) -> Result<(), FieldError> {
         ));
     }
     Ok(())
+}
+
+/// What is wrong with a value's shape, from a serde message, without the input: serde quotes
+/// the offending value (which may be anything a client pasted, a credential included), so
+/// quoted parts are dropped, except names that look like this API's own field names (lower-case
+/// words joined by `_`), which say where the problem is. A trailing ` at line L column C` is
+/// dropped too (the caller adds it when it knows the position).
+pub fn shape_message(serde_message: &str) -> String {
+    let text = serde_message
+        .rsplit_once(" at line ")
+        .map_or(serde_message, |(head, _)| head);
+    let mut out = String::with_capacity(text.len());
+    let mut quoted: Option<(char, String)> = None;
+    for c in text.chars() {
+        match &mut quoted {
+            None if c == '`' || c == '"' => quoted = Some((c, String::new())),
+            None => out.push(c),
+            Some((q, inner)) if c == *q => {
+                let name_like = inner.len() <= 40
+                    && !inner.is_empty()
+                    && inner.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+                if name_like {
+                    out.push('`');
+                    out.push_str(inner);
+                    out.push('`');
+                } else {
+                    out.push('…');
+                }
+                quoted = None;
+            }
+            Some((_, inner)) => inner.push(c),
+        }
+    }
+    if quoted.is_some() {
+        out.push('…');
+    }
+    out
 }
 
 fn capitalized(what: &str) -> String {
@@ -147,25 +187,27 @@ impl ValidatedProfile {
     /// the rest at `name`, `description` and `targets[i].<field>`.
     pub fn parse(input: &ProfileInput) -> Result<ValidatedProfile, ValidationErrors> {
         let mut problems = Problems::default();
-        let name = input.name.trim();
         problems.check(
             "name",
-            check_line(name, "the profile a name", MAX_PROFILE_NAME_CHARS),
+            check_line(&input.name, "the profile a name", MAX_PROFILE_NAME_CHARS),
         );
+        let name = input.name.trim();
+        if input
+            .description
+            .as_deref()
+            .is_some_and(|d| d.chars().count() > MAX_PROFILE_DESCRIPTION_CHARS)
+        {
+            problems.push(
+                "description",
+                ValidationCode::TooLong,
+                format!("Use at most {MAX_PROFILE_DESCRIPTION_CHARS} characters."),
+            );
+        }
         let description = input
             .description
             .as_deref()
             .map(str::trim)
             .filter(|d| !d.is_empty());
-        if let Some(d) = description {
-            if d.chars().count() > MAX_PROFILE_DESCRIPTION_CHARS {
-                problems.push(
-                    "description",
-                    ValidationCode::TooLong,
-                    format!("Use at most {MAX_PROFILE_DESCRIPTION_CHARS} characters."),
-                );
-            }
-        }
         let concrete = input.kind == ProfileKind::Concrete;
         let policy = if concrete && input.policy.is_null() {
             match input.targets.as_slice() {
@@ -400,6 +442,12 @@ fn check_target_fields(t: &CandidateTarget, i: usize, problems: &mut Problems) {
                     ValidationCode::Missing,
                     "An evidence envelope lists its evidence in `items` (an array).",
                 );
+            } else if let Err(why) = crate::envelope::EvidenceEnvelope::check(envelope) {
+                problems.push(
+                    format!("{path}.envelope"),
+                    ValidationCode::WrongType,
+                    format!("Not an evidence envelope (contract 1): {why}."),
+                );
             } else if serde_json::to_string(envelope).map_or(usize::MAX, |s| s.len())
                 > MAX_SCRIPT_ENVELOPE_BYTES
             {
@@ -438,7 +486,7 @@ impl CandidateTarget {
 
 /// Request parameters an `http` candidate's endpoint configuration owns: a caller may not set
 /// them.
-const RESERVED_PARAMS: [&str; 6] = [
+pub const RESERVED_PARAMS: [&str; 6] = [
     "model",
     "stream",
     "messages",
@@ -554,10 +602,10 @@ impl ValidatedStartRoute {
                 MAX_INVOCATION_ID_CHARS,
             ),
         );
-        let title = request.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
-        if let Some(t) = title {
+        if let Some(t) = &request.title {
             problems.check("title", check_optional_line(t, "the title", MAX_TITLE_CHARS));
         }
+        let title = request.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
         if let Some(work) = &request.work {
             problems.0.extend(check_work(work, "work"));
         }

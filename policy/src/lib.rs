@@ -21,6 +21,8 @@
 //!   failure opens, what the dispatch gate decides, a candidate's eligibility.
 //! - [`route`]: the route state machine: `start` and `step(&RouteState, RouteEvent, now)`,
 //!   returning the next state and the effects the server performs after committing it.
+//! - [`envelope`]: the evidence envelope (contract 1) as the API takes it, typed.
+//! - [`whole`]: whole numbers from JSON (`5.0` is the integer 5, as JSON Schema says).
 //! - [`wire`]: route snapshots and event payloads, and re-exports of every wire type.
 //!
 //! A tour, as the server drives it (persist each `next`, then perform its effects):
@@ -84,6 +86,7 @@ pub mod circuit;
 pub mod class;
 pub mod classification;
 pub mod document;
+pub mod envelope;
 pub mod evaluator;
 pub mod input;
 pub mod legacy;
@@ -91,4 +94,5 @@ pub mod limits;
 pub mod route;
 pub mod schedule;
 pub mod time;
+pub mod whole;
 pub mod wire;

@@ -43,6 +43,25 @@ pub const MAX_IDENTIFIER_CHARS: usize = 128;
 /// The characters a provider or model identifier may hold (a regular expression, published in the
 /// OpenAPI document): ASCII letters and digits and `. _ - : / @ +`, starting with a letter or digit.
 pub const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$";
+/// Text fields (names, labels, titles, references, ids) hold no control characters (Unicode
+/// `Cc`: U+0000 to U+001F and U+007F to U+009F, what `char::is_control` finds). As a JSON Schema
+/// (ECMA-262) pattern, published in the OpenAPI document on every such field.
+pub const TEXT_PATTERN: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
+/// A required line of text: [`TEXT_PATTERN`], and at least one character that is not white space
+/// (Unicode `White_Space`, what `str::trim` removes), so a blank name is refused.
+pub const LINE_PATTERN: &str = concat!(
+    r"^[^\u0000-\u001F\u007F-\u009F]*",
+    r"[^\u0000-\u0020\u007F-\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
+    r"[^\u0000-\u001F\u007F-\u009F]*$"
+);
+/// An RFC 3339 instant as the API reads one (`chrono`'s `parse_from_rfc3339`): date, `T` (or `t`
+/// or a space), time with optional fraction, and `Z` or an offset. As a JSON Schema pattern, on
+/// every request date-time, so a string the format leaves open (an empty one) is excluded too.
+pub const RFC3339_PATTERN: &str = concat!(
+    r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt ]",
+    r"([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?",
+    r"([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+);
 /// Longest candidate label shown in the UI, in characters.
 pub const MAX_LABEL_CHARS: usize = 120;
 /// Most steps in a simulated candidate's script.
@@ -62,6 +81,11 @@ pub const MAX_INVOCATION_ID_CHARS: usize = 128;
 /// about 30).
 pub const MAX_ID_CHARS: usize = 128;
 
+/// Routes a list answers when the request names no `limit`...
+pub const DEFAULT_ROUTE_LIST_LIMIT: u32 = 100;
+/// ...and the most it may name (at least 1).
+pub const MAX_ROUTE_LIST_LIMIT: u32 = 1_000;
+
 /// Largest work a route carries, in bytes of its JSON (prompt, messages and parameters).
 pub const MAX_WORK_BYTES: usize = 256 * 1024;
 /// Most ACP content blocks in a prompt.
@@ -70,6 +94,8 @@ pub const MAX_PROMPT_BLOCKS: usize = 64;
 pub const MAX_MESSAGES: usize = 256;
 /// Longest working directory path, in characters.
 pub const MAX_PATH_CHARS: usize = 4_096;
+/// A working directory is an absolute path without NUL characters (a JSON Schema pattern).
+pub const PATH_PATTERN: &str = r"^/[^\u0000]*$";
 
 /// Shortest lease an external runner may ask for, in seconds.
 pub const MIN_LEASE_SECONDS: u64 = 5;

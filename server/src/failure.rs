@@ -26,8 +26,10 @@ pub enum Failure {
     NotFound(&'static str),
     /// The input was rejected; every problem with its field path (422).
     Invalid(ValidationErrors),
-    /// The body is not JSON of the expected shape (400).
+    /// The body is not JSON of the expected shape, or a path or query part is unreadable (400).
     BadRequest(String),
+    /// The body is larger than `policy::limits::MAX_REQUEST_BODY_BYTES` (413).
+    TooLarge,
     /// The request conflicts with what exists; the message is safe to show (409).
     Conflict(String),
     /// The route changed first or the request does not apply to it now (409, with the route's
@@ -86,6 +88,14 @@ impl IntoResponse for Failure {
             }
             Failure::Invalid(errors) => (StatusCode::UNPROCESSABLE_ENTITY, Json(errors)).into_response(),
             Failure::BadRequest(m) => error_body(StatusCode::BAD_REQUEST, "bad_request", m),
+            Failure::TooLarge => error_body(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!(
+                    "The body is larger than {} bytes.",
+                    policy::limits::MAX_REQUEST_BODY_BYTES
+                ),
+            ),
             Failure::Conflict(m) => error_body(StatusCode::CONFLICT, "conflict", m),
             Failure::Stale(snapshot) => (StatusCode::CONFLICT, Json(*snapshot)).into_response(),
             Failure::Unavailable => error_body(
@@ -109,6 +119,7 @@ impl From<Failure> for BackendError {
             Failure::NotFound(what) => BackendError::NotFound { what },
             Failure::Invalid(errors) => BackendError::Invalid(errors),
             Failure::Conflict(m) | Failure::BadRequest(m) => BackendError::Conflict(m),
+            Failure::TooLarge => BackendError::Conflict("The request is too large.".to_owned()),
             Failure::Stale(snapshot) => BackendError::RouteChanged(snapshot),
             Failure::Unavailable | Failure::Internal => BackendError::Unavailable,
         }
@@ -198,6 +209,7 @@ mod tests {
                 verdict: None,
             },
             Failure::Conflict(m) | Failure::BadRequest(m) => EngineError::Conflict(m.clone()),
+            Failure::TooLarge => EngineError::Conflict(String::new()),
             Failure::Unavailable => {
                 EngineError::Storage(crate::store::StoreError::Sql(sqlx::Error::PoolClosed))
             }

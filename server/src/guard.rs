@@ -25,14 +25,32 @@ use axum::{
     http::{header, HeaderMap, Method, StatusCode},
     middleware::Next,
     response::{IntoResponse, Response},
+    routing::MethodRouter,
     Json,
 };
 use policy::api::{ApiError, ApiErrorBody};
 
-/// The guard, as an axum middleware (`axum::middleware::from_fn(guard::writes)`).
+/// The same-origin rule, as an axum middleware on every request
+/// (`axum::middleware::from_fn(guard::writes)`).
 pub async fn writes(request: Request<Body>, next: Next) -> Response {
     if is_write(request.method()) {
-        if let Err(refused) = check(request.method(), request.uri().path(), request.headers()) {
+        if let Err(refused) = check_origin(request.headers()) {
+            return refused.into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// The JSON-only rule on one route's methods under `/api/` (`.route(path, json_only(post(h)))`):
+/// it runs once the path and the method matched, so a method the path does not serve still
+/// gets the router's 405 (a `Router`-wide layer would answer it 415 first).
+pub fn json_only<S: Clone + Send + Sync + 'static>(methods: MethodRouter<S>) -> MethodRouter<S> {
+    methods.route_layer(axum::middleware::from_fn(json_writes))
+}
+
+async fn json_writes(request: Request<Body>, next: Next) -> Response {
+    if is_write(request.method()) {
+        if let Err(refused) = check_json(request.method(), request.uri().path(), request.headers()) {
             return refused.into_response();
         }
     }
@@ -79,7 +97,13 @@ impl IntoResponse for Refused {
     }
 }
 
+#[cfg(test)]
 fn check(method: &Method, path: &str, headers: &HeaderMap) -> Result<(), Refused> {
+    check_origin(headers)?;
+    check_json(method, path, headers)
+}
+
+fn check_origin(headers: &HeaderMap) -> Result<(), Refused> {
     if let Some(site) = headers.get("sec-fetch-site") {
         if !matches!(site.to_str(), Ok("same-origin" | "none")) {
             return Err(Refused::ForeignOrigin);
@@ -96,6 +120,10 @@ fn check(method: &Method, path: &str, headers: &HeaderMap) -> Result<(), Refused
             return Err(Refused::ForeignOrigin);
         }
     }
+    Ok(())
+}
+
+fn check_json(method: &Method, path: &str, headers: &HeaderMap) -> Result<(), Refused> {
     // A DELETE carries no body; every other write under /api/ carries JSON.
     if path.starts_with("/api/") && *method != Method::DELETE && !is_json(headers) {
         return Err(Refused::NotJson);

@@ -33,6 +33,7 @@ pub mod backend;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod contract;
 pub mod db;
 pub mod demo;
 pub mod engine;

@@ -14,6 +14,8 @@ use policy::{
     limits,
     wire::{Classification, Decision, Gate, RouteEventPayload, RouteSnapshot},
 };
+use serde_json::Value;
+use std::sync::OnceLock;
 use utoipa::{
     openapi::{
         schema::{AdditionalProperties, ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type},
@@ -27,7 +29,9 @@ use utoipa::{
     info(
         title = "Recourse API",
         description = "Dynamic profiles, routed work, evidence, manual recovery and route events. \
-                       Errors: 422 `{\"errors\":[{path,code,message}]}`, 409 with the current route snapshot."
+                       Errors: `ApiError` (`{\"error\":{code,message}}`) for 400, 403, 404, 409, 413, 415 and 503; \
+                       422 `ValidationErrors` (`{\"errors\":[{path,code,message}]}`); a 409 about a route carries \
+                       its current `RouteSnapshot`. Every operation lists the statuses it can answer."
     ),
     paths(
         crate::api::openapi_paths::list_profiles,
@@ -48,6 +52,10 @@ use utoipa::{
         crate::api::openapi_paths::abandon_route,
         crate::api::openapi_paths::list_circuits,
         crate::api::openapi_paths::events,
+        crate::api::runners::openapi_paths::claim,
+        crate::api::runners::openapi_paths::ack,
+        crate::api::runners::openapi_paths::heartbeat,
+        crate::api::runners::openapi_paths::report,
     ),
     components(schemas(
         ApiError,
@@ -83,156 +91,42 @@ use utoipa::{
         policy::api::Work,
         policy::api::WorkRequest,
         crate::store::RouteResult,
-        crate::api::ExpectedGeneration
+        crate::api::ExpectedGeneration,
+        policy::envelope::EvidenceEnvelope,
+        policy::document::ValidationErrors,
+        policy::document::ValidationError,
+        policy::document::ValidationCode,
+        policy::api::ClaimRequest,
+        policy::api::LeaseGrant,
+        policy::api::LeaseRenewal,
+        policy::api::LeaseState,
+        policy::api::RunnerReport,
+        policy::api::RunnerOutcome
     ))
 )]
 struct ApiDoc;
 
-/// The whole document.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    let mut doc = ApiDoc::openapi();
-    if let Some(components) = doc.components.as_mut() {
-        components
-            .schemas
-            .insert("PolicyDocument".to_owned(), RefOr::T(policy_document_schema()));
-        components
-            .schemas
-            .insert("ClassPolicy".to_owned(), RefOr::T(class_policy_schema()));
-        bound_inputs(&mut components.schemas);
-    }
-    doc
-}
-
-/// A bound the server enforces on one property of a request schema.
-enum Bound {
-    /// A string of at most this many characters (at least `min`).
-    Text { min: usize, max: usize },
-    /// A provider or model identifier.
-    Identifier,
-    /// An integer in `0..=max`.
-    Integer { max: u64 },
-    /// A list of at most this many items.
-    Items { max: usize },
-}
-
-/// Puts the limits `policy::input` enforces on the request schemas' properties, from the same
-/// constants, so a client generated from the document knows them.
-fn bound_inputs(schemas: &mut std::collections::BTreeMap<String, RefOr<Schema>>) {
-    use Bound::*;
-    let bounds: [(&str, &str, Bound); 13] = [
-        (
-            "ProfileInput",
-            "name",
-            Text {
-                min: 1,
-                max: limits::MAX_PROFILE_NAME_CHARS,
-            },
-        ),
-        (
-            "ProfileInput",
-            "description",
-            Text {
-                min: 0,
-                max: limits::MAX_PROFILE_DESCRIPTION_CHARS,
-            },
-        ),
-        (
-            "ProfileInput",
-            "targets",
-            Items {
-                max: limits::MAX_CANDIDATES,
-            },
-        ),
-        (
-            "CandidateTarget",
-            "id",
-            Text {
-                min: 1,
-                max: limits::MAX_CANDIDATE_ID_CHARS,
-            },
-        ),
-        ("CandidateTarget", "provider_id", Identifier),
-        ("CandidateTarget", "model_id", Identifier),
-        (
-            "CandidateTarget",
-            "label",
-            Text {
-                min: 0,
-                max: limits::MAX_LABEL_CHARS,
-            },
-        ),
-        (
-            "CandidateTarget",
-            "script",
-            Items {
-                max: limits::MAX_SCRIPT_STEPS,
-            },
-        ),
-        (
-            "SimulatedStep",
-            "after_seconds",
-            Integer {
-                max: limits::MAX_SIMULATED_DELAY_SECONDS,
-            },
-        ),
-        (
-            "StartRouteRequest",
-            "profile_id",
-            Text {
-                min: 1,
-                max: limits::MAX_ID_CHARS,
-            },
-        ),
-        (
-            "StartRouteRequest",
-            "title",
-            Text {
-                min: 0,
-                max: limits::MAX_TITLE_CHARS,
-            },
-        ),
-        (
-            "Caller",
-            "reference",
-            Text {
-                min: 1,
-                max: limits::MAX_CALLER_REFERENCE_CHARS,
-            },
-        ),
-        (
-            "Caller",
-            "invocation_id",
-            Text {
-                min: 1,
-                max: limits::MAX_INVOCATION_ID_CHARS,
-            },
-        ),
-    ];
-    for (schema, property, bound) in bounds {
-        let Some(RefOr::T(Schema::Object(object))) = schemas.get_mut(schema) else {
-            continue;
-        };
-        match (object.properties.get_mut(property), bound) {
-            (Some(RefOr::T(Schema::Object(field))), Text { min, max }) => {
-                field.min_length = Some(min);
-                field.max_length = Some(max);
-            }
-            (Some(RefOr::T(Schema::Object(field))), Identifier) => {
-                field.min_length = Some(1);
-                field.max_length = Some(limits::MAX_IDENTIFIER_CHARS);
-                field.pattern = Some(limits::IDENTIFIER_PATTERN.to_owned());
-            }
-            (Some(RefOr::T(Schema::Object(field))), Integer { max }) => {
-                field.minimum = Some(0.into());
-                field.maximum = Some(max.into());
-            }
-            (Some(RefOr::T(Schema::Array(field))), Items { max }) => field.max_items = Some(max),
-            _ => {}
+/// The whole document: what the annotations say, the policy document's schema, and the
+/// statuses, bounds and links of [`crate::contract`]. Built once.
+pub fn openapi() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let mut doc = ApiDoc::openapi();
+        if let Some(components) = doc.components.as_mut() {
+            components
+                .schemas
+                .insert("PolicyDocument".to_owned(), RefOr::T(policy_document_schema()));
+            components
+                .schemas
+                .insert("ClassPolicy".to_owned(), RefOr::T(class_policy_schema()));
         }
-    }
+        let mut doc = serde_json::to_value(doc).expect("the OpenAPI document is JSON");
+        crate::contract::apply(&mut doc);
+        doc
+    })
 }
 
-pub(crate) async fn document() -> Json<utoipa::openapi::OpenApi> {
+pub(crate) async fn document() -> Json<&'static Value> {
     Json(openapi())
 }
 

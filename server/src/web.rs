@@ -114,7 +114,10 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .merge(crate::api::routes(state.test_clock.is_some()))
-        .route("/api/{*fn_name}", get(server_fn).post(server_fn))
+        .route(
+            "/api/{*fn_name}",
+            crate::guard::json_only(get(server_fn).post(server_fn)),
+        )
         .leptos_routes_with_context(&state, routes, pages.clone(), move || shell(leptos.clone()))
         .merge(crate::assets::routes())
         .fallback(render_app_to_stream_with_context(pages, move || {

@@ -7,17 +7,19 @@
 //! 422 with field paths, 503 when the store cannot write. The request guard
 //! ([`crate::guard`]) has already refused foreign origins (403) and non-JSON writes (415).
 
-mod runners;
+mod extract;
+pub(crate) mod runners;
 
 use crate::{
+    api::extract::{json_body, shape_error, Id, JsonBody, RawBody, RouteQuery},
     engine::{EngineError, Input},
     failure::Failure,
+    guard::json_only,
     profiles,
     web::AppState,
 };
 use axum::{
-    body::Bytes,
-    extract::{Path, Query, State},
+    extract::State,
     http::StatusCode,
     response::{
         sse::{Event, KeepAlive, Sse},
@@ -31,10 +33,10 @@ use classifier::Envelope;
 use futures_util::stream::{Stream, StreamExt};
 use policy::{
     api::{
-        EvidenceOutcome, ManualActionRequest, ProfileInput, RouteFilter, StartRouteRequest, SuccessReport,
-        WorkRequest,
+        EvidenceOutcome, ManualActionRequest, ProfileInput, StartRouteRequest, SuccessReport, WorkRequest,
     },
     document::{ValidationCode, ValidationError, ValidationErrors},
+    envelope::EvidenceEnvelope,
     input::{ValidatedProfile, ValidatedStartRoute},
     route::RouteEvent,
 };
@@ -46,76 +48,39 @@ use tokio::sync::broadcast::error::RecvError;
 pub fn routes(test_clock: bool) -> Router<AppState> {
     let mut r = Router::new()
         .route("/api/openapi.json", get(crate::openapi::document))
-        .route("/api/v1/profiles", get(list_profiles).post(create_profile))
+        .route(
+            "/api/v1/profiles",
+            json_only(get(list_profiles).post(create_profile)),
+        )
         .route(
             "/api/v1/profiles/{id}",
-            get(get_profile).put(update_profile).delete(delete_profile),
+            json_only(get(get_profile).put(update_profile).delete(delete_profile)),
         )
-        .route("/api/v1/routes", get(list_routes).post(start_route))
+        .route("/api/v1/routes", json_only(get(list_routes).post(start_route)))
         .route("/api/v1/routes/{id}", get(get_route))
-        .route("/api/v1/routes/{id}/evidence", post(submit_evidence))
-        .route("/api/v1/routes/{id}/actions", post(manual_action))
-        .route("/api/v1/routes/{id}/work", post(submit_work))
+        .route("/api/v1/routes/{id}/evidence", json_only(post(submit_evidence)))
+        .route("/api/v1/routes/{id}/actions", json_only(post(manual_action)))
+        .route("/api/v1/routes/{id}/work", json_only(post(submit_work)))
         .route(
             "/api/v1/routes/{id}/result",
-            get(get_result).delete(clear_result).post(submit_result),
+            json_only(get(get_result).delete(clear_result).post(submit_result)),
         )
-        .route("/api/v1/routes/{id}/complete", post(complete_route))
-        .route("/api/v1/routes/{id}/abandon", post(abandon_route))
+        .route("/api/v1/routes/{id}/complete", json_only(post(complete_route)))
+        .route("/api/v1/routes/{id}/abandon", json_only(post(abandon_route)))
         .route("/api/v1/circuits", get(list_circuits))
         .route("/api/v1/events", get(events))
         .merge(runners::routes());
     if test_clock {
-        r = r.route("/api/v1/test/clock", post(set_test_clock));
+        r = r.route("/api/v1/test/clock", json_only(post(set_test_clock)));
     }
     r
 }
 
 type ApiResult<T> = Result<T, Failure>;
 
-/// Reads a JSON body; a malformed one is 400 (serde's message names the field, never the value).
-fn json_body<T: serde::de::DeserializeOwned>(body: &Bytes) -> ApiResult<T> {
-    serde_json::from_slice(body)
-        .map_err(|e| Failure::BadRequest(format!("invalid JSON body: {}", shape_error(&e))))
-}
-
-/// What is wrong with a body's shape, without the input: serde quotes the offending value
-/// (which may be anything a client pasted, a credential included), so quoted parts are
-/// dropped, except names that look like this API's own field names (lower-case words joined by
-/// `_`), which say where the problem is.
-fn shape_error(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    let text = text
-        .rsplit_once(" at line ")
-        .map_or(text.as_str(), |(head, _)| head);
-    let mut out = String::with_capacity(text.len());
-    let mut quoted: Option<(char, String)> = None;
-    for c in text.chars() {
-        match &mut quoted {
-            None if c == '`' || c == '"' => quoted = Some((c, String::new())),
-            None => out.push(c),
-            Some((q, inner)) if c == *q => {
-                let name_like = inner.len() <= 40
-                    && !inner.is_empty()
-                    && inner.chars().all(|c| c.is_ascii_lowercase() || c == '_');
-                if name_like {
-                    out.push('`');
-                    out.push_str(inner);
-                    out.push('`');
-                } else {
-                    out.push('…');
-                }
-                quoted = None;
-            }
-            Some((_, inner)) => inner.push(c),
-        }
-    }
-    format!("{out} at line {} column {}", e.line(), e.column())
-}
-
 /// A profile body whose shape is wrong still gets field-addressed 422 errors; one that parses
 /// is validated once, here.
-fn profile_body(body: &Bytes) -> ApiResult<ValidatedProfile> {
+fn profile_body(body: &[u8]) -> ApiResult<ValidatedProfile> {
     let input: ProfileInput = serde_json::from_slice(body).map_err(|e| {
         Failure::Invalid(ValidationErrors {
             errors: vec![ValidationError {
@@ -132,53 +97,58 @@ async fn list_profiles(State(s): State<AppState>) -> ApiResult<Response> {
     Ok(Json(profiles::list(&s.engine).await?).into_response())
 }
 
-async fn create_profile(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
+async fn create_profile(State(s): State<AppState>, RawBody(body): RawBody) -> ApiResult<Response> {
     let p = profiles::create(&s.engine, profile_body(&body)?).await?;
     Ok((StatusCode::CREATED, Json(p)).into_response())
 }
 
-async fn get_profile(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+async fn get_profile(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
     Ok(Json(profiles::get(&s.engine, &id).await?).into_response())
 }
 
 async fn update_profile(
     State(s): State<AppState>,
-    Path(id): Path<String>,
-    body: Bytes,
+    Id(id): Id,
+    RawBody(body): RawBody,
 ) -> ApiResult<Response> {
     let p = profiles::update(&s.engine, &id, profile_body(&body)?).await?;
     Ok(Json(p).into_response())
 }
 
-async fn delete_profile(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+async fn delete_profile(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
     profiles::delete(&s.engine, &id).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn list_routes(State(s): State<AppState>, Query(filter): Query<RouteFilter>) -> ApiResult<Response> {
+async fn list_routes(State(s): State<AppState>, RouteQuery(filter): RouteQuery) -> ApiResult<Response> {
     Ok(Json(s.engine.list_routes(&filter).await?).into_response())
 }
 
-async fn start_route(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
-    let request: StartRouteRequest = json_body(&body)?;
+async fn start_route(
+    State(s): State<AppState>,
+    JsonBody(request): JsonBody<StartRouteRequest>,
+) -> ApiResult<Response> {
     let request = ValidatedStartRoute::parse(&request)?;
     let summary = s.engine.start_route(request).await?;
     Ok((StatusCode::CREATED, Json(summary)).into_response())
 }
 
-async fn get_route(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+async fn get_route(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
     Ok(Json(s.engine.route_detail(&id).await?).into_response())
 }
 
 /// Evidence for the route's current invocation: the envelope must name the route's
-/// invocation and the prompt generation it belongs to.
+/// invocation and the prompt generation it belongs to. It must be an `EvidenceEnvelope` as the
+/// document publishes it (400 otherwise); the classifier then reads and bounds it.
 async fn submit_evidence(
     State(s): State<AppState>,
-    Path(id): Path<String>,
-    body: Bytes,
+    Id(id): Id,
+    RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    let envelope =
-        Envelope::parse(&body).map_err(|e| Failure::BadRequest(format!("invalid envelope: {}", e.kind())))?;
+    let value: serde_json::Value = json_body(&body)?;
+    EvidenceEnvelope::check(&value).map_err(|why| Failure::BadRequest(format!("invalid envelope: {why}")))?;
+    let envelope = Envelope::from_value(&value)
+        .map_err(|e| Failure::BadRequest(format!("invalid envelope: {}", e.kind())))?;
     if envelope.generation.is_none() {
         return Err(Failure::Invalid(ValidationErrors {
             errors: vec![ValidationError {
@@ -235,10 +205,9 @@ async fn submit_event(s: &AppState, id: &str, event: RouteEvent) -> ApiResult<Re
 
 async fn submit_result(
     State(s): State<AppState>,
-    Path(id): Path<String>,
-    body: Bytes,
+    Id(id): Id,
+    JsonBody(r): JsonBody<SuccessReport>,
 ) -> ApiResult<Response> {
-    let r: SuccessReport = json_body(&body)?;
     submit_event(
         &s,
         &id,
@@ -254,30 +223,23 @@ async fn submit_result(
 #[serde(deny_unknown_fields)]
 pub(crate) struct ExpectedGeneration {
     /// The route generation the caller last saw; a stale one gets 409 and the snapshot.
+    #[serde(deserialize_with = "policy::whole::u64")]
     expected_generation: u64,
-}
-
-/// Reads `{"expected_generation": N}` and submits the fenced event `make(N)`.
-async fn submit_fenced(
-    s: &AppState,
-    id: &str,
-    body: &Bytes,
-    make: fn(u64) -> RouteEvent,
-) -> ApiResult<Response> {
-    let e: ExpectedGeneration = json_body(body)?;
-    submit_event(s, id, make(e.expected_generation)).await
 }
 
 /// The next prompt of the route's session: new work (checked as a route start's is) or the
 /// stored work again, fenced by `expected_generation`.
-async fn submit_work(State(s): State<AppState>, Path(id): Path<String>, body: Bytes) -> ApiResult<Response> {
-    let request: WorkRequest = json_body(&body)?;
+async fn submit_work(
+    State(s): State<AppState>,
+    Id(id): Id,
+    JsonBody(request): JsonBody<WorkRequest>,
+) -> ApiResult<Response> {
     let applied = s.engine.submit_work(&id, request).await?;
     Ok(Json(applied.snapshot).into_response())
 }
 
 /// The result of the route's latest successful attempt that produced one (404 when none).
-async fn get_result(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+async fn get_result(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
     s.engine.route_summary(&id).await?;
     let result = s
         .engine
@@ -290,7 +252,7 @@ async fn get_result(State(s): State<AppState>, Path(id): Path<String>) -> ApiRes
 }
 
 /// Clears the stored result once the caller has it.
-async fn clear_result(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Response> {
+async fn clear_result(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
     s.engine.route_summary(&id).await?;
     let cleared = s
         .engine
@@ -307,33 +269,28 @@ async fn clear_result(State(s): State<AppState>, Path(id): Path<String>) -> ApiR
 
 async fn complete_route(
     State(s): State<AppState>,
-    Path(id): Path<String>,
-    body: Bytes,
+    Id(id): Id,
+    JsonBody(e): JsonBody<ExpectedGeneration>,
 ) -> ApiResult<Response> {
-    submit_fenced(&s, &id, &body, |expected_generation| RouteEvent::Complete {
-        expected_generation,
-    })
-    .await
+    let expected_generation = e.expected_generation;
+    submit_event(&s, &id, RouteEvent::Complete { expected_generation }).await
 }
 
 async fn abandon_route(
     State(s): State<AppState>,
-    Path(id): Path<String>,
-    body: Bytes,
+    Id(id): Id,
+    JsonBody(e): JsonBody<ExpectedGeneration>,
 ) -> ApiResult<Response> {
-    submit_fenced(&s, &id, &body, |expected_generation| RouteEvent::Abandon {
-        expected_generation,
-    })
-    .await
+    let expected_generation = e.expected_generation;
+    submit_event(&s, &id, RouteEvent::Abandon { expected_generation }).await
 }
 
 /// A person's action: 200 with the new snapshot, or 409 with the current one.
 async fn manual_action(
     State(s): State<AppState>,
-    Path(id): Path<String>,
-    body: Bytes,
+    Id(id): Id,
+    JsonBody(req): JsonBody<ManualActionRequest>,
 ) -> ApiResult<Response> {
-    let req: ManualActionRequest = json_body(&body)?;
     match s.engine.perform_action(&id, req).await? {
         policy::api::ActionOutcome::Applied(snapshot) => Ok(Json(snapshot).into_response()),
         policy::api::ActionOutcome::Conflict(snapshot) => Err(Failure::Stale(Box::new(snapshot))),
@@ -382,8 +339,7 @@ struct ClockSet {
 
 /// Test only (`recourse serve --test-clock`): moves the injected clock and wakes the
 /// scheduler, so a process test never waits for real time.
-async fn set_test_clock(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
-    let c: ClockSet = json_body(&body)?;
+async fn set_test_clock(State(s): State<AppState>, JsonBody(c): JsonBody<ClockSet>) -> ApiResult<Response> {
     let clock = s.test_clock.as_ref().ok_or(Failure::NotFound("test clock"))?;
     clock.set(c.now);
     // Fire what is due now, in line, so the caller sees the result in its next request.
@@ -452,7 +408,7 @@ pub(crate) mod openapi_paths {
     pub(crate) fn get_route() {}
 
     #[utoipa::path(post, path = "/api/v1/routes/{id}/evidence", params(("id" = String, Path)),
-        request_body(content = Object, description = "An evidence envelope (contract 1) with `generation`"),
+        request_body(content = policy::envelope::EvidenceEnvelope, description = "An evidence envelope (contract 1) with `generation`"),
         responses((status = 200, body = EvidenceOutcome),
         (status = 409, body = EvidenceOutcome, description = "Stale: not for the current invocation"),
         (status = 503, body = ApiError, description = "The decision could not be written; nothing ran")))]

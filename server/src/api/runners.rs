@@ -3,11 +3,13 @@
 //! parse, bound and answer. A lease that is not the runner's any more is `409` with
 //! `{"error":{"code":"lease_lost"}}`: the runner must stop and report nothing.
 
-use super::{json_body, ApiResult};
-use crate::{engine::dispatch::Report, failure::Failure, web::AppState};
+use super::{
+    extract::{JsonBody, LeasePath},
+    ApiResult,
+};
+use crate::{engine::dispatch::Report, failure::Failure, guard::json_only, web::AppState};
 use axum::{
-    body::Bytes,
-    extract::{Path, State},
+    extract::State,
     http::StatusCode,
     response::{IntoResponse, Response},
     routing::post,
@@ -16,19 +18,26 @@ use axum::{
 use policy::{
     api::{ClaimRequest, LeaseGrant, LeaseRenewal, LeaseState, RunnerOutcome, RunnerReport},
     document::{ValidationCode, ValidationError, ValidationErrors},
+    envelope::EvidenceEnvelope,
     input::check_identifier,
-    limits::{DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS, MIN_LEASE_SECONDS},
+    limits::{DEFAULT_LEASE_SECONDS, MAX_ID_CHARS, MAX_LEASE_SECONDS, MIN_LEASE_SECONDS},
 };
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/dispatches/claim", post(claim))
-        .route("/api/v1/dispatches/{route_id}/{attempt}/ack", post(ack))
+        .route("/api/v1/dispatches/claim", json_only(post(claim)))
+        .route(
+            "/api/v1/dispatches/{route_id}/{attempt}/ack",
+            json_only(post(ack)),
+        )
         .route(
             "/api/v1/dispatches/{route_id}/{attempt}/heartbeat",
-            post(heartbeat),
+            json_only(post(heartbeat)),
         )
-        .route("/api/v1/dispatches/{route_id}/{attempt}/report", post(report))
+        .route(
+            "/api/v1/dispatches/{route_id}/{attempt}/report",
+            json_only(post(report)),
+        )
 }
 
 fn invalid(path: &str, code: ValidationCode, message: String) -> Failure {
@@ -55,6 +64,18 @@ fn lease_seconds(given: Option<u64>) -> Result<u64, Failure> {
     }
 }
 
+/// A lease id is one the server made (about 30 characters); a longer one is refused.
+fn lease_id(id: &str) -> Result<(), Failure> {
+    if id.chars().count() > MAX_ID_CHARS {
+        return Err(invalid(
+            "lease_id",
+            ValidationCode::TooLong,
+            format!("A lease id has at most {MAX_ID_CHARS} characters."),
+        ));
+    }
+    Ok(())
+}
+
 fn lease_lost() -> Failure {
     Failure::Conflict(
         "lease_lost: this lease is not yours any more (it lapsed, ran out, or the route moved on); stop and report nothing"
@@ -64,8 +85,7 @@ fn lease_lost() -> Failure {
 
 /// 200 with a lease on the oldest started `external` attempt nobody holds, or 204 when there
 /// is none.
-async fn claim(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
-    let request: ClaimRequest = json_body(&body)?;
+async fn claim(State(s): State<AppState>, JsonBody(request): JsonBody<ClaimRequest>) -> ApiResult<Response> {
     check_identifier(&request.runner, "the runner name").map_err(|e| invalid("runner", e.code, e.message))?;
     let seconds = lease_seconds(request.lease_seconds)?;
     let Some(lease) = s.engine.claim(&request.runner, seconds).await? else {
@@ -105,12 +125,12 @@ async fn claim(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
     .into_response())
 }
 
-async fn renew(s: &AppState, route_id: &str, attempt: u32, body: &Bytes, ack: bool) -> ApiResult<Response> {
-    let request: LeaseRenewal = json_body(body)?;
+async fn renew(s: &AppState, path: LeasePath, request: LeaseRenewal, ack: bool) -> ApiResult<Response> {
+    lease_id(&request.lease_id)?;
     let seconds = lease_seconds(request.lease_seconds)?;
     match s
         .engine
-        .renew_lease(route_id, attempt, &request.lease_id, seconds, ack)
+        .renew_lease(&path.route_id, path.attempt, &request.lease_id, seconds, ack)
         .await?
     {
         Some(lease) => Ok(Json(LeaseState {
@@ -125,37 +145,37 @@ async fn renew(s: &AppState, route_id: &str, attempt: u32, body: &Bytes, ack: bo
 /// The runner starts the work now: from here on the attempt may have run.
 async fn ack(
     State(s): State<AppState>,
-    Path((route_id, attempt)): Path<(String, u32)>,
-    body: Bytes,
+    path: LeasePath,
+    JsonBody(request): JsonBody<LeaseRenewal>,
 ) -> ApiResult<Response> {
-    renew(&s, &route_id, attempt, &body, true).await
+    renew(&s, path, request, true).await
 }
 
 /// The runner is still at it: the acknowledged lease holds `lease_seconds` more.
 async fn heartbeat(
     State(s): State<AppState>,
-    Path((route_id, attempt)): Path<(String, u32)>,
-    body: Bytes,
+    path: LeasePath,
+    JsonBody(request): JsonBody<LeaseRenewal>,
 ) -> ApiResult<Response> {
-    renew(&s, &route_id, attempt, &body, false).await
+    renew(&s, path, request, false).await
 }
 
 /// The leased attempt's outcome: 200 with the route's snapshot, 409 `lease_lost`, or 409 with
 /// the snapshot when the route had already moved on.
 async fn report(
     State(s): State<AppState>,
-    Path((route_id, attempt)): Path<(String, u32)>,
-    body: Bytes,
+    LeasePath { route_id, attempt }: LeasePath,
+    JsonBody(request): JsonBody<RunnerReport>,
 ) -> ApiResult<Response> {
-    let request: RunnerReport = json_body(&body)?;
+    lease_id(&request.lease_id)?;
     let report = match (request.outcome, request.envelope, request.result) {
         (RunnerOutcome::Succeeded, None, result) => Report::Succeeded { result },
         (RunnerOutcome::Failed, Some(envelope), None) => {
-            classifier::Envelope::from_value(&envelope).map_err(|e| {
+            EvidenceEnvelope::check(&envelope).map_err(|why| {
                 invalid(
                     "envelope",
                     ValidationCode::WrongType,
-                    format!("Not an evidence envelope ({}).", e.kind()),
+                    format!("Not an evidence envelope (contract 1): {why}."),
                 )
             })?;
             Report::Failed { envelope }
@@ -190,4 +210,41 @@ async fn report(
         Some(applied) => Ok(Json(applied.snapshot).into_response()),
         None => Err(lease_lost()),
     }
+}
+
+/// The OpenAPI operations of the lease protocol (statuses past the success ones are added by
+/// [`crate::contract`]).
+pub(crate) mod openapi_paths {
+    use policy::{
+        api::{ClaimRequest, LeaseGrant, LeaseRenewal, LeaseState, RunnerReport},
+        wire::RouteSnapshot,
+    };
+
+    #[utoipa::path(post, path = "/api/v1/dispatches/claim", operation_id = "claim_dispatch",
+        request_body = ClaimRequest, responses(
+        (status = 200, body = LeaseGrant, description = "A lease on the oldest started `external` attempt nobody holds"),
+        (status = 204, description = "No attempt is waiting for a runner")))]
+    pub(crate) fn claim() {}
+
+    #[utoipa::path(post, path = "/api/v1/dispatches/{route_id}/{attempt}/ack", operation_id = "ack_dispatch",
+        params(("route_id" = String, Path), ("attempt" = u32, Path, minimum = 1)),
+        request_body = LeaseRenewal, responses(
+        (status = 200, body = LeaseState, description = "The runner starts the work now; the lease holds `lease_seconds` more"),
+        (status = 409, description = "`lease_lost`: the lease is not the runner's any more; stop and report nothing")))]
+    pub(crate) fn ack() {}
+
+    #[utoipa::path(post, path = "/api/v1/dispatches/{route_id}/{attempt}/heartbeat", operation_id = "heartbeat_dispatch",
+        params(("route_id" = String, Path), ("attempt" = u32, Path, minimum = 1)),
+        request_body = LeaseRenewal, responses(
+        (status = 200, body = LeaseState, description = "The acknowledged lease holds `lease_seconds` more"),
+        (status = 409, description = "`lease_lost`: the lease is not the runner's any more; stop and report nothing")))]
+    pub(crate) fn heartbeat() {}
+
+    #[utoipa::path(post, path = "/api/v1/dispatches/{route_id}/{attempt}/report", operation_id = "report_dispatch",
+        params(("route_id" = String, Path), ("attempt" = u32, Path, minimum = 1)),
+        request_body = RunnerReport, responses(
+        (status = 200, body = RouteSnapshot, description = "The outcome is recorded: the route's snapshot"),
+        (status = 409, body = RouteSnapshot,
+         description = "The route had already moved on (its current snapshot), or `lease_lost` (the shared error)")))]
+    pub(crate) fn report() {}
 }

@@ -1,0 +1,424 @@
+//! The published API contract (`/api/openapi.json`): every operation lists the statuses it can
+//! answer with their bodies, the request schemas carry the limits and patterns of
+//! `policy::limits`, the operations that create ids link to those that take them, and the server
+//! agrees with the schema at its edges (a bound met is accepted, a bound passed is refused, an
+//! integer written as `1.0` is an integer, an undeclared method is 405). Schemathesis checks the
+//! same against a running server in `./dev test`; this is the fast check that can fail in
+//! `cargo test`.
+
+mod common;
+
+use axum::http::{Method, StatusCode};
+use common::*;
+use policy::{input::check_line, limits};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+fn doc() -> &'static Value {
+    server::openapi::openapi()
+}
+
+fn schema(name: &str) -> &'static Value {
+    &doc()["components"]["schemas"][name]
+}
+
+/// The statuses each operation can answer, as the handlers, extractors and guard produce them.
+const OPERATIONS: &[(&str, &str, &[&str])] = &[
+    ("get", "/api/v1/profiles", &["200", "503"]),
+    (
+        "post",
+        "/api/v1/profiles",
+        &["201", "400", "403", "413", "415", "422", "503"],
+    ),
+    ("get", "/api/v1/profiles/{id}", &["200", "400", "404", "503"]),
+    (
+        "put",
+        "/api/v1/profiles/{id}",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+    (
+        "delete",
+        "/api/v1/profiles/{id}",
+        &["204", "400", "403", "404", "409", "503"],
+    ),
+    ("get", "/api/v1/routes", &["200", "400", "422", "503"]),
+    (
+        "post",
+        "/api/v1/routes",
+        &["201", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+    ("get", "/api/v1/routes/{id}", &["200", "400", "404", "503"]),
+    (
+        "post",
+        "/api/v1/routes/{id}/evidence",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/routes/{id}/actions",
+        &["200", "400", "403", "404", "409", "413", "415", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/routes/{id}/work",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/routes/{id}/complete",
+        &["200", "400", "403", "404", "409", "413", "415", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/routes/{id}/abandon",
+        &["200", "400", "403", "404", "409", "413", "415", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/routes/{id}/result",
+        &["200", "400", "403", "404", "409", "413", "415", "503"],
+    ),
+    ("get", "/api/v1/routes/{id}/result", &["200", "400", "404", "503"]),
+    (
+        "delete",
+        "/api/v1/routes/{id}/result",
+        &["204", "400", "403", "404", "503"],
+    ),
+    ("get", "/api/v1/circuits", &["200", "503"]),
+    ("get", "/api/v1/events", &["200"]),
+    (
+        "post",
+        "/api/v1/dispatches/claim",
+        &["200", "204", "400", "403", "413", "415", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/dispatches/{route_id}/{attempt}/ack",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/dispatches/{route_id}/{attempt}/heartbeat",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/dispatches/{route_id}/{attempt}/report",
+        &["200", "400", "403", "404", "409", "413", "415", "422", "503"],
+    ),
+];
+
+#[test]
+fn every_operation_lists_every_status_it_can_answer_with_its_body() {
+    let paths = doc()["paths"].as_object().unwrap();
+    let listed: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
+    assert_eq!(
+        listed,
+        OPERATIONS.len(),
+        "an operation was added or removed: list its statuses here"
+    );
+    for (method, path, statuses) in OPERATIONS {
+        let responses = doc()["paths"][path][method]["responses"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{method} {path} is documented"));
+        let got: BTreeSet<&str> = responses.keys().map(String::as_str).collect();
+        let want: BTreeSet<&str> = statuses.iter().copied().collect();
+        assert_eq!(got, want, "{method} {path}");
+        for (status, response) in responses {
+            let body = &response["content"]["application/json"]["schema"];
+            let error = json!({"$ref": "#/components/schemas/ApiError"});
+            match status.as_str() {
+                "422" => assert_eq!(
+                    body["$ref"], "#/components/schemas/ValidationErrors",
+                    "{method} {path} 422"
+                ),
+                "409" => assert!(
+                    *body == error || body["oneOf"].as_array().is_some_and(|arms| arms.contains(&error)),
+                    "{method} {path} 409 may be the shared error: {body}"
+                ),
+                s if s.starts_with('4') || s.starts_with('5') => {
+                    assert_eq!(*body, error, "{method} {path} {s}")
+                }
+                _ => {}
+            }
+        }
+    }
+    for name in [
+        "ApiError",
+        "ValidationErrors",
+        "EvidenceEnvelope",
+        "PolicyDocument",
+    ] {
+        assert!(schema(name).is_object(), "{name} is a component schema");
+    }
+}
+
+#[test]
+fn created_profiles_and_routes_link_to_the_operations_that_take_their_id() {
+    let operation_ids: BTreeSet<&str> = doc()["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .filter_map(|op| op["operationId"].as_str())
+        .collect();
+    for (path, targets) in [
+        (
+            "/api/v1/profiles",
+            &["get_profile", "update_profile", "delete_profile"][..],
+        ),
+        (
+            "/api/v1/routes",
+            &[
+                "get_route",
+                "submit_evidence",
+                "manual_action",
+                "submit_work",
+                "complete_route",
+                "abandon_route",
+                "submit_result",
+                "get_result",
+                "clear_result",
+            ][..],
+        ),
+    ] {
+        for (method, status, item) in [("post", "201", ""), ("get", "200", "/0")] {
+            let links = &doc()["paths"][path][method]["responses"][status]["links"];
+            for target in targets {
+                assert!(operation_ids.contains(target), "{target} is an operation");
+                assert_eq!(
+                    links[target]["operationId"], *target,
+                    "{method} {path} -> {target}: {links}"
+                );
+                assert_eq!(
+                    links[target]["parameters"]["id"],
+                    format!("$response.body#{item}/id")
+                );
+            }
+        }
+    }
+    // A created profile's id starts a route; a route's generation fences the next request.
+    let profile_links = &doc()["paths"]["/api/v1/profiles"]["post"]["responses"]["201"]["links"];
+    assert_eq!(
+        profile_links["start_route"]["requestBody"],
+        json!({"profile_id": "$response.body#/id"})
+    );
+    let route_links = &doc()["paths"]["/api/v1/routes"]["post"]["responses"]["201"]["links"];
+    for fenced in ["manual_action", "submit_work", "complete_route", "abandon_route"] {
+        assert_eq!(
+            route_links[fenced]["requestBody"]["expected_generation"],
+            "$response.body#/snapshot/generation"
+        );
+    }
+}
+
+#[test]
+fn request_schemas_carry_the_limits_the_server_enforces() {
+    let prop = |s: &str, p: &str| &schema(s)["properties"][p];
+    let name = prop("ProfileInput", "name");
+    assert_eq!(name["maxLength"], limits::MAX_PROFILE_NAME_CHARS);
+    assert_eq!(name["minLength"], 1);
+    assert_eq!(name["pattern"], limits::LINE_PATTERN);
+    assert_eq!(
+        prop("ProfileInput", "description")["maxLength"],
+        limits::MAX_PROFILE_DESCRIPTION_CHARS
+    );
+    assert_eq!(
+        prop("ProfileInput", "targets")["maxItems"],
+        limits::MAX_CANDIDATES
+    );
+    for p in ["provider_id", "model_id", "runner"] {
+        assert_eq!(
+            prop("CandidateTarget", p)["pattern"],
+            limits::IDENTIFIER_PATTERN,
+            "{p}"
+        );
+        assert_eq!(
+            prop("CandidateTarget", p)["maxLength"],
+            limits::MAX_IDENTIFIER_CHARS,
+            "{p}"
+        );
+    }
+    assert_eq!(prop("CandidateTarget", "label")["pattern"], limits::TEXT_PATTERN);
+    assert_eq!(
+        prop("CandidateTarget", "script")["maxItems"],
+        limits::MAX_SCRIPT_STEPS
+    );
+    assert_eq!(
+        prop("SimulatedStep", "after_seconds")["maximum"],
+        limits::MAX_SIMULATED_DELAY_SECONDS
+    );
+    assert_eq!(
+        prop("StartRouteRequest", "profile_id")["maxLength"],
+        limits::MAX_ID_CHARS
+    );
+    assert_eq!(
+        prop("StartRouteRequest", "title")["maxLength"],
+        limits::MAX_TITLE_CHARS
+    );
+    assert_eq!(
+        prop("Caller", "reference")["maxLength"],
+        limits::MAX_CALLER_REFERENCE_CHARS
+    );
+    assert_eq!(prop("Caller", "invocation_id")["pattern"], limits::LINE_PATTERN);
+    assert_eq!(prop("Work", "prompt")["maxItems"], limits::MAX_PROMPT_BLOCKS);
+    assert_eq!(prop("Work", "messages")["maxItems"], limits::MAX_MESSAGES);
+    assert_eq!(prop("Work", "cwd")["pattern"], limits::PATH_PATTERN);
+    assert_eq!(
+        prop("EvidenceEnvelope", "occurred_at")["pattern"],
+        limits::RFC3339_PATTERN
+    );
+    assert_eq!(prop("HttpEvidence", "status")["maximum"], u16::MAX);
+    // Whole numbers stay within the type the server reads them into.
+    assert_eq!(
+        prop("ExpectedGeneration", "expected_generation")["maximum"],
+        u64::MAX
+    );
+    let limit = doc()["paths"]["/api/v1/routes"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "limit")
+        .unwrap();
+    assert_eq!(limit["schema"]["maximum"], limits::MAX_ROUTE_LIST_LIMIT);
+    assert_eq!(
+        prop("ClaimRequest", "runner")["pattern"],
+        limits::IDENTIFIER_PATTERN
+    );
+    for s in ["ClaimRequest", "LeaseRenewal"] {
+        assert_eq!(
+            prop(s, "lease_seconds")["minimum"],
+            limits::MIN_LEASE_SECONDS,
+            "{s}"
+        );
+        assert_eq!(
+            prop(s, "lease_seconds")["maximum"],
+            limits::MAX_LEASE_SECONDS,
+            "{s}"
+        );
+    }
+    assert_eq!(limit["schema"]["minimum"], 1);
+    let evidence = &doc()["paths"]["/api/v1/routes/{id}/evidence"]["post"]["requestBody"]["content"]
+        ["application/json"]["schema"];
+    assert_eq!(
+        evidence["allOf"][1]["required"],
+        json!(["generation"]),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn the_text_patterns_accept_exactly_what_the_server_accepts() {
+    let line = regex::Regex::new(limits::LINE_PATTERN).unwrap();
+    let text = regex::Regex::new(limits::TEXT_PATTERN).unwrap();
+    for sample in [
+        "a",
+        " a ",
+        "Fix the build",
+        "ünïcødé ✓",
+        "",
+        " ",
+        "\u{3000}",
+        "\u{a0}x",
+        "a\nb",
+        "a\tb",
+        "\u{7f}",
+        "\u{85}",
+        "\u{9f}z",
+        "x\u{1f}",
+        "\u{2028}",
+    ] {
+        assert_eq!(
+            line.is_match(sample),
+            check_line(sample, "it", 1_000).is_ok(),
+            "LINE_PATTERN and check_line disagree on {sample:?}"
+        );
+        assert_eq!(
+            text.is_match(sample),
+            policy::input::check_optional_line(sample, "it", 1_000).is_ok(),
+            "TEXT_PATTERN and check_optional_line disagree on {sample:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_server_agrees_with_the_schema_at_its_edges() {
+    let h = Harness::new().await;
+    let served = h.get("/api/openapi.json").await;
+    assert_eq!(&served, doc(), "the served document is the checked one");
+
+    // A name at its limit is accepted; one past it is refused at its path.
+    let profile = |name: String| {
+        json!({"name": name, "policy": {"version": 1, "candidates": [{"id": "main",
+        "transient": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+                      "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "skip"},
+        "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+                 "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"}}]}})
+    };
+    let id = h
+        .profile(profile("n".repeat(limits::MAX_PROFILE_NAME_CHARS)))
+        .await;
+    let (status, body) = h
+        .post(
+            "/api/v1/profiles",
+            profile("n".repeat(limits::MAX_PROFILE_NAME_CHARS + 1)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["errors"][0]["path"], "name");
+
+    // An integer written as `1.0` is the integer 1 (JSON Schema's `integer` includes it).
+    let r = h.start(&id, "inv-1").await;
+    let generation = h.snapshot(&r).await["generation"].as_u64().unwrap();
+    let (status, body) = h
+        .post(
+            &format!("/api/v1/routes/{r}/abandon"),
+            json!({"expected_generation": generation as f64}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["state"], "abandoned");
+    let (status, body) = h
+        .post(
+            &format!("/api/v1/routes/{r}/complete"),
+            json!({"expected_generation": 1.5}),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a fraction is no integer: {body}"
+    );
+    let (status, body) = h.call(Method::GET, "/api/v1/routes?limit=2.0", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = h
+        .call(
+            Method::GET,
+            &format!("/api/v1/routes?limit={}", limits::MAX_ROUTE_LIST_LIMIT + 1),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["errors"][0]["path"], "limit");
+
+    // A method a path does not serve is 405, whatever its body; a served one without JSON is 415.
+    let (status, _) = h
+        .call_raw(
+            Method::PUT,
+            "/api/v1/circuits",
+            &[("content-type", "text/plain")],
+            "x",
+        )
+        .await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    let (status, body) = h
+        .call_raw(
+            Method::POST,
+            "/api/v1/routes",
+            &[("content-type", "text/plain")],
+            "x",
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(body["error"]["code"], "unsupported_media_type");
+}
