@@ -22,6 +22,8 @@
 //! - [`route`]: the route state machine: `start` and `step(&RouteState, RouteEvent, now)`,
 //!   returning the next state and the effects the server performs after committing it.
 //! - [`wire`]: route snapshots and event payloads, and re-exports of every wire type.
+//! - [`auth`]: permissions, built-in roles, and the account, session, token and audit wire
+//!   types; names, passwords and token requests parsed once.
 //!
 //! A tour, as the server drives it (persist each `next`, then perform its effects):
 //!
@@ -80,6 +82,7 @@
 //! - Unclassified, stale, inconsistent or effect-unsafe evidence never schedules work.
 
 pub mod api;
+pub mod auth;
 pub mod circuit;
 pub mod class;
 pub mod classification;
