@@ -45,6 +45,9 @@ pub enum BackendError {
     /// The store could not be read or written. The cause is logged on the server; this
     /// carries nothing internal.
     Unavailable,
+    /// The signed-in person may not do this here (for example, Office assignment steers only
+    /// Office routes); the message says what is needed and is safe to show.
+    Forbidden(String),
 }
 
 impl fmt::Display for BackendError {
@@ -55,6 +58,7 @@ impl fmt::Display for BackendError {
             BackendError::Conflict(message) => f.write_str(message),
             BackendError::RouteChanged(_) => f.write_str("the route changed first; nothing was done"),
             BackendError::Unavailable => f.write_str("the store is unavailable; try again"),
+            BackendError::Forbidden(message) => f.write_str(message),
         }
     }
 }

@@ -28,6 +28,8 @@ pub enum Failure {
     Invalid(ValidationErrors),
     /// The body is not JSON of the expected shape (400).
     BadRequest(String),
+    /// The caller is signed in but may not do this here; the message says what is needed (403).
+    Forbidden(String),
     /// The request conflicts with what exists; the message is safe to show (409).
     Conflict(String),
     /// The route changed first or the request does not apply to it now (409, with the route's
@@ -86,6 +88,7 @@ impl IntoResponse for Failure {
             }
             Failure::Invalid(errors) => (StatusCode::UNPROCESSABLE_ENTITY, Json(errors)).into_response(),
             Failure::BadRequest(m) => error_body(StatusCode::BAD_REQUEST, "bad_request", m),
+            Failure::Forbidden(m) => error_body(StatusCode::FORBIDDEN, "forbidden", m),
             Failure::Conflict(m) => error_body(StatusCode::CONFLICT, "conflict", m),
             Failure::Stale(snapshot) => (StatusCode::CONFLICT, Json(*snapshot)).into_response(),
             Failure::Unavailable => error_body(
@@ -109,6 +112,7 @@ impl From<Failure> for BackendError {
             Failure::NotFound(what) => BackendError::NotFound { what },
             Failure::Invalid(errors) => BackendError::Invalid(errors),
             Failure::Conflict(m) | Failure::BadRequest(m) => BackendError::Conflict(m),
+            Failure::Forbidden(m) => BackendError::Forbidden(m),
             Failure::Stale(snapshot) => BackendError::RouteChanged(snapshot),
             Failure::Unavailable | Failure::Internal => BackendError::Unavailable,
         }
@@ -197,7 +201,9 @@ mod tests {
                 snapshot: s.clone(),
                 verdict: None,
             },
-            Failure::Conflict(m) | Failure::BadRequest(m) => EngineError::Conflict(m.clone()),
+            Failure::Conflict(m) | Failure::BadRequest(m) | Failure::Forbidden(m) => {
+                EngineError::Conflict(m.clone())
+            }
             Failure::Unavailable => {
                 EngineError::Storage(crate::store::StoreError::Sql(sqlx::Error::PoolClosed))
             }

@@ -91,6 +91,7 @@ struct ApiDoc;
 /// The whole document.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
+    crate::api::extend_openapi(&mut doc);
     if let Some(components) = doc.components.as_mut() {
         components
             .schemas

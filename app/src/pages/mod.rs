@@ -1,6 +1,7 @@
 //! One module per route.
 
 pub mod home;
+pub mod login;
 pub mod not_found;
 pub mod profile;
 pub mod profiles;

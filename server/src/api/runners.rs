@@ -3,15 +3,20 @@
 //! parse, bound and answer. A lease that is not the runner's any more is `409` with
 //! `{"error":{"code":"lease_lost"}}`: the runner must stop and report nothing.
 
-use super::{json_body, ApiResult};
-use crate::{engine::dispatch::Report, failure::Failure, web::AppState};
+use super::{check_route, json_body, ApiResult};
+use crate::{
+    auth::{scope::RouteUse, Principal},
+    engine::dispatch::Report,
+    failure::Failure,
+    web::AppState,
+};
 use axum::{
     body::Bytes,
     extract::{Path, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     routing::post,
-    Json, Router,
+    Extension, Json, Router,
 };
 use policy::{
     api::{ClaimRequest, LeaseGrant, LeaseRenewal, LeaseState, RunnerOutcome, RunnerReport},
@@ -63,8 +68,17 @@ fn lease_lost() -> Failure {
 }
 
 /// 200 with a lease on the oldest started `external` attempt nobody holds, or 204 when there
-/// is none.
-async fn claim(State(s): State<AppState>, body: Bytes) -> ApiResult<Response> {
+/// is none. A claim takes any profile's attempt, so a token scoped to profiles cannot claim.
+async fn claim(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    if p.profile_ids.is_some() {
+        return Err(Failure::Forbidden(
+            "A claim may take any profile's attempt; use a runner token that is not scoped to profiles.".to_owned(),
+        ));
+    }
     let request: ClaimRequest = json_body(&body)?;
     check_identifier(&request.runner, "the runner name").map_err(|e| invalid("runner", e.code, e.message))?;
     let seconds = lease_seconds(request.lease_seconds)?;
@@ -125,18 +139,22 @@ async fn renew(s: &AppState, route_id: &str, attempt: u32, body: &Bytes, ack: bo
 /// The runner starts the work now: from here on the attempt may have run.
 async fn ack(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     Path((route_id, attempt)): Path<(String, u32)>,
     body: Bytes,
 ) -> ApiResult<Response> {
+    check_route(&s, &p, &route_id, RouteUse::Reach).await?;
     renew(&s, &route_id, attempt, &body, true).await
 }
 
 /// The runner is still at it: the acknowledged lease holds `lease_seconds` more.
 async fn heartbeat(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     Path((route_id, attempt)): Path<(String, u32)>,
     body: Bytes,
 ) -> ApiResult<Response> {
+    check_route(&s, &p, &route_id, RouteUse::Reach).await?;
     renew(&s, &route_id, attempt, &body, false).await
 }
 
@@ -144,10 +162,12 @@ async fn heartbeat(
 /// the snapshot when the route had already moved on.
 async fn report(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     Path((route_id, attempt)): Path<(String, u32)>,
     body: Bytes,
 ) -> ApiResult<Response> {
     let request: RunnerReport = json_body(&body)?;
+    check_route(&s, &p, &route_id, RouteUse::Reach).await?;
     let report = match (request.outcome, request.envelope, request.result) {
         (RunnerOutcome::Succeeded, None, result) => Report::Succeeded { result },
         (RunnerOutcome::Failed, Some(envelope), None) => {

@@ -1,0 +1,42 @@
+//! Who is signed in, as the pages see it. The server decides (its rules layer resolves the
+//! session or token of every request) and hands the answer to the app through the request:
+//! [`current_session`] reads it, so the page rendered on the server and the page hydrated in
+//! the browser show the same thing. Nothing here decides access; the server enforces every
+//! rule whatever the UI shows.
+
+use crate::error::AppError;
+use leptos::{prelude::*, server_fn::codec::Json};
+use policy::auth::WhoAmI;
+use serde::{Deserialize, Serialize};
+
+/// The request's session, as the server resolved it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionView {
+    /// Who is signed in, if anyone.
+    pub viewer: Option<WhoAmI>,
+    /// Whether any account exists yet (the login page says how to make the first one).
+    pub accounts_exist: bool,
+    /// The server runs `serve --demo` (visitors are signed into the demo account).
+    pub demo: bool,
+}
+
+/// The command that creates the first administrator, as the login page shows it.
+pub const FIRST_ADMIN_COMMAND: &str = "recourse user add NAME --role admin";
+
+/// The session of the request being served (public: the login page needs it).
+#[server(prefix = "/api/ui", input = Json)]
+pub async fn current_session() -> Result<SessionView, AppError> {
+    use_context::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<SessionView>().cloned())
+        .ok_or(AppError::Unavailable)
+}
+
+/// The session, read once per page load and shared by the navigation and the pages.
+pub type SessionResource = Resource<Result<SessionView, AppError>>;
+
+/// Provides [`SessionResource`] to the whole app.
+pub fn provide_session() -> SessionResource {
+    let session = Resource::new(|| (), |_| current_session());
+    provide_context(session);
+    session
+}
