@@ -2,7 +2,8 @@
 
 -- People who sign in. Names are unique without regard to case. `role` is a built-in role's
 -- name (fixed in code: policy::auth::BuiltinRole) or a custom role's (table `roles`).
--- `credentials_ms`: when the password last changed; a session that began earlier ends.
+-- `credentials_ms`: when the password last changed (strictly increasing); a session keeps the
+-- value it signed in under and ends when the value changes.
 CREATE TABLE accounts (
     id             TEXT PRIMARY KEY NOT NULL,
     name           TEXT NOT NULL UNIQUE COLLATE NOCASE,

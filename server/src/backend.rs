@@ -43,7 +43,9 @@ impl EngineBackend {
 /// Call it before the first `.await`: the context belongs to the request's reactive owner.
 fn caller() -> Result<(Principal, Actor), BackendError> {
     let parts = leptos::prelude::use_context::<axum::http::request::Parts>();
-    let principal = parts.as_ref().and_then(|p| p.extensions.get::<Principal>().cloned());
+    let principal = parts
+        .as_ref()
+        .and_then(|p| p.extensions.get::<Principal>().cloned());
     let actor = parts.as_ref().and_then(|p| p.extensions.get::<Actor>().cloned());
     match (principal, actor) {
         (Some(p), Some(a)) => Ok((p, a)),

@@ -151,7 +151,11 @@ pub struct ServeArgs {
     pub demo: bool,
     /// A reverse proxy whose `X-Forwarded-For` names the client (for the audit log and the
     /// login rate limits); repeat or comma-separate for several.
-    #[arg(long = "trusted-proxy", env = "RECOURSE_TRUSTED_PROXIES", value_delimiter = ',')]
+    #[arg(
+        long = "trusted-proxy",
+        env = "RECOURSE_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
     pub trusted_proxies: Vec<IpAddr>,
     /// Test only: run on a manual clock starting at this UTC time, moved by
     /// `POST /api/v1/test/clock`.

@@ -42,7 +42,10 @@ pub async fn writes(request: Request<Body>, next: Next) -> Response {
 /// The methods that change state. Others (GET, HEAD, OPTIONS, and anything the router does
 /// not know, such as TRACE) pass to the router, which answers 405 for what it does not serve.
 fn is_write(method: &Method) -> bool {
-    matches!(*method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE)
+    matches!(
+        *method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    )
 }
 
 /// Why a write was refused.

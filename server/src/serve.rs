@@ -118,7 +118,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .ensure_demo_account()
             .await
             .context("creating the demo account")?;
-        tracing::warn!("demo mode: every visitor of the UI is signed in as the demo account (profile_manager)");
+        tracing::warn!(
+            "demo mode: every visitor of the UI is signed in as the demo account (profile_manager)"
+        );
     } else if !state.auth.accounts_exist().await? {
         tracing::warn!(
             "no account exists yet: create the first administrator with `recourse user add NAME --role admin` \

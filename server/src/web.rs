@@ -28,7 +28,6 @@ use crate::{
     engine::Engine,
 };
 use app::{backend::Backend, shell, App};
-use axum::{extract::DefaultBodyLimit, handler::HandlerWithoutStateExt};
 use axum::{
     body::Body,
     extract::{FromRef, Request, State},
@@ -38,6 +37,7 @@ use axum::{
     routing::get,
     Json, Router,
 };
+use axum::{extract::DefaultBodyLimit, handler::HandlerWithoutStateExt};
 use leptos::{config::LeptosOptions, prelude::provide_context};
 use leptos_axum::{
     generate_route_list, handle_server_fns_with_context, render_app_to_stream_with_context, LeptosRoutes,
@@ -80,11 +80,7 @@ impl AppState {
 
     /// The same state with these authentication settings (`serve`'s flags; tests' limits).
     pub fn with_auth(mut self, settings: AuthSettings) -> AppState {
-        self.auth = Auth::new(
-            self.engine.store().clone(),
-            self.engine.clock().clone(),
-            settings,
-        );
+        self.auth = Auth::new(self.engine.store().clone(), self.engine.clock().clone(), settings);
         self.backend = Arc::new(EngineBackend::new(self.engine.clone(), self.auth.clone()));
         self
     }
@@ -142,11 +138,12 @@ pub fn router(state: AppState) -> Router {
     let enforce = middleware::from_fn_with_state(state.clone(), crate::auth::layer::enforce);
     // The fallback (unknown paths: the not-found page) is enforced too: `route_layer` covers
     // routes only.
-    let fallback = tower::ServiceBuilder::new()
-        .layer(enforce.clone())
-        .service(HandlerWithoutStateExt::into_service(
-            render_app_to_stream_with_context(pages.clone(), move || shell(not_found.clone())),
-        ));
+    let fallback =
+        tower::ServiceBuilder::new()
+            .layer(enforce.clone())
+            .service(HandlerWithoutStateExt::into_service(
+                render_app_to_stream_with_context(pages.clone(), move || shell(not_found.clone())),
+            ));
     let sessions = crate::auth::layer::session_layer(&state.auth);
     Router::new()
         .route("/healthz", get(healthz))

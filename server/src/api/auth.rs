@@ -24,10 +24,7 @@ use tower_sessions::Session;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route(
-            "/api/v1/session",
-            get(who_am_i).post(login).delete(logout),
-        )
+        .route("/api/v1/session", get(who_am_i).post(login).delete(logout))
         .route("/api/v1/accounts", get(list_accounts).post(create_account))
         .route("/api/v1/accounts/{id}", patch(update_account))
         .route("/api/v1/roles", get(list_roles).post(create_role))
@@ -89,7 +86,11 @@ async fn list_accounts(State(s): State<AppState>) -> Response {
     }
 }
 
-async fn create_account(State(s): State<AppState>, Extension(actor): Extension<Actor>, body: Bytes) -> Response {
+async fn create_account(
+    State(s): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    body: Bytes,
+) -> Response {
     let input: AccountCreate = match parse(&body) {
         Ok(r) => r,
         Err(r) => return r,
@@ -199,7 +200,9 @@ async fn audit(State(s): State<AppState>, Query(q): Query<AuditQuery>) -> Respon
 /// ways to authenticate.
 pub(crate) fn extend_openapi(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::{
-        openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme},
+        openapi::security::{
+            ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+        },
         OpenApi,
     };
     doc.merge(AuthDoc::openapi());
@@ -269,8 +272,8 @@ mod openapi_paths {
     use policy::{
         api::ApiError,
         auth::{
-            AccountCreate, AccountPatch, AccountView, AuditEntry, LoginRequest, RoleCreate, RoleView, TokenCreate,
-            TokenCreated, TokenView, WhoAmI,
+            AccountCreate, AccountPatch, AccountView, AuditEntry, LoginRequest, RoleCreate, RoleView,
+            TokenCreate, TokenCreated, TokenView, WhoAmI,
         },
     };
 

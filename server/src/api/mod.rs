@@ -171,7 +171,9 @@ async fn create_profile(
 ) -> ApiResult<Response> {
     scope::create_profile(&p)?;
     let created = profiles::create(&s.engine, profile_body(&body)?).await?;
-    s.auth.audit_profile(&actor, &created.id, None, Some(&created)).await;
+    s.auth
+        .audit_profile(&actor, &created.id, None, Some(&created))
+        .await;
     Ok((StatusCode::CREATED, Json(created)).into_response())
 }
 
@@ -195,7 +197,9 @@ async fn update_profile(
     let input = profile_body(&body)?;
     let before = profiles::get(&s.engine, &id).await?;
     let after = profiles::update(&s.engine, &id, input).await?;
-    s.auth.audit_profile(&actor, &id, Some(&before), Some(&after)).await;
+    s.auth
+        .audit_profile(&actor, &id, Some(&before), Some(&after))
+        .await;
     Ok(Json(after).into_response())
 }
 
@@ -459,10 +463,7 @@ async fn events(
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let routes = scoped(&s, &p, s.engine.subscribe(), |e| e.route_id.clone());
     let updates = scoped(&s, &p, s.engine.subscribe_updates(), |u| u.route_id.clone());
-    let stream = futures_util::stream::select(
-        sse_stream(routes, "route"),
-        sse_stream(updates, "update"),
-    );
+    let stream = futures_util::stream::select(sse_stream(routes, "route"), sse_stream(updates, "update"));
     let stopping = s.shutdown.clone();
     Sse::new(stream.take_until(async move { stopping.wait().await })).keep_alive(KeepAlive::default())
 }

@@ -76,7 +76,8 @@ async fn claim(
 ) -> ApiResult<Response> {
     if p.profile_ids.is_some() {
         return Err(Failure::Forbidden(
-            "A claim may take any profile's attempt; use a runner token that is not scoped to profiles.".to_owned(),
+            "A claim may take any profile's attempt; use a runner token that is not scoped to profiles."
+                .to_owned(),
         ));
     }
     let request: ClaimRequest = json_body(&body)?;

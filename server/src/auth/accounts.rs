@@ -137,7 +137,11 @@ impl Auth {
         patch: &AccountPatch,
     ) -> Result<AccountRow, ManageError> {
         patch.check()?;
-        let before = self.store().account(id).await?.ok_or(ManageError::NotFound("account"))?;
+        let before = self
+            .store()
+            .account(id)
+            .await?
+            .ok_or(ManageError::NotFound("account"))?;
         let role = match &patch.role {
             Some(r) => Some(self.known_role(r, "role").await?),
             None => None,
@@ -328,7 +332,12 @@ impl Auth {
 
     /// Revokes a token of the principal's account (any token, for administrators). Another
     /// account's token is "not found" to everyone else.
-    pub async fn revoke_token(&self, actor: &Actor, principal: &Principal, id: &str) -> Result<(), ManageError> {
+    pub async fn revoke_token(
+        &self,
+        actor: &Actor,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<(), ManageError> {
         let row = self
             .store()
             .token(id)

@@ -29,13 +29,21 @@ impl Auth {
 impl Auth {
     /// A profile created (`before` is `None`), edited, or deleted (`after` is `None`): the
     /// detail is the diff of the two documents.
-    pub async fn audit_profile(&self, actor: &Actor, id: &str, before: Option<&Profile>, after: Option<&Profile>) {
+    pub async fn audit_profile(
+        &self,
+        actor: &Actor,
+        id: &str,
+        before: Option<&Profile>,
+        after: Option<&Profile>,
+    ) {
         let action = match (before, after) {
             (None, _) => "profile.create",
             (Some(_), Some(_)) => "profile.update",
             (Some(_), None) => "profile.delete",
         };
-        let as_json = |p: Option<&Profile>| p.map_or_else(|| json!({}), |p| serde_json::to_value(p).unwrap_or_default());
+        let as_json = |p: Option<&Profile>| {
+            p.map_or_else(|| json!({}), |p| serde_json::to_value(p).unwrap_or_default())
+        };
         self.audit(actor, action, Some(id), diff(&as_json(before), &as_json(after)))
             .await;
     }

@@ -31,7 +31,11 @@ pub const DEMO_ACCOUNT: &str = "demo";
 
 async fn open(database: &str) -> anyhow::Result<Auth> {
     let pool = db::open(database).await?;
-    Ok(Auth::new(Store::new(pool), Arc::new(SystemClock), AuthSettings::default()))
+    Ok(Auth::new(
+        Store::new(pool),
+        Arc::new(SystemClock),
+        AuthSettings::default(),
+    ))
 }
 
 fn explain(e: ManageError) -> anyhow::Error {
@@ -40,7 +44,13 @@ fn explain(e: ManageError) -> anyhow::Error {
             let lines: Vec<String> = errors
                 .errors
                 .iter()
-                .map(|e| format!("{}: {}", if e.path.is_empty() { "input" } else { &e.path }, e.message))
+                .map(|e| {
+                    format!(
+                        "{}: {}",
+                        if e.path.is_empty() { "input" } else { &e.path },
+                        e.message
+                    )
+                })
                 .collect();
             anyhow::anyhow!(lines.join("\n"))
         }
@@ -114,7 +124,10 @@ pub async fn user_list(database: &str) -> anyhow::Result<ExitCode> {
 pub async fn token_add(args: TokenAddArgs) -> anyhow::Result<ExitCode> {
     let auth = open(&args.db.database).await?;
     let Some(account) = auth.store().account_by_name(&args.account).await? else {
-        bail!("no account named `{}` (`recourse user list` lists them)", args.account);
+        bail!(
+            "no account named `{}` (`recourse user list` lists them)",
+            args.account
+        );
     };
     let permissions = if args.permissions.iter().any(|p| p == "all") {
         auth.role_permissions(&account.role).await?

@@ -32,9 +32,9 @@ pub fn session_layer(auth: &Auth) -> SessionManagerLayer<SqliteStore> {
         .with_same_site(SameSite::Lax)
         .with_secure(false)
         .with_path("/")
-        .with_expiry(Expiry::OnInactivity(tower_sessions::cookie::time::Duration::seconds(
-            super::session::IDLE.num_seconds(),
-        )))
+        .with_expiry(Expiry::OnInactivity(
+            tower_sessions::cookie::time::Duration::seconds(super::session::IDLE.num_seconds()),
+        ))
 }
 
 /// Marks the session cookie `Secure` when the request came over TLS (as a TLS-terminating
@@ -44,7 +44,12 @@ pub async fn secure_cookie(request: Request, next: Next) -> Response {
     let tls = crate::headers::over_tls(request.headers());
     let mut response = next.run(request).await;
     if tls {
-        let cookies: Vec<HeaderValue> = response.headers().get_all(header::SET_COOKIE).iter().cloned().collect();
+        let cookies: Vec<HeaderValue> = response
+            .headers()
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .cloned()
+            .collect();
         let headers = response.headers_mut();
         headers.remove(header::SET_COOKIE);
         for value in cookies {
@@ -98,21 +103,27 @@ fn target(method: &str, template: Option<&str>, path: &str) -> Result<(Surface, 
         };
         return Ok((surface, Access::Authenticated));
     };
-    if template == rules::SERVER_FN_ROUTE {
-        return match rules::registered_server_fn(path) {
-            Some(name) => match rules::server_fn(name) {
-                Some(access) => Ok((Surface::ServerFn, access)),
-                None => Err(unlisted(method, &format!("server function {name}"))),
-            },
-            // Not a server function: the handler answers that; only principals learn it.
-            None => Ok((Surface::Api, Access::Authenticated)),
+    // Server functions are routed twice: under their own paths (Leptos's routes) and under
+    // the catch-all `/api/{*fn_name}`; either way the function's name decides.
+    if let Some(name) = rules::registered_server_fn(path) {
+        return match rules::server_fn(name) {
+            Some(access) => Ok((Surface::ServerFn, access)),
+            None => Err(unlisted(method, &format!("server function {name}"))),
         };
+    }
+    if template == rules::SERVER_FN_ROUTE {
+        // Not a server function: the handler answers that; only principals learn it.
+        return Ok((Surface::Api, Access::Authenticated));
     }
     rules::route(method, template).ok_or_else(|| unlisted(method, template))
 }
 
 fn unlisted(method: &str, what: &str) -> Response {
-    tracing::error!(method, route = what, "a route without an entry in auth::rules was refused");
+    tracing::error!(
+        method,
+        route = what,
+        "a route without an entry in auth::rules was refused"
+    );
     AuthError::Forbidden("This endpoint has no access rule; it is refused until it gets one.".to_owned())
         .into_response()
 }
@@ -152,13 +163,20 @@ pub async fn enforce(State(state): State<AppState>, mut request: Request, next: 
         .uri()
         .path_and_query()
         .map_or(path.clone(), |p| p.as_str().to_owned());
-    let template = request.extensions().get::<MatchedPath>().map(|m| m.as_str().to_owned());
+    let template = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned());
     let (surface, access) = match target(&method, template.as_deref(), &path) {
         Ok(t) => t,
         Err(refused) => return refused,
     };
     let session = request.extensions().get::<Session>().cloned();
-    let address = client_address(request.headers(), peer(&request), &auth.settings().trusted_proxies);
+    let address = client_address(
+        request.headers(),
+        peer(&request),
+        &auth.settings().trusted_proxies,
+    );
     let principal = match auth.resolve(request.headers(), session.as_ref()).await {
         Ok(p) => p,
         // Bad credentials do not close public routes (`/healthz`, the login page).
@@ -303,7 +321,13 @@ mod tests {
     #[test]
     fn only_local_paths_are_followed_after_login() {
         assert_eq!(safe_next(Some("/profiles/p1")), "/profiles/p1");
-        for bad in ["https://evil.example/", "//evil.example", "/\\evil", "profiles", "/login?x"] {
+        for bad in [
+            "https://evil.example/",
+            "//evil.example",
+            "/\\evil",
+            "profiles",
+            "/login?x",
+        ] {
             assert_eq!(safe_next(Some(bad)), "/", "{bad}");
         }
         assert_eq!(safe_next(None), "/");
@@ -312,7 +336,10 @@ mod tests {
     #[test]
     fn a_trusted_proxy_names_the_client_and_others_cannot() {
         let mut h = HeaderMap::new();
-        h.insert("x-forwarded-for", HeaderValue::from_static("203.0.113.9, 198.51.100.7"));
+        h.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("203.0.113.9, 198.51.100.7"),
+        );
         let proxy: IpAddr = "10.0.0.1".parse().unwrap();
         assert_eq!(
             client_address(&h, Some(proxy), &[proxy]).as_deref(),

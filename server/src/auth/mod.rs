@@ -91,7 +91,7 @@ impl Auth {
     pub fn new(store: Store, clock: Arc<dyn Clock>, settings: AuthSettings) -> Auth {
         Auth {
             inner: Arc::new(Inner {
-                limiter: LoginLimiter::new(settings.login_limits),
+                limiter: LoginLimiter::new(settings.login_limits, clock.clone()),
                 store,
                 clock,
                 settings,

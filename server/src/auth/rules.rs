@@ -76,15 +76,22 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/healthz", Surface::Api, Access::Public),
     ("GET", "/login", Surface::Page, Access::Public),
     ("POST", "/login", Surface::Form, Access::Public),
+    // Signing out without a session does nothing and shows the login page (a stale page's
+    // button after the session expired).
+    ("POST", "/logout", Surface::Form, Access::Public),
     ("POST", "/api/v1/session", Surface::Api, Access::Public),
     // Any principal.
     ("GET", "/api/openapi.json", Surface::Api, Access::Authenticated),
     ("GET", "/api/v1/session", Surface::Api, Access::Authenticated),
     ("DELETE", "/api/v1/session", Surface::Api, Access::Authenticated),
-    ("POST", "/logout", Surface::Form, Access::Authenticated),
     ("GET", "/api/v1/tokens", Surface::Api, Access::Authenticated),
     ("POST", "/api/v1/tokens", Surface::Api, Access::Authenticated),
-    ("DELETE", "/api/v1/tokens/{id}", Surface::Api, Access::Authenticated),
+    (
+        "DELETE",
+        "/api/v1/tokens/{id}",
+        Surface::Api,
+        Access::Authenticated,
+    ),
     // Pages.
     ("GET", "/", Surface::Page, VIEW),
     ("GET", "/profiles", Surface::Page, READ_PROFILES),
@@ -112,9 +119,24 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/api/v1/events", Surface::Api, VIEW),
     // External runners.
     ("POST", "/api/v1/dispatches/claim", Surface::Api, RUN),
-    ("POST", "/api/v1/dispatches/{route_id}/{attempt}/ack", Surface::Api, RUN),
-    ("POST", "/api/v1/dispatches/{route_id}/{attempt}/heartbeat", Surface::Api, RUN),
-    ("POST", "/api/v1/dispatches/{route_id}/{attempt}/report", Surface::Api, RUN),
+    (
+        "POST",
+        "/api/v1/dispatches/{route_id}/{attempt}/ack",
+        Surface::Api,
+        RUN,
+    ),
+    (
+        "POST",
+        "/api/v1/dispatches/{route_id}/{attempt}/heartbeat",
+        Surface::Api,
+        RUN,
+    ),
+    (
+        "POST",
+        "/api/v1/dispatches/{route_id}/{attempt}/report",
+        Surface::Api,
+        RUN,
+    ),
     // Administration.
     ("GET", "/api/v1/accounts", Surface::Api, ADMIN),
     ("POST", "/api/v1/accounts", Surface::Api, ADMIN),

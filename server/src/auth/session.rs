@@ -1,6 +1,6 @@
 //! Browser sessions and API tokens resolved into a [`Principal`], and signing in and out.
 //!
-//! A session stores only `{account_id, login_ms, seen_ms}`; everything else (the role, its
+//! A session stores only `{account_id, login_ms, seen_ms, credentials_ms}`; everything else (the role, its
 //! permissions, whether the account is disabled) is read from the database on every request.
 //! Expiry is judged by the injected clock (so tests move time instead of waiting): idle after
 //! [`IDLE`] without a request, and at the latest [`ABSOLUTE`] after the login. `seen_ms` is
@@ -31,6 +31,8 @@ struct SessionAuth {
     account_id: String,
     login_ms: i64,
     seen_ms: i64,
+    /// The account's `credentials_changed` at login: a new password ends the session.
+    credentials_ms: i64,
 }
 
 /// What a login proved.
@@ -89,9 +91,17 @@ impl Auth {
             return Err(invalid);
         }
         let role = self.role_permissions(&account.role).await?;
-        self.store()
-            .touch_token(&row.id, now, SEEN_EVERY.num_milliseconds())
-            .await?;
+        // Last use is bookkeeping: written at most once a minute (no write lock on most
+        // requests), and a failed write (a read-only or busy database) never refuses the token.
+        if row.last_used.is_none_or(|t| now - t >= SEEN_EVERY) {
+            if let Err(e) = self
+                .store()
+                .touch_token(&row.id, now, SEEN_EVERY.num_milliseconds())
+                .await
+            {
+                tracing::warn!(error = %e, token = %row.id, "a token's last use could not be recorded");
+            }
+        }
         Ok(Principal {
             account_id: account.id,
             account: account.name,
@@ -123,9 +133,9 @@ impl Auth {
         } else {
             self.store().account(&data.account_id).await?
         };
-        let Some(account) = account.filter(|a| {
-            !a.disabled && data.login_ms >= a.credentials_changed.timestamp_millis()
-        }) else {
+        let Some(account) = account
+            .filter(|a| !a.disabled && data.credentials_ms == a.credentials_changed.timestamp_millis())
+        else {
             // Expired, disabled, deleted, or the password changed since: the session ends.
             session.flush().await?;
             return Ok(None);
@@ -175,9 +185,20 @@ impl Auth {
                 Ok(account)
             }
             Err(AuthError::LoginFailed) => {
-                let target = self.store().account_by_name(name).await.ok().flatten().map(|a| a.id);
-                self.audit(actor, "session.login_failed", target.as_deref(), serde_json::json!({}))
-                    .await;
+                let target = self
+                    .store()
+                    .account_by_name(name)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|a| a.id);
+                self.audit(
+                    actor,
+                    "session.login_failed",
+                    target.as_deref(),
+                    serde_json::json!({}),
+                )
+                .await;
                 Err(AuthError::LoginFailed)
             }
             Err(e) => Err(e),
@@ -189,7 +210,8 @@ impl Auth {
         let had = session.id().is_some();
         self.end_session(session).await?;
         if had {
-            self.audit(actor, "session.logout", None, serde_json::json!({})).await;
+            self.audit(actor, "session.logout", None, serde_json::json!({}))
+                .await;
         }
         Ok(())
     }
@@ -197,7 +219,12 @@ impl Auth {
     /// Checks a name and password, counting the attempt against the rate limits first. One
     /// answer for an unknown name, a wrong password and a disabled account, after the same
     /// argon2 work.
-    pub async fn check_login(&self, name: &str, password: &str, address: &str) -> Result<LoggedIn, AuthError> {
+    pub async fn check_login(
+        &self,
+        name: &str,
+        password: &str,
+        address: &str,
+    ) -> Result<LoggedIn, AuthError> {
         if let Err(wait) = self.limiter().check(name, address) {
             return Err(AuthError::RateLimited {
                 retry_after_secs: wait.as_secs().max(1),
@@ -217,7 +244,10 @@ impl Auth {
         };
         // Over-long input is checked against the dummy hash too (truncated, so the work stays
         // bounded): the answer and its timing are the same as for any other failure.
-        let candidate: String = password.chars().take(policy::limits::MAX_PASSWORD_CHARS).collect();
+        let candidate: String = password
+            .chars()
+            .take(policy::limits::MAX_PASSWORD_CHARS)
+            .collect();
         let ok = self
             .verify_password(&candidate, account.as_ref().map(|a| a.password_hash.clone()))
             .await;
@@ -239,6 +269,7 @@ impl Auth {
                     account_id: account.id.clone(),
                     login_ms: now_ms,
                     seen_ms: now_ms,
+                    credentials_ms: account.credentials_changed.timestamp_millis(),
                 },
             )
             .await?;

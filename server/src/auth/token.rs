@@ -86,7 +86,13 @@ mod tests {
         assert_eq!(credentials(&h), Credentials::None);
         h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer rct_abc-DEF_123"));
         assert_eq!(credentials(&h), Credentials::Bearer("rct_abc-DEF_123"));
-        for bad in ["Basic YWRhOnB3", "Bearer", "Bearer xyz", "Bearer rct_a b", "Token rct_abc"] {
+        for bad in [
+            "Basic YWRhOnB3",
+            "Bearer",
+            "Bearer xyz",
+            "Bearer rct_a b",
+            "Token rct_abc",
+        ] {
             h.insert(AUTHORIZATION, HeaderValue::from_static(bad));
             assert_eq!(credentials(&h), Credentials::Invalid, "{bad}");
         }

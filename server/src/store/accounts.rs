@@ -18,7 +18,8 @@ pub struct AccountRow {
     pub demo: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
-    /// When the password last changed: sessions that began before it end.
+    /// When the password last changed (strictly increasing, even within one millisecond):
+    /// a session remembers the value it signed in under and ends when it differs.
     pub credentials_changed: DateTime<Utc>,
 }
 
@@ -125,14 +126,20 @@ impl Store {
 
     /// Whether any account exists (the login page explains how to make the first one).
     pub async fn any_account(&self) -> Result<bool, StoreError> {
-        Ok(sqlx::query_scalar::<_, i64>("SELECT EXISTS (SELECT 1 FROM accounts)")
-            .fetch_one(&self.pool)
-            .await?
-            != 0)
+        Ok(
+            sqlx::query_scalar::<_, i64>("SELECT EXISTS (SELECT 1 FROM accounts)")
+                .fetch_one(&self.pool)
+                .await?
+                != 0,
+        )
     }
 
     /// Stores a new account; a taken name is a unique violation ([`is_duplicate`]).
-    pub async fn insert_account(&self, new: NewAccount<'_>, now: DateTime<Utc>) -> Result<AccountRow, StoreError> {
+    pub async fn insert_account(
+        &self,
+        new: NewAccount<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<AccountRow, StoreError> {
         sqlx::query(
             "INSERT INTO accounts (id, name, password_hash, role, disabled, demo, created_at, updated_at, credentials_ms) \
              VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
@@ -162,7 +169,7 @@ impl Store {
         let done = sqlx::query(
             "UPDATE accounts SET role = COALESCE(?, role), disabled = COALESCE(?, disabled), \
              password_hash = COALESCE(?, password_hash), \
-             credentials_ms = CASE WHEN ? IS NULL THEN credentials_ms ELSE ? END, updated_at = ? \
+             credentials_ms = CASE WHEN ? IS NULL THEN credentials_ms ELSE MAX(?, credentials_ms + 1) END, updated_at = ? \
              WHERE id = ?",
         )
         .bind(change.role)
@@ -215,6 +222,11 @@ impl Store {
 
 fn role(row: &SqliteRow) -> Result<RoleRow, StoreError> {
     let name: String = row.try_get("name")?;
-    let permissions = json("roles", &name, "permissions", &row.try_get::<String, _>("permissions")?)?;
+    let permissions = json(
+        "roles",
+        &name,
+        "permissions",
+        &row.try_get::<String, _>("permissions")?,
+    )?;
     Ok(RoleRow { name, permissions })
 }

@@ -62,7 +62,12 @@ fn token(row: &SqliteRow) -> Result<TokenRow, StoreError> {
         account_id: row.try_get("account_id")?,
         account: row.try_get("account")?,
         name: row.try_get("name")?,
-        permissions: json("api_tokens", &id, "permissions", &row.try_get::<String, _>("permissions")?)?,
+        permissions: json(
+            "api_tokens",
+            &id,
+            "permissions",
+            &row.try_get::<String, _>("permissions")?,
+        )?,
         profile_ids,
         created_at: parse_ts("api_tokens", &id, &row.try_get::<String, _>("created_at")?)?,
         expires: from_ms(row.try_get("expires_ms")?),
