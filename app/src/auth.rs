@@ -6,7 +6,7 @@
 
 use crate::error::AppError;
 use leptos::{prelude::*, server_fn::codec::Json};
-use policy::auth::WhoAmI;
+use policy::auth::{Permission, Permissions, WhoAmI};
 use serde::{Deserialize, Serialize};
 
 /// The request's session, as the server resolved it.
@@ -39,4 +39,57 @@ pub fn provide_session() -> SessionResource {
     let session = Resource::new(|| (), |_| current_session());
     provide_context(session);
     session
+}
+
+/// Who holds a right, as the pages say it when a control is not offered.
+pub fn holders(permission: Permission) -> &'static str {
+    match permission {
+        Permission::ManageProfiles => {
+            "profile managers and administrators (the `manage_profiles` permission)"
+        }
+        Permission::OperateRoutes => {
+            "operators, profile managers and administrators (the `operate_routes` permission)"
+        }
+        Permission::ViewRoutes => "anyone with the `view_routes` permission",
+        Permission::AssignOffice => "Office assigners (the `assign_office` permission), for Office routes",
+        Permission::RunDispatches => "external runners and adapters (the `run_dispatches` permission)",
+        Permission::Admin => "administrators",
+    }
+}
+
+/// Renders `children` only when the signed-in person may (`allowed` of their permissions);
+/// otherwise a short note saying whose the control is. The server enforces the same rule
+/// whatever is shown here.
+#[component]
+pub fn IfAllowed(
+    /// Whether these permissions allow the control.
+    allowed: fn(Permissions) -> bool,
+    /// Said instead of the control: whose it is.
+    #[prop(into)]
+    note: String,
+    children: ChildrenFn,
+) -> impl IntoView {
+    let session = expect_context::<SessionResource>();
+    let children = StoredValue::new(children);
+    let note = StoredValue::new(note);
+    view! {
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                let may = matches!(session.await, Ok(v) if v.viewer.as_ref().is_some_and(|w| allowed(w.permissions)));
+                if may {
+                    children.read_value()().into_any()
+                } else {
+                    view! {
+                        <p class="mt-2 text-sm text-slate-700" data-testid="not-yours">{note.get_value()}</p>
+                    }
+                        .into_any()
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// `manage_profiles`: the only right that edits policies.
+pub fn manages_profiles(p: Permissions) -> bool {
+    p.contains(Permission::ManageProfiles)
 }
