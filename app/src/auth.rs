@@ -6,7 +6,7 @@
 
 use crate::error::AppError;
 use leptos::{prelude::*, server_fn::codec::Json};
-use policy::auth::{Permission, Permissions, WhoAmI};
+use policy::auth::{AuditEntry, Permission, Permissions, WhoAmI};
 use serde::{Deserialize, Serialize};
 
 /// The request's session, as the server resolved it.
@@ -29,6 +29,13 @@ pub async fn current_session() -> Result<SessionView, AppError> {
     use_context::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<SessionView>().cloned())
         .ok_or(AppError::Unavailable)
+}
+
+/// One page of the audit log, newest first, older than `before` (a `seq`) when given.
+/// Administrators only (the server's rules say so; the port checks again).
+#[server(prefix = "/api/ui", input = Json)]
+pub async fn list_audit(before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
+    Ok(crate::backend::backend()?.audit_page(before).await?)
 }
 
 /// The session, read once per page load and shared by the navigation and the pages.

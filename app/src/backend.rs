@@ -18,6 +18,7 @@ use policy::{
     api::{
         ActionOutcome, ManualActionRequest, Profile, ProfileSummary, RouteDetail, RouteFilter, RouteSummary,
     },
+    auth::AuditEntry,
     document::ValidationErrors,
     input::ValidatedProfile,
     wire::RouteSnapshot,
@@ -100,6 +101,10 @@ pub trait Backend: Send + Sync + 'static {
         route_id: String,
         request: ManualActionRequest,
     ) -> BackendFuture<'_, Result<ActionOutcome, BackendError>>;
+
+    /// One page of the audit log, newest first, before `before` (a `seq`) when given
+    /// (administrators only).
+    fn audit_page(&self, before: Option<i64>) -> BackendFuture<'_, Result<Vec<AuditEntry>, BackendError>>;
 }
 
 /// The backend provided as Leptos context by the server (pages and server functions).

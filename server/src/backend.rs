@@ -22,6 +22,7 @@ use policy::{
     api::{
         ActionOutcome, ManualActionRequest, Profile, ProfileSummary, RouteDetail, RouteFilter, RouteSummary,
     },
+    auth::{AuditEntry, Permission},
     input::ValidatedProfile,
 };
 use std::sync::Arc;
@@ -144,6 +145,26 @@ impl Backend for EngineBackend {
                 .audit_action(&actor, &route_id, &request, &outcome)
                 .await;
             Ok(outcome)
+        })
+    }
+
+    fn audit_page(&self, before: Option<i64>) -> BackendFuture<'_, Result<Vec<AuditEntry>, BackendError>> {
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, _) = caller?;
+            if !principal.has(Permission::Admin) {
+                return Err(BackendError::Forbidden(
+                    "This needs the `admin` permission.".to_owned(),
+                ));
+            }
+            self.auth
+                .store()
+                .audit_page(before, policy::limits::DEFAULT_AUDIT_PAGE)
+                .await
+                .map_err(|e| {
+                    tracing::error!(error = %e, "the audit log could not be read");
+                    BackendError::Unavailable
+                })
         })
     }
 }

@@ -33,6 +33,7 @@ pub(crate) enum Call {
     ListRoutes(RouteFilter),
     GetRoute(String),
     PerformAction(String, ManualActionRequest),
+    AuditPage(Option<i64>),
 }
 
 /// What the fake answers. Each success value is returned as is, whatever the arguments.
@@ -45,6 +46,7 @@ struct Script {
     routes: Vec<RouteSummary>,
     detail: RouteDetail,
     action: ActionOutcome,
+    audit: Vec<policy::auth::AuditEntry>,
 }
 
 #[derive(Clone)]
@@ -66,6 +68,7 @@ impl Default for FakeBackend {
                 routes: FakeBackend::routes(),
                 detail: FakeBackend::detail(),
                 action: ActionOutcome::Applied(snapshot(StateName::ActionRequired, 4)),
+                audit: Vec::new(),
             })),
         }
     }
@@ -242,6 +245,13 @@ impl Backend for FakeBackend {
         request: ManualActionRequest,
     ) -> BackendFuture<'_, Result<ActionOutcome, BackendError>> {
         self.answer(Call::PerformAction(route_id, request), |s| s.action.clone())
+    }
+
+    fn audit_page(
+        &self,
+        before: Option<i64>,
+    ) -> BackendFuture<'_, Result<Vec<policy::auth::AuditEntry>, BackendError>> {
+        self.answer(Call::AuditPage(before), |s| s.audit.clone())
     }
 }
 

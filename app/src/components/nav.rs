@@ -72,7 +72,18 @@ pub fn NavBar() -> impl IntoView {
                         {move || Suspend::new(async move {
                             let viewer = session.await.ok().and_then(|v| v.viewer);
                             viewer.map(|who| {
+                                let admin = who.permissions.contains(policy::auth::Permission::Admin);
                                 view! {
+                                    {admin
+                                        .then(|| {
+                                            view! {
+                                                <li>
+                                                    <A href="/audit" attr:class=link_class on:click=move |_| set_open.set(false)>
+                                                        "Audit"
+                                                    </A>
+                                                </li>
+                                            }
+                                        })}
                                     <li class="flex items-center gap-2 sm:ml-2">
                                         <span class="px-3 text-sm text-slate-700" data-testid="signed-in-as">{who.name}</span>
                                         <form method="post" action="/logout">

@@ -97,6 +97,7 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/profiles", Surface::Page, READ_PROFILES),
     ("GET", "/profiles/{id}", Surface::Page, READ_PROFILES),
     ("GET", "/routes/{id}", Surface::Page, VIEW),
+    ("GET", "/audit", Surface::Page, ADMIN),
     // Profiles.
     ("GET", "/api/v1/profiles", Surface::Api, READ_PROFILES),
     ("POST", "/api/v1/profiles", Surface::Api, MANAGE),
@@ -159,6 +160,7 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("list_routes", VIEW),
     ("get_route", VIEW),
     ("act_on_route", STEER),
+    ("list_audit", ADMIN),
 ];
 
 /// The route every server function is served under.
