@@ -131,7 +131,9 @@ impl Permissions {
 
 impl fmt::Debug for Permissions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.iter().map(Permission::as_str)).finish()
+        f.debug_set()
+            .entries(self.iter().map(Permission::as_str))
+            .finish()
     }
 }
 
@@ -149,7 +151,9 @@ impl Serialize for Permissions {
 
 impl<'de> Deserialize<'de> for Permissions {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(Vec::<Permission>::deserialize(deserializer)?.into_iter().collect())
+        Ok(Vec::<Permission>::deserialize(deserializer)?
+            .into_iter()
+            .collect())
     }
 }
 
@@ -402,7 +406,9 @@ impl AccountPatch {
             }
         }
         if self.role.is_none() && self.disabled.is_none() && self.password.is_none() {
-            list.push(FieldError::new(ValidationCode::Missing, "Give a role, disabled, or a password.").at(""));
+            list.push(
+                FieldError::new(ValidationCode::Missing, "Give a role, disabled, or a password.").at(""),
+            );
         }
         errors(list)
     }
@@ -444,7 +450,9 @@ impl RoleCreate {
             );
         }
         if self.permissions.is_empty() {
-            list.push(FieldError::new(ValidationCode::Empty, "Give at least one permission.").at("permissions"));
+            list.push(
+                FieldError::new(ValidationCode::Empty, "Give at least one permission.").at("permissions"),
+            );
         }
         errors(list)
     }
@@ -491,7 +499,9 @@ impl TokenCreate {
             );
         }
         if self.permissions.is_empty() {
-            list.push(FieldError::new(ValidationCode::Empty, "Give at least one permission.").at("permissions"));
+            list.push(
+                FieldError::new(ValidationCode::Empty, "Give at least one permission.").at("permissions"),
+            );
         }
         if let Some(ids) = &self.profile_ids {
             if ids.is_empty() {
@@ -512,7 +522,8 @@ impl TokenCreate {
                 );
             } else {
                 for (i, id) in ids.iter().enumerate() {
-                    if id.is_empty() || id.chars().count() > MAX_ID_CHARS || id.chars().any(char::is_control) {
+                    if id.is_empty() || id.chars().count() > MAX_ID_CHARS || id.chars().any(char::is_control)
+                    {
                         list.push(
                             FieldError::new(
                                 ValidationCode::OutOfRange,
@@ -605,9 +616,14 @@ impl ActorKind {
     }
 
     pub fn parse(text: &str) -> Option<ActorKind> {
-        [ActorKind::Account, ActorKind::Token, ActorKind::Anonymous, ActorKind::Cli]
-            .into_iter()
-            .find(|k| k.as_str() == text)
+        [
+            ActorKind::Account,
+            ActorKind::Token,
+            ActorKind::Anonymous,
+            ActorKind::Cli,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == text)
     }
 }
 
@@ -730,8 +746,17 @@ mod tests {
             profile_ids: Some(vec!["p".into(), "p".into()]),
             expires_in_days: 0,
         };
-        let paths: Vec<String> = bad.check().unwrap_err().errors.into_iter().map(|e| e.path).collect();
-        assert_eq!(paths, ["name", "permissions", "profile_ids[1]", "expires_in_days"]);
+        let paths: Vec<String> = bad
+            .check()
+            .unwrap_err()
+            .errors
+            .into_iter()
+            .map(|e| e.path)
+            .collect();
+        assert_eq!(
+            paths,
+            ["name", "permissions", "profile_ids[1]", "expires_in_days"]
+        );
         let good = TokenCreate {
             name: "ci runner".into(),
             permissions: BuiltinRole::Runner.permissions(),
