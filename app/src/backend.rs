@@ -19,6 +19,7 @@ use policy::{
         ActionOutcome, ManualActionRequest, Profile, ProfileSummary, RouteDetail, RouteFilter, RouteSummary,
         RunnerOption,
     },
+    auth::AuditEntry,
     document::ValidationErrors,
     input::ValidatedProfile,
     wire::RouteSnapshot,
@@ -46,6 +47,9 @@ pub enum BackendError {
     /// The store could not be read or written. The cause is logged on the server; this
     /// carries nothing internal.
     Unavailable,
+    /// The signed-in person may not do this here (for example, Office assignment steers only
+    /// Office routes); the message says what is needed and is safe to show.
+    Forbidden(String),
 }
 
 impl fmt::Display for BackendError {
@@ -56,6 +60,7 @@ impl fmt::Display for BackendError {
             BackendError::Conflict(message) => f.write_str(message),
             BackendError::RouteChanged(_) => f.write_str("the route changed first; nothing was done"),
             BackendError::Unavailable => f.write_str("the store is unavailable; try again"),
+            BackendError::Forbidden(message) => f.write_str(message),
         }
     }
 }
@@ -101,6 +106,10 @@ pub trait Backend: Send + Sync + 'static {
         route_id: String,
         request: ManualActionRequest,
     ) -> BackendFuture<'_, Result<ActionOutcome, BackendError>>;
+
+    /// One page of the audit log, newest first, before `before` (a `seq`) when given
+    /// (administrators only).
+    fn audit_page(&self, before: Option<i64>) -> BackendFuture<'_, Result<Vec<AuditEntry>, BackendError>>;
 }
 
 /// The backend provided as Leptos context by the server (pages and server functions).

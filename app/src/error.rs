@@ -28,6 +28,8 @@ pub enum AppError {
     RouteChanged { snapshot: Box<RouteSnapshot> },
     /// The server failed internally; the cause is in its log, not here.
     Unavailable,
+    /// The signed-in person may not do this; the message says what is needed.
+    Forbidden { message: String },
     /// The request did not complete: the server is down or the network failed.
     Unreachable,
 }
@@ -41,6 +43,7 @@ impl AppError {
             AppError::Conflict { .. } => "conflict",
             AppError::RouteChanged { .. } => "route_changed",
             AppError::Unavailable => "unavailable",
+            AppError::Forbidden { .. } => "forbidden",
             AppError::Unreachable => "unreachable",
         }
     }
@@ -67,7 +70,7 @@ impl fmt::Display for AppError {
                 errors.len()
             ),
             AppError::NotFound => f.write_str("It does not exist, or it was deleted."),
-            AppError::Conflict { message } => f.write_str(message),
+            AppError::Conflict { message } | AppError::Forbidden { message } => f.write_str(message),
             AppError::RouteChanged { .. } => f.write_str(
                 "The route changed before your action arrived (its timer fired, the provider answered, or \
                  someone else acted), so nothing was done. This is its current state; act again if still needed.",

@@ -25,6 +25,7 @@ use leptos_router::{
 };
 
 pub mod api;
+pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod backend;
 pub mod components;
@@ -35,7 +36,8 @@ pub mod pages;
 
 use components::nav::NavBar;
 use pages::{
-    home::HomePage, not_found::NotFound, profile::ProfilePage, profiles::ProfilesPage, route::RoutePage,
+    audit::AuditPage, home::HomePage, login::LoginPage, not_found::NotFound, profile::ProfilePage,
+    profiles::ProfilesPage, route::RoutePage,
 };
 
 /// The HTML document around the app, rendered by the server for every page.
@@ -69,6 +71,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    auth::provide_session();
     // Effects run only in the browser, so this flips once the WASM has hydrated the page.
     // Tests and people can tell a live page from a static one by `data-hydrated`.
     let (hydrated, set_hydrated) = signal(false);
@@ -91,6 +94,8 @@ pub fn App() -> impl IntoView {
                         <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::InOrder />
                         <Route path=path!("/profiles/:id") view=ProfilePage ssr=SsrMode::InOrder />
                         <Route path=path!("/routes/:id") view=RoutePage ssr=SsrMode::InOrder />
+                        <Route path=path!("/login") view=LoginPage ssr=SsrMode::InOrder />
+                        <Route path=path!("/audit") view=AuditPage ssr=SsrMode::InOrder />
                     </Routes>
                 </main>
             </div>

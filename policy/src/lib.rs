@@ -24,6 +24,8 @@
 //! - [`envelope`]: the evidence envelope (contract 1) as the API takes it, typed.
 //! - [`whole`]: whole numbers from JSON (`5.0` is the integer 5, as JSON Schema says).
 //! - [`wire`]: route snapshots and event payloads, and re-exports of every wire type.
+//! - [`auth`]: permissions, built-in roles, and the account, session, token and audit wire
+//!   types; names, passwords and token requests parsed once.
 //!
 //! A tour, as the server drives it (persist each `next`, then perform its effects):
 //!
@@ -82,6 +84,7 @@
 //! - Unclassified, stale, inconsistent or effect-unsafe evidence never schedules work.
 
 pub mod api;
+pub mod auth;
 pub mod circuit;
 pub mod class;
 pub mod classification;

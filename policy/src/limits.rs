@@ -135,6 +135,28 @@ pub const LEGACY_RETRY_SAME_MAX_RETRIES: u32 = 1;
 /// ...after 5 seconds, then `stop`.
 pub const LEGACY_RETRY_SAME_INITIAL_INTERVAL_SECONDS: u64 = 5;
 
+// ------------------------------------------------------------------------------------------------
+// Accounts, roles, API tokens and the audit log (issue 13)
+// ------------------------------------------------------------------------------------------------
+
+/// Longest account or role name.
+pub const MAX_ACCOUNT_NAME_CHARS: usize = 64;
+/// Shortest password (NIST SP 800-63B asks for at least 8; we ask for a passphrase).
+pub const MIN_PASSWORD_CHARS: usize = 12;
+/// Longest password (argon2 hashes any length; this bounds the work a request can ask for).
+pub const MAX_PASSWORD_CHARS: usize = 1024;
+/// Longest API token name.
+pub const MAX_TOKEN_NAME_CHARS: usize = 64;
+/// Longest lifetime of an API token, in days (a token always expires).
+pub const MAX_TOKEN_DAYS: u32 = 365;
+/// Most profiles one API token may be scoped to.
+pub const MAX_TOKEN_PROFILES: usize = 64;
+/// Longest an API token's secret may be when presented (longer is refused unread).
+pub const MAX_TOKEN_CHARS: usize = 128;
+/// Audit log rows one page returns by default, and at most.
+pub const DEFAULT_AUDIT_PAGE: u32 = 100;
+pub const MAX_AUDIT_PAGE: u32 = 500;
+
 #[cfg(test)]
 mod tests {
     use super::*;

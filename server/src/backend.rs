@@ -1,14 +1,29 @@
 //! `app::backend::Backend` over the engine: what the pages and server functions call. The REST
 //! handlers in [`crate::api`] call the same services, and errors map through the same
 //! [`crate::failure::Failure`], so the two surfaces cannot drift.
+//!
+//! Who is asking: the rules layer ([`crate::auth::layer::enforce`]) already let the page or
+//! server function in, and put the request's [`Principal`] and [`Actor`] on it; Leptos hands
+//! the request to its server functions and pages as context, and writes read them from there
+//! for the checks that depend on the route ([`crate::auth::scope`]) and for the audit log. A
+//! write with no principal in its context is refused.
 
-use crate::{engine::Engine, failure::backend_error, profiles};
+use crate::{
+    auth::{
+        scope::{self, RouteUse},
+        Actor, Auth, Principal,
+    },
+    engine::Engine,
+    failure::{backend_error, Failure},
+    profiles,
+};
 use app::backend::{Backend, BackendError, BackendFuture};
 use policy::{
     api::{
         ActionOutcome, DispatcherKind, ManualActionRequest, Profile, ProfileSummary, RouteDetail,
         RouteFilter, RouteSummary, RunnerOption,
     },
+    auth::{AuditEntry, Permission},
     input::ValidatedProfile,
 };
 use std::sync::Arc;
@@ -17,12 +32,31 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct EngineBackend {
     engine: Arc<Engine>,
+    auth: Auth,
 }
 
 impl EngineBackend {
-    pub fn new(engine: Arc<Engine>) -> EngineBackend {
-        EngineBackend { engine }
+    pub fn new(engine: Arc<Engine>, auth: Auth) -> EngineBackend {
+        EngineBackend { engine, auth }
     }
+}
+
+/// The principal and actor of the request being served (from Leptos's request context).
+/// Call it before the first `.await`: the context belongs to the request's reactive owner.
+fn caller() -> Result<(Principal, Actor), BackendError> {
+    let parts = leptos::prelude::use_context::<axum::http::request::Parts>();
+    let principal = parts
+        .as_ref()
+        .and_then(|p| p.extensions.get::<Principal>().cloned());
+    let actor = parts.as_ref().and_then(|p| p.extensions.get::<Actor>().cloned());
+    match (principal, actor) {
+        (Some(p), Some(a)) => Ok((p, a)),
+        _ => Err(BackendError::Forbidden("Sign in first.".to_owned())),
+    }
+}
+
+fn refused(f: Failure) -> BackendError {
+    f.into()
 }
 
 impl Backend for EngineBackend {
@@ -35,10 +69,17 @@ impl Backend for EngineBackend {
     }
 
     fn create_profile(&self, profile: ValidatedProfile) -> BackendFuture<'_, Result<Profile, BackendError>> {
+        let caller = caller();
         Box::pin(async move {
-            profiles::create(&self.engine, profile)
+            let (principal, actor) = caller?;
+            scope::create_profile(&principal).map_err(refused)?;
+            let created = profiles::create(&self.engine, profile)
                 .await
-                .map_err(backend_error)
+                .map_err(backend_error)?;
+            self.auth
+                .audit_profile(&actor, &created.id, None, Some(&created))
+                .await;
+            Ok(created)
         })
     }
 
@@ -47,15 +88,31 @@ impl Backend for EngineBackend {
         id: String,
         profile: ValidatedProfile,
     ) -> BackendFuture<'_, Result<Profile, BackendError>> {
+        let caller = caller();
         Box::pin(async move {
-            profiles::update(&self.engine, &id, profile)
+            let (principal, actor) = caller?;
+            scope::profile(&principal, &id).map_err(refused)?;
+            let before = profiles::get(&self.engine, &id).await.map_err(backend_error)?;
+            let after = profiles::update(&self.engine, &id, profile)
                 .await
-                .map_err(backend_error)
+                .map_err(backend_error)?;
+            self.auth
+                .audit_profile(&actor, &id, Some(&before), Some(&after))
+                .await;
+            Ok(after)
         })
     }
 
     fn delete_profile(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>> {
-        Box::pin(async move { profiles::delete(&self.engine, &id).await.map_err(backend_error) })
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, actor) = caller?;
+            scope::profile(&principal, &id).map_err(refused)?;
+            let before = profiles::get(&self.engine, &id).await.map_err(backend_error)?;
+            profiles::delete(&self.engine, &id).await.map_err(backend_error)?;
+            self.auth.audit_profile(&actor, &id, Some(&before), None).await;
+            Ok(())
+        })
     }
 
     fn list_runners(&self) -> BackendFuture<'_, Result<Vec<RunnerOption>, BackendError>> {
@@ -90,11 +147,44 @@ impl Backend for EngineBackend {
         route_id: String,
         request: ManualActionRequest,
     ) -> BackendFuture<'_, Result<ActionOutcome, BackendError>> {
+        let caller = caller();
         Box::pin(async move {
-            self.engine
+            let (principal, actor) = caller?;
+            let route = self
+                .engine
+                .route_summary(&route_id)
+                .await
+                .map_err(backend_error)?;
+            scope::route(&principal, &route, RouteUse::Steer).map_err(refused)?;
+            let outcome = self
+                .engine
                 .perform_action(&route_id, request)
                 .await
-                .map_err(backend_error)
+                .map_err(backend_error)?;
+            self.auth
+                .audit_action(&actor, &route_id, &request, &outcome)
+                .await;
+            Ok(outcome)
+        })
+    }
+
+    fn audit_page(&self, before: Option<i64>) -> BackendFuture<'_, Result<Vec<AuditEntry>, BackendError>> {
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, _) = caller?;
+            if !principal.has(Permission::Admin) {
+                return Err(BackendError::Forbidden(
+                    "This needs the `admin` permission.".to_owned(),
+                ));
+            }
+            self.auth
+                .store()
+                .audit_page(before, policy::limits::DEFAULT_AUDIT_PAGE)
+                .await
+                .map_err(|e| {
+                    tracing::error!(error = %e, "the audit log could not be read");
+                    BackendError::Unavailable
+                })
         })
     }
 }

@@ -3,7 +3,10 @@
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::{net::SocketAddr, path::PathBuf};
+use std::{
+    net::{IpAddr, SocketAddr},
+    path::PathBuf,
+};
 
 /// Recourse keeps AI coding-agent work alive when providers fail.
 #[derive(Debug, Parser)]
@@ -38,6 +41,65 @@ pub enum Command {
         #[command(subcommand)]
         command: CatalogueCommand,
     },
+    /// Accounts: people who sign in to the UI and the API.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+    /// API tokens for scripts, adapters and external runners.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create an account (the first administrator: `recourse user add NAME --role admin`). The
+    /// password is asked for on a terminal, else read from the first line of standard input;
+    /// never give it as an argument.
+    Add(UserAddArgs),
+    /// List accounts: name, role, state.
+    List(DatabaseArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UserAddArgs {
+    /// The account's name (letters, digits, `. _ @ -`).
+    pub name: String,
+    /// Its role: admin, profile_manager, operator, viewer, office, runner, or a custom role.
+    #[arg(long)]
+    pub role: String,
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create an API token for an account and print its secret (shown once).
+    Add(TokenAddArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TokenAddArgs {
+    /// The account the token acts for; it never exceeds that account's permissions.
+    #[arg(long)]
+    pub account: String,
+    /// What the token is for.
+    #[arg(long)]
+    pub name: String,
+    /// Comma-separated permissions (manage_profiles, operate_routes, view_routes,
+    /// assign_office, run_dispatches, admin), or `all` for everything the account's role grants.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub permissions: Vec<String>,
+    /// Scope the token to this profile (repeat for several); without it, every profile.
+    #[arg(long = "profile")]
+    pub profiles: Vec<String>,
+    /// Days until the token expires (1 to 365).
+    #[arg(long, default_value_t = 30)]
+    pub expires_in_days: u32,
+    #[command(flatten)]
+    pub db: DatabaseArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -83,9 +145,18 @@ pub struct ServeArgs {
     #[arg(long, env = "RECOURSE_CONFIG")]
     pub config: Option<PathBuf>,
     /// Seed a demo workspace (simulated candidates and a few routes that wait, retry, switch
-    /// and stop within a minute).
+    /// and stop within a minute), and sign every visitor of the UI into the demo account
+    /// (role profile_manager; a banner says so). Never on a server others can reach.
     #[arg(long, env = "RECOURSE_DEMO")]
     pub demo: bool,
+    /// A reverse proxy whose `X-Forwarded-For` names the client (for the audit log and the
+    /// login rate limits); repeat or comma-separate for several.
+    #[arg(
+        long = "trusted-proxy",
+        env = "RECOURSE_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<IpAddr>,
     /// Test only: run on a manual clock starting at this UTC time, moved by
     /// `POST /api/v1/test/clock`.
     #[arg(long, hide = true)]

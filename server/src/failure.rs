@@ -30,6 +30,8 @@ pub enum Failure {
     BadRequest(String),
     /// The body is larger than `policy::limits::MAX_REQUEST_BODY_BYTES` (413).
     TooLarge,
+    /// The caller is signed in but may not do this here; the message says what is needed (403).
+    Forbidden(String),
     /// The request conflicts with what exists; the message is safe to show (409).
     Conflict(String),
     /// The route changed first or the request does not apply to it now (409, with the route's
@@ -96,6 +98,7 @@ impl IntoResponse for Failure {
                     policy::limits::MAX_REQUEST_BODY_BYTES
                 ),
             ),
+            Failure::Forbidden(m) => error_body(StatusCode::FORBIDDEN, "forbidden", m),
             Failure::Conflict(m) => error_body(StatusCode::CONFLICT, "conflict", m),
             Failure::Stale(snapshot) => (StatusCode::CONFLICT, Json(*snapshot)).into_response(),
             Failure::Unavailable => error_body(
@@ -120,6 +123,7 @@ impl From<Failure> for BackendError {
             Failure::Invalid(errors) => BackendError::Invalid(errors),
             Failure::Conflict(m) | Failure::BadRequest(m) => BackendError::Conflict(m),
             Failure::TooLarge => BackendError::Conflict("The request is too large.".to_owned()),
+            Failure::Forbidden(m) => BackendError::Forbidden(m),
             Failure::Stale(snapshot) => BackendError::RouteChanged(snapshot),
             Failure::Unavailable | Failure::Internal => BackendError::Unavailable,
         }
@@ -208,7 +212,9 @@ mod tests {
                 snapshot: s.clone(),
                 verdict: None,
             },
-            Failure::Conflict(m) | Failure::BadRequest(m) => EngineError::Conflict(m.clone()),
+            Failure::Conflict(m) | Failure::BadRequest(m) | Failure::Forbidden(m) => {
+                EngineError::Conflict(m.clone())
+            }
             Failure::TooLarge => EngineError::Conflict(String::new()),
             Failure::Unavailable => {
                 EngineError::Storage(crate::store::StoreError::Sql(sqlx::Error::PoolClosed))

@@ -15,6 +15,8 @@
 //! - [`profiles`]: the profile service (input arrives parsed, as `policy::input` types).
 //! - [`failure`]: every request failure classified once, rendered as HTTP and as the UI port's
 //!   error; [`guard`]: the cross-site request forgery guard on every write.
+//! - [`auth`]: accounts, sessions, API tokens, permissions (one rules table applied by one
+//!   route layer), login rate limits, the audit log, and the `user`/`token` subcommands.
 //! - [`backend`]: `app::backend::Backend` over the engine (pages and server functions).
 //! - [`api`]: the REST API under `/api/v1`, the SSE stream; [`openapi`]: its document.
 //! - [`demo`]: the demo workspace of `recourse serve --demo`.
@@ -29,6 +31,7 @@
 
 pub mod api;
 pub mod assets;
+pub mod auth;
 pub mod backend;
 pub mod cli;
 pub mod clock;

@@ -15,6 +15,15 @@ fn main() -> ExitCode {
         Command::Catalogue {
             command: server::cli::CatalogueCommand::Check { fixtures },
         } => server::serve::catalogue_check(&fixtures),
+        Command::User {
+            command: server::cli::UserCommand::Add(args),
+        } => run_async(server::auth::bootstrap::user_add(args)),
+        Command::User {
+            command: server::cli::UserCommand::List(args),
+        } => run_async(async move { server::auth::bootstrap::user_list(&args.database).await }),
+        Command::Token {
+            command: server::cli::TokenCommand::Add(args),
+        } => run_async(server::auth::bootstrap::token_add(args)),
     };
     match result {
         Ok(code) => code,

@@ -112,6 +112,7 @@ pub fn openapi() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
     DOC.get_or_init(|| {
         let mut doc = ApiDoc::openapi();
+        crate::api::extend_openapi(&mut doc);
         if let Some(components) = doc.components.as_mut() {
             components
                 .schemas

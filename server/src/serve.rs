@@ -107,7 +107,28 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, database = %args.db.database, "recourse is serving on http://{local}");
-    let state = AppState::new(engine.clone(), leptos, test_clock);
+    let state = AppState::new(engine.clone(), leptos, test_clock).with_auth(crate::auth::AuthSettings {
+        demo: args.demo,
+        trusted_proxies: args.trusted_proxies.clone(),
+        ..Default::default()
+    });
+    if args.demo {
+        state
+            .auth
+            .ensure_demo_account()
+            .await
+            .context("creating the demo account")?;
+        tracing::warn!(
+            "demo mode: every visitor of the UI is signed in as the demo account (profile_manager)"
+        );
+    } else if !state.auth.accounts_exist().await? {
+        tracing::warn!(
+            "no account exists yet: create the first administrator with `recourse user add NAME --role admin` \
+             (add --database if the server uses another file), then sign in at /login"
+        );
+    }
+    crate::auth::password::warm_up();
+    let housekeeping = tokio::spawn(auth_housekeeping(state.auth.clone(), state.shutdown.clone()));
     let stopping = state.shutdown.clone();
     let mut app = web::router(state);
     if site.ui().is_none() {
@@ -120,11 +141,30 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         stopping.trigger();
     };
     web::run(listener, app, shutdown).await.context("server failed")?;
+    housekeeping.abort();
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
     store.close().await;
     tracing::info!("recourse stopped cleanly");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every ten minutes: deletes abandoned session rows and forgets login-limit keys that have
+/// refilled, until the server stops.
+async fn auth_housekeeping(auth: crate::auth::Auth, stopping: web::Shutdown) {
+    use tower_sessions::ExpiredDeletion;
+    let store = auth.store().session_store();
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(600));
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            () = stopping.wait() => return,
+        }
+        if let Err(e) = store.delete_expired().await {
+            tracing::warn!(error = %e, "expired sessions could not be deleted");
+        }
+        auth.limiter().tidy();
+    }
 }
 
 pub async fn migrate(args: DatabaseArgs) -> anyhow::Result<ExitCode> {

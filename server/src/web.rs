@@ -12,14 +12,22 @@
 //! both the page renderer and the server-function handler: the leptos_axum docs warn that
 //! SSR and client calls of a server function go through different handlers.
 //!
+//! Every routed request (and the fallback) passes the ONE authentication and permission layer
+//! ([`crate::auth::layer::enforce`], applying [`crate::auth::rules`]); static assets are routed
+//! after it and are public. Sessions come from tower-sessions on the same SQLite pool.
+//!
 //! Every request passes the request guard ([`crate::guard`]: writes only from this server's
 //! own pages or from non-browser clients, and only as JSON) and a body limit
 //! (`policy::limits::MAX_REQUEST_BODY_BYTES`, 413 beyond). [`Shutdown`] tells long-lived
 //! responses (the event stream) that the server is stopping, so a graceful stop ends them.
 
-use crate::{backend::EngineBackend, clock::ManualClock, engine::Engine};
+use crate::{
+    auth::{Auth, AuthSettings},
+    backend::EngineBackend,
+    clock::ManualClock,
+    engine::Engine,
+};
 use app::{backend::Backend, shell, App};
-use axum::extract::DefaultBodyLimit;
 use axum::{
     body::Body,
     extract::{FromRef, Request, State},
@@ -29,6 +37,7 @@ use axum::{
     routing::get,
     Json, Router,
 };
+use axum::{extract::DefaultBodyLimit, handler::HandlerWithoutStateExt};
 use leptos::{config::LeptosOptions, prelude::provide_context};
 use leptos_axum::{
     generate_route_list, handle_server_fns_with_context, render_app_to_stream_with_context, LeptosRoutes,
@@ -48,17 +57,32 @@ pub struct AppState {
     pub test_clock: Option<ManualClock>,
     /// Fires when the server begins to stop.
     pub shutdown: Shutdown,
+    /// Accounts, sessions, tokens, permissions and the audit log.
+    pub auth: Auth,
 }
 
 impl AppState {
     pub fn new(engine: Arc<Engine>, leptos: LeptosOptions, test_clock: Option<ManualClock>) -> AppState {
+        let auth = Auth::new(
+            engine.store().clone(),
+            engine.clock().clone(),
+            AuthSettings::default(),
+        );
         AppState {
             leptos,
-            backend: Arc::new(EngineBackend::new(engine.clone())),
+            backend: Arc::new(EngineBackend::new(engine.clone(), auth.clone())),
             engine,
             test_clock,
             shutdown: Shutdown::new(),
+            auth,
         }
+    }
+
+    /// The same state with these authentication settings (`serve`'s flags; tests' limits).
+    pub fn with_auth(mut self, settings: AuthSettings) -> AppState {
+        self.auth = Auth::new(self.engine.store().clone(), self.engine.clock().clone(), settings);
+        self.backend = Arc::new(EngineBackend::new(self.engine.clone(), self.auth.clone()));
+        self
     }
 }
 
@@ -111,6 +135,16 @@ pub fn router(state: AppState) -> Router {
     let leptos = state.leptos.clone();
     let not_found = state.leptos.clone();
     let pages = crate::headers::with_page_csp(backend_context(state.backend.clone()));
+    let enforce = middleware::from_fn_with_state(state.clone(), crate::auth::layer::enforce);
+    // The fallback (unknown paths: the not-found page) is enforced too: `route_layer` covers
+    // routes only.
+    let fallback =
+        tower::ServiceBuilder::new()
+            .layer(enforce.clone())
+            .service(HandlerWithoutStateExt::into_service(
+                render_app_to_stream_with_context(pages.clone(), move || shell(not_found.clone())),
+            ));
+    let sessions = crate::auth::layer::session_layer(&state.auth);
     Router::new()
         .route("/healthz", get(healthz))
         .merge(crate::api::routes(state.test_clock.is_some()))
@@ -119,11 +153,13 @@ pub fn router(state: AppState) -> Router {
             crate::guard::json_only(get(server_fn).post(server_fn)),
         )
         .leptos_routes_with_context(&state, routes, pages.clone(), move || shell(leptos.clone()))
+        .merge(crate::auth::layer::form_routes())
+        .route_layer(enforce)
         .merge(crate::assets::routes())
-        .fallback(render_app_to_stream_with_context(pages, move || {
-            shell(not_found.clone())
-        }))
+        .fallback_service(fallback)
         .layer(DefaultBodyLimit::max(policy::limits::MAX_REQUEST_BODY_BYTES))
+        .layer(sessions)
+        .layer(middleware::from_fn(crate::auth::layer::secure_cookie))
         .layer(middleware::from_fn(crate::guard::writes))
         .layer(middleware::from_fn(crate::revalidate::html))
         .layer(CompressionLayer::new()) // pages and JSON; not SSE, not precompressed assets
@@ -146,8 +182,14 @@ pub async fn run(
         shutdown.await;
         let _ = stopping_tx.send(());
     };
-    let serve =
-        std::future::IntoFuture::into_future(axum::serve(listener, app).with_graceful_shutdown(signal));
+    // The peer's address reaches handlers (the audit log, the login rate limits).
+    let serve = std::future::IntoFuture::into_future(
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(signal),
+    );
     tokio::pin!(serve);
     tokio::select! {
         done = &mut serve => done,

@@ -15,8 +15,14 @@ use http_body_util::BodyExt;
 use serde_json::json;
 use tower::ServiceExt;
 
-async fn send(app: &Router, path: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap, Vec<u8>) {
-    let mut req = Request::get(path);
+/// A GET as the harness's administrator token.
+async fn send(
+    app: &Router,
+    token: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, Vec<u8>) {
+    let mut req = Request::get(path).header("authorization", format!("Bearer {token}"));
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
@@ -45,7 +51,7 @@ fn nonce_in_page(page: &str) -> String {
 #[tokio::test]
 async fn a_page_carries_a_policy_with_the_nonce_of_its_hydration_script() {
     let h = Harness::new().await;
-    let (status, headers, body) = send(&h.app, "/", &[]).await;
+    let (status, headers, body) = send(&h.app, &h.token, "/", &[]).await;
     assert_eq!(status, StatusCode::OK);
     let page = String::from_utf8(body).unwrap();
     let nonce = nonce_in_page(&page);
@@ -65,7 +71,7 @@ async fn a_page_carries_a_policy_with_the_nonce_of_its_hydration_script() {
         "not over TLS"
     );
 
-    let (_, again, body) = send(&h.app, "/", &[]).await;
+    let (_, again, body) = send(&h.app, &h.token, "/", &[]).await;
     let other = nonce_in_page(&String::from_utf8(body).unwrap());
     assert_ne!(nonce, other, "every page gets a fresh nonce");
     assert!(header(&again, "content-security-policy")
@@ -76,7 +82,13 @@ async fn a_page_carries_a_policy_with_the_nonce_of_its_hydration_script() {
 #[tokio::test]
 async fn json_gets_the_policy_without_a_nonce_and_is_compressed_when_the_client_accepts_it() {
     let h = Harness::new().await;
-    let (status, headers, _) = send(&h.app, "/api/openapi.json", &[("accept-encoding", "br, gzip")]).await;
+    let (status, headers, _) = send(
+        &h.app,
+        &h.token,
+        "/api/openapi.json",
+        &[("accept-encoding", "br, gzip")],
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(header(&headers, "content-encoding"), Some("br"));
     let policy = header(&headers, "content-security-policy").unwrap();
@@ -85,14 +97,14 @@ async fn json_gets_the_policy_without_a_nonce_and_is_compressed_when_the_client_
         "{policy}"
     );
     assert_eq!(header(&headers, "x-content-type-options"), Some("nosniff"));
-    let (_, plain, _) = send(&h.app, "/api/openapi.json", &[]).await;
+    let (_, plain, _) = send(&h.app, &h.token, "/api/openapi.json", &[]).await;
     assert_eq!(header(&plain, "content-encoding"), None);
 }
 
 #[tokio::test]
 async fn pages_are_compressed_when_the_client_accepts_it() {
     let h = Harness::new().await;
-    let (_, headers, body) = send(&h.app, "/profiles", &[("accept-encoding", "gzip")]).await;
+    let (_, headers, body) = send(&h.app, &h.token, "/profiles", &[("accept-encoding", "gzip")]).await;
     assert_eq!(header(&headers, "content-encoding"), Some("gzip"));
     assert_eq!(&body[..2], &[0x1f, 0x8b], "a gzip stream");
 }
@@ -101,6 +113,7 @@ async fn pages_are_compressed_when_the_client_accepts_it() {
 async fn the_event_stream_is_never_compressed_or_buffered() {
     let h = Harness::new().await;
     let req = Request::get("/api/v1/events")
+        .header("authorization", format!("Bearer {}", h.token))
         .header("accept-encoding", "br, gzip")
         .body(Body::empty())
         .unwrap();
@@ -115,16 +128,16 @@ async fn the_event_stream_is_never_compressed_or_buffered() {
 #[tokio::test]
 async fn a_page_is_revalidated_with_its_etag_and_a_current_copy_gets_a_bare_304() {
     let h = Harness::new().await;
-    let (status, headers, _) = send(&h.app, "/profiles", &[]).await;
+    let (status, headers, _) = send(&h.app, &h.token, "/profiles", &[]).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(header(&headers, "cache-control"), Some("no-cache"));
     let etag = header(&headers, "etag").unwrap().to_string();
     assert!(etag.starts_with("W/\""), "{etag}");
     // The next render has another nonce but the same content: the same ETag.
-    let (_, again, _) = send(&h.app, "/profiles", &[]).await;
+    let (_, again, _) = send(&h.app, &h.token, "/profiles", &[]).await;
     assert_eq!(header(&again, "etag"), Some(etag.as_str()));
 
-    let (status, headers, body) = send(&h.app, "/profiles", &[("if-none-match", &etag)]).await;
+    let (status, headers, body) = send(&h.app, &h.token, "/profiles", &[("if-none-match", &etag)]).await;
     assert_eq!(status, StatusCode::NOT_MODIFIED);
     assert!(body.is_empty());
     assert_eq!(header(&headers, "etag"), Some(etag.as_str()));
@@ -138,19 +151,19 @@ async fn a_page_is_revalidated_with_its_etag_and_a_current_copy_gets_a_bare_304(
         "policy": {"version": 1, "candidates": [candidate("a", disabled(), disabled())]}}),
     )
     .await;
-    let (status, _, _) = send(&h.app, "/profiles", &[("if-none-match", &etag)]).await;
+    let (status, _, _) = send(&h.app, &h.token, "/profiles", &[("if-none-match", &etag)]).await;
     assert_eq!(status, StatusCode::OK);
 }
 
 #[tokio::test]
 async fn hsts_is_sent_only_when_a_proxy_reports_that_the_request_came_over_tls() {
     let h = Harness::new().await;
-    let (_, headers, _) = send(&h.app, "/healthz", &[("x-forwarded-proto", "https")]).await;
+    let (_, headers, _) = send(&h.app, &h.token, "/healthz", &[("x-forwarded-proto", "https")]).await;
     assert_eq!(
         header(&headers, "strict-transport-security"),
         Some("max-age=31536000")
     );
-    let (_, headers, _) = send(&h.app, "/healthz", &[("x-forwarded-proto", "http")]).await;
+    let (_, headers, _) = send(&h.app, &h.token, "/healthz", &[("x-forwarded-proto", "http")]).await;
     assert_eq!(header(&headers, "strict-transport-security"), None);
 }
 
@@ -161,7 +174,7 @@ async fn a_binary_without_its_ui_answers_pages_with_how_to_build_it_and_the_api_
         .app
         .clone()
         .layer(middleware::from_fn(server::assets::ui_missing));
-    let (status, headers, body) = send(&app, "/", &[]).await;
+    let (status, headers, body) = send(&app, &h.token, "/", &[]).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     let page = String::from_utf8(body).unwrap();
     assert!(page.contains("built without its web UI"), "{page}");
@@ -172,8 +185,8 @@ async fn a_binary_without_its_ui_answers_pages_with_how_to_build_it_and_the_api_
     assert!(header(&headers, "content-type").unwrap().starts_with("text/html"));
     assert!(header(&headers, "content-security-policy").is_some());
     assert_eq!(header(&headers, "x-frame-options"), Some("DENY"));
-    let (status, _, _) = send(&app, "/healthz", &[]).await;
+    let (status, _, _) = send(&app, &h.token, "/healthz", &[]).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _, _) = send(&app, "/api/v1/profiles", &[]).await;
+    let (status, _, _) = send(&app, &h.token, "/api/v1/profiles", &[]).await;
     assert_eq!(status, StatusCode::OK);
 }

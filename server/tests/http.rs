@@ -1,4 +1,7 @@
-//! The HTTP surface through the real router, without a socket.
+//! The HTTP surface through the real router, without a socket, as the administrator's API token
+//! (the harness's `tester`), except where a test says it has no credentials.
+
+mod common;
 
 use axum::{body::Body, http::Request};
 use http_body_util::BodyExt;
@@ -13,7 +16,7 @@ use server::{
 use std::sync::Arc;
 use tower::ServiceExt;
 
-async fn app(dir: &tempfile::TempDir) -> axum::Router {
+async fn app(dir: &tempfile::TempDir) -> (axum::Router, String) {
     let database = dir.path().join("http.db").to_string_lossy().into_owned();
     let args = ServeArgs {
         addr: "127.0.0.1:0".parse().unwrap(),
@@ -21,17 +24,25 @@ async fn app(dir: &tempfile::TempDir) -> axum::Router {
             database: database.clone(),
         },
         demo: false,
+        trusted_proxies: Vec::new(),
         test_clock: None,
         config: None,
     };
     let pool = db::open(&database).await.unwrap();
     let engine = Engine::new(server::store::Store::new(pool), Arc::new(SystemClock));
-    router(AppState::new(engine, serve::leptos_options(&args).unwrap(), None))
+    let state = AppState::new(engine, serve::leptos_options(&args).unwrap(), None);
+    let token = common::account_token(&state.auth, common::ADMIN, "admin", common::ADMIN_PASSWORD).await;
+    (router(state), token)
 }
 
-async fn get(app: axum::Router, path: &str) -> (u16, String) {
+async fn get((app, token): (axum::Router, String), path: &str) -> (u16, String) {
     let res = app
-        .oneshot(Request::get(path).body(Body::empty()).unwrap())
+        .oneshot(
+            Request::get(path)
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
         .await
         .unwrap();
     let status = res.status().as_u16();

@@ -170,3 +170,66 @@ fn catalogue_check_passes_on_the_shipped_fixtures_and_fails_on_a_wrong_one() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("problem"));
 }
+
+#[test]
+fn user_add_reads_the_password_from_standard_input_and_never_takes_or_repeats_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("users.db");
+    let run = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .arg("--database")
+            .arg(&db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, _, err) = run(&["user", "add", "ada", "--role", "admin"], "tooshort\n");
+    assert!(!ok, "a short password is refused");
+    assert!(err.contains("at least 12"), "{err}");
+    assert!(!err.contains("tooshort"), "the password is never repeated: {err}");
+
+    let (ok, _, err) = run(
+        &["user", "add", "ada", "--role", "admin"],
+        "a long passphrase here\n",
+    );
+    assert!(ok, "{err}");
+    assert!(!err.contains("passphrase"), "{err}");
+    let (ok, _, err) = run(
+        &["user", "add", "ADA", "--role", "viewer"],
+        "another long passphrase\n",
+    );
+    assert!(!ok && err.contains("exists"), "names ignore case: {err}");
+    let (ok, _, err) = run(
+        &["user", "add", "bob", "--role", "root"],
+        "another long passphrase\n",
+    );
+    assert!(!ok && err.contains("No such role"), "{err}");
+    // There is no way to give the password as an argument.
+    let (ok, _, _) = run(
+        &[
+            "user",
+            "add",
+            "bob",
+            "--role",
+            "admin",
+            "--password",
+            "a long passphrase here",
+        ],
+        "",
+    );
+    assert!(!ok);
+
+    let (ok, out, _) = run(&["user", "list"], "");
+    assert!(ok);
+    assert_eq!(out, "NAME\tROLE\tSTATE\nada\tadmin\tactive\n");
+}

@@ -11,6 +11,7 @@
 //! The server is driven only through its public surfaces; its clock is a test clock that never
 //! moves, so no timer fires and nothing waits for real time.
 
+mod common;
 #[path = "../../classifier/tests/corpus/mod.rs"]
 mod corpus;
 
@@ -27,16 +28,20 @@ use std::{
 
 const BIN: &str = env!("CARGO_BIN_EXE_recourse");
 
-/// Blocking HTTP/1.0 request: (status, body).
+/// The administrator's API token for the served database (set before the server starts).
+static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Blocking HTTP/1.0 request as the administrator: (status, body).
 fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .expect("timeout");
     let body = body.map(Value::to_string).unwrap_or_default();
+    let token = TOKEN.get().expect("the token is made first");
     write!(
         stream,
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .expect("write");
@@ -125,6 +130,7 @@ fn no_secret_reaches_the_api_the_event_stream_the_log_or_the_database_file() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("redaction.db");
+    let _ = TOKEN.set(common::served_token(&db));
     let mut child = Command::new(BIN)
         .args([
             "--log-format",
@@ -166,7 +172,8 @@ fn no_secret_reaches_the_api_the_event_stream_the_log_or_the_database_file() {
     let mut sse = TcpStream::connect(&addr).expect("connect events");
     write!(
         sse,
-        "GET /api/v1/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+        "GET /api/v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nAccept: text/event-stream\r\n\r\n",
+        TOKEN.get().expect("token")
     )
     .expect("subscribe");
     let sse_reader = sse.try_clone().expect("clone");

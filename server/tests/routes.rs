@@ -243,6 +243,7 @@ async fn the_event_stream_carries_every_accepted_change_with_its_route() {
     // Over HTTP the same stream is `text/event-stream` (only the headers are read here: the
     // body never ends).
     let req = axum::http::Request::get("/api/v1/events")
+        .header("authorization", format!("Bearer {}", h.token))
         .body(axum::body::Body::empty())
         .unwrap();
     let resp = tower::ServiceExt::oneshot(h.app.clone(), req).await.unwrap();
@@ -301,6 +302,7 @@ async fn when_the_decision_cannot_be_written_nothing_is_armed_or_dispatched_and_
     let req = axum::http::Request::builder()
         .method(Method::POST)
         .uri(format!("/api/v1/routes/{r}/actions"))
+        .header("authorization", format!("Bearer {}", h.token))
         .header("content-type", "application/json")
         .body(axum::body::Body::from(
             json!({"action": "stop", "expected_generation": g}).to_string(),
@@ -435,8 +437,39 @@ async fn the_backend_port_answers_conflict_with_the_current_snapshot() {
     use app::backend::Backend;
     let h = Harness::new().await;
     let (_, r) = waiting_route(&h).await;
-    let backend = server::backend::EngineBackend::new(h.engine.clone());
+    let backend = server::backend::EngineBackend::new(h.engine.clone(), h.auth.clone());
     let s = backend.get_route(r.clone()).await.unwrap().route.snapshot;
+    // Outside a request the rules layer let through, a write has no principal: refused.
+    let refused = backend
+        .perform_action(
+            r.clone(),
+            ManualActionRequest {
+                action: ManualAction::Stop,
+                expected_generation: s.generation,
+            },
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(app::backend::BackendError::Forbidden(_))),
+        "{refused:?}"
+    );
+    // As the request context of a signed-in administrator (what the rules layer provides).
+    let owner = leptos::prelude::Owner::new();
+    owner.set();
+    let account = h
+        .auth
+        .store()
+        .account_by_name(common::ADMIN)
+        .await
+        .unwrap()
+        .unwrap();
+    let principal = h.auth.session_principal(account).await.unwrap();
+    let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+    parts
+        .extensions
+        .insert(server::auth::Actor::of(Some(&principal), None));
+    parts.extensions.insert(principal);
+    leptos::prelude::provide_context(parts);
     let out = backend
         .perform_action(
             r.clone(),

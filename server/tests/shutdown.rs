@@ -15,6 +15,7 @@ use std::{
 fn sigterm_ends_open_event_streams_and_stops_the_server_within_seconds() {
     let dir = tempfile::tempdir().unwrap();
     let (child, addr, _) = common::spawn_serve(&dir.path().join("s.db"), &[], false);
+    let token = common::token_for(&addr).unwrap();
 
     // Two live pages, as browsers open them.
     let streams: Vec<TcpStream> = (0..2)
@@ -23,7 +24,7 @@ fn sigterm_ends_open_event_streams_and_stops_the_server_within_seconds() {
             s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
             write!(
                 s,
-                "GET /api/v1/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+                "GET /api/v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
             )
             .unwrap();
             let mut head = [0u8; 12];

@@ -34,6 +34,7 @@ pub(crate) enum Call {
     ListRoutes(RouteFilter),
     GetRoute(String),
     PerformAction(String, ManualActionRequest),
+    AuditPage(Option<i64>),
 }
 
 /// What the fake answers. Each success value is returned as is, whatever the arguments.
@@ -47,6 +48,7 @@ struct Script {
     detail: RouteDetail,
     action: ActionOutcome,
     runners: Vec<RunnerOption>,
+    audit: Vec<policy::auth::AuditEntry>,
 }
 
 #[derive(Clone)]
@@ -69,6 +71,7 @@ impl Default for FakeBackend {
                 detail: FakeBackend::detail(),
                 action: ActionOutcome::Applied(snapshot(StateName::ActionRequired, 4)),
                 runners: FakeBackend::runners(),
+                audit: Vec::new(),
             })),
         }
     }
@@ -277,6 +280,13 @@ impl Backend for FakeBackend {
         request: ManualActionRequest,
     ) -> BackendFuture<'_, Result<ActionOutcome, BackendError>> {
         self.answer(Call::PerformAction(route_id, request), |s| s.action.clone())
+    }
+
+    fn audit_page(
+        &self,
+        before: Option<i64>,
+    ) -> BackendFuture<'_, Result<Vec<policy::auth::AuditEntry>, BackendError>> {
+        self.answer(Call::AuditPage(before), |s| s.audit.clone())
     }
 }
 

@@ -23,6 +23,7 @@ mod ssr {
                 BackendError::Conflict(message) => AppError::Conflict { message },
                 BackendError::RouteChanged(snapshot) => AppError::RouteChanged { snapshot },
                 BackendError::Unavailable => AppError::Unavailable,
+                BackendError::Forbidden(message) => AppError::Forbidden { message },
             }
         }
     }

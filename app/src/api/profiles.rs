@@ -89,6 +89,12 @@ pub(crate) mod tests {
                 },
             ),
             (BackendError::Unavailable, AppError::Unavailable),
+            (
+                BackendError::Forbidden("This needs the `manage_profiles` permission.".into()),
+                AppError::Forbidden {
+                    message: "This needs the `manage_profiles` permission.".into(),
+                },
+            ),
         ]
     }
 

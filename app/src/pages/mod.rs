@@ -1,6 +1,8 @@
 //! One module per route.
 
+pub mod audit;
 pub mod home;
+pub mod login;
 pub mod not_found;
 pub mod profile;
 pub mod profiles;

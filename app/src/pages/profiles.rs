@@ -6,13 +6,15 @@
 //! and "Keep" buttons, focus moves to "Keep" (the harmless answer), and Escape or "Keep" puts
 //! focus back on Delete. The server may refuse (it keeps a profile that routes used, so their
 //! history stays readable); its reason is shown on the row. After a deletion the list is read
-//! again and the outcome is announced.
+//! again and the outcome is announced. Deleting and creating are offered only to those who
+//! manage profiles; others read whose they are.
 
 use crate::{
     api::{
         profiles::{list_profiles, CreateProfile, DeleteProfile},
         runners::list_runners,
     },
+    auth::{holders, manages_profiles, IfAllowed, SessionResource},
     components::{
         controls::{FieldMessage, FOCUS},
         dispatcher_choice::DispatcherChoice,
@@ -28,6 +30,7 @@ use leptos_meta::Title;
 use leptos_router::{components::A, hooks::use_navigate};
 use policy::{
     api::{ProfileInput, ProfileSummary, RunnerOption},
+    auth::Permission,
     document::{validate_candidate_id, CandidatePolicy, PolicyDocument},
     limits::POLICY_DOCUMENT_VERSION,
 };
@@ -35,6 +38,7 @@ use policy::{
 #[component]
 pub fn ProfilesPage() -> impl IntoView {
     let profiles = Resource::new(|| (), |_| list_profiles());
+    let session = expect_context::<SessionResource>();
     // What the last deletion did, announced above the list.
     let deleted: RwSignal<Option<String>> = RwSignal::new(None);
     let on_deleted = Callback::new(move |name: String| {
@@ -61,6 +65,7 @@ pub fn ProfilesPage() -> impl IntoView {
         </p>
         <Transition fallback=|| view! { <Loading what="profiles" /> }>
             {move || Suspend::new(async move {
+                let manage = matches!(session.await, Ok(v) if v.viewer.as_ref().is_some_and(|w| manages_profiles(w.permissions)));
                 match profiles.await {
                     Ok(list) if list.is_empty() => {
                         view! {
@@ -75,7 +80,7 @@ pub fn ProfilesPage() -> impl IntoView {
                             <ul class="mt-6 space-y-3" data-testid="profile-list">
                                 {list
                                     .into_iter()
-                                    .map(|p| view! { <ProfileItem profile=p on_deleted=on_deleted /> })
+                                    .map(|p| view! { <ProfileItem profile=p on_deleted=on_deleted manage=manage /> })
                                     .collect_view()}
                             </ul>
                         }
@@ -87,7 +92,12 @@ pub fn ProfilesPage() -> impl IntoView {
                 }
             })}
         </Transition>
-        <NewProfileSection />
+        <IfAllowed
+            allowed=manages_profiles
+            note=format!("Creating and deleting profiles is for {}.", holders(Permission::ManageProfiles))
+        >
+            <NewProfileSection />
+        </IfAllowed>
     }
     .into_any()
 }
@@ -95,7 +105,12 @@ pub fn ProfilesPage() -> impl IntoView {
 /// One profile in the list: its link, its candidates and routes, and Delete with its
 /// confirmation.
 #[component]
-fn ProfileItem(profile: ProfileSummary, on_deleted: Callback<String>) -> impl IntoView {
+fn ProfileItem(
+    profile: ProfileSummary,
+    on_deleted: Callback<String>,
+    /// Whether the signed-in person manages profiles (only then is Delete offered).
+    manage: bool,
+) -> impl IntoView {
     let p = profile;
     let href = format!("/profiles/{}", p.id);
     let open = match p.open_routes {
@@ -165,17 +180,22 @@ fn ProfileItem(profile: ProfileSummary, on_deleted: Callback<String>) -> impl In
                     </p>
                     <p class="text-sm text-slate-700">{format!("Revision {} · {routes}", p.revision)}</p>
                 </div>
-                <button
-                    type="button"
-                    id=base.clone()
-                    class=format!("{button} border-red-800 bg-white text-red-800 hover:bg-red-50 {FOCUS}")
-                    aria-describedby=error_id.clone()
-                    hidden=move || confirming.get()
-                    on:click=ask
-                >
-                    "Delete"
-                    <span class="sr-only">{sr_name}</span>
-                </button>
+                {manage
+                    .then(|| {
+                        view! {
+                            <button
+                                type="button"
+                                id=base.clone()
+                                class=format!("{button} border-red-800 bg-white text-red-800 hover:bg-red-50 {FOCUS}")
+                                aria-describedby=error_id.clone()
+                                hidden=move || confirming.get()
+                                on:click=ask
+                            >
+                                "Delete"
+                                <span class="sr-only">{sr_name}</span>
+                            </button>
+                        }
+                    })}
             </div>
             <div
                 role="group"

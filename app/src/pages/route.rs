@@ -1,9 +1,12 @@
 //! One route: where it is, why, what happens next, the manual actions, and its history. Kept
 //! current by the event stream (reloaded on its events and after every gap in it); actions
-//! carry the generation the person saw.
+//! carry the generation the person saw. The actions are offered only to someone who may steer
+//! this route (`operate_routes`, or `assign_office` for an Office route); others read whose
+//! they are.
 
 use crate::{
     api::routes::{get_route, ActOnRoute},
+    auth::{holders, SessionResource},
     components::{
         controls::FOCUS,
         live::use_route_events,
@@ -21,6 +24,7 @@ use leptos_meta::Title;
 use leptos_router::{components::A, hooks::use_params_map};
 use policy::{
     api::{HistoryEntry, RouteDetail},
+    auth::{may_steer, Permission},
     wire::RouteSnapshot,
 };
 
@@ -47,6 +51,7 @@ pub fn RoutePage() -> impl IntoView {
         move |(id, _, gap)| live.reload(gap, get_route(id)),
     );
     let act = ServerAction::<ActOnRoute>::new();
+    let session = expect_context::<SessionResource>();
     let note: RwSignal<Option<ActionNote>> = RwSignal::new(None);
     Effect::new(move |_| {
         let Some(result) = act.value().get() else { return };
@@ -79,8 +84,12 @@ pub fn RoutePage() -> impl IntoView {
         <p class="text-xs text-slate-600" role="status" data-testid="live-status">{move || live.status().text()}</p>
         <Transition fallback=|| view! { <Loading what="the route" /> }>
             {move || Suspend::new(async move {
+                let permissions = session.await.ok().and_then(|v| v.viewer).map(|w| w.permissions);
                 match detail.await {
-                    Ok(d) => view! { <RouteDetailView detail=d act=act note=note /> }.into_any(),
+                    Ok(d) => {
+                        let steer = permissions.is_some_and(|p| may_steer(p, d.route.caller.kind));
+                        view! { <RouteDetailView detail=d act=act note=note steer=steer /> }.into_any()
+                    }
                     Err(e) => {
                         view! {
                             <h1 class="text-2xl font-semibold">"Route"</h1>
@@ -100,6 +109,8 @@ fn RouteDetailView(
     detail: RouteDetail,
     act: ServerAction<ActOnRoute>,
     note: RwSignal<Option<ActionNote>>,
+    /// Whether the signed-in person may steer this route.
+    steer: bool,
 ) -> impl IntoView {
     let r = detail.route;
     let s: RouteSnapshot = r.snapshot.clone();
@@ -173,6 +184,13 @@ fn RouteDetailView(
             <h3 class="mt-4 text-sm font-semibold text-slate-900">"Actions"</h3>
             {if s.allowed_actions.is_empty() {
                 view! { <p class="text-sm text-slate-700">"No action applies in this state."</p> }.into_any()
+            } else if !steer {
+                view! {
+                    <p class="text-sm text-slate-700" data-testid="not-yours">
+                        {format!("Acting on this route is for {}.", holders(Permission::OperateRoutes))}
+                    </p>
+                }
+                    .into_any()
             } else {
                 view! {
                     <ul class="mt-1 grid gap-2 sm:grid-cols-2">

@@ -5,13 +5,23 @@
 //! profile service or the engine, answer. Every failure is a [`Failure`] (one mapping, shared
 //! with the UI's port): 404 not found, 409 stale (with the current snapshot) or conflicting,
 //! 422 with field paths, 503 when the store cannot write. The request guard
-//! ([`crate::guard`]) has already refused foreign origins (403) and non-JSON writes (415).
+//! ([`crate::guard`]) has already refused foreign origins (403) and non-JSON writes (415), and
+//! the rules layer ([`crate::auth::rules`]) callers without the permission (401/403); what
+//! depends on the route or profile (Office-only callers, profile-scoped tokens) is checked
+//! here through [`crate::auth::scope`], and changes are audited.
 
+mod auth;
 mod extract;
 pub(crate) mod runners;
 
+pub(crate) use auth::extend_openapi;
+
 use crate::{
     api::extract::{json_body, shape_error, Id, JsonBody, RawBody, RouteQuery},
+    auth::{
+        scope::{self, RouteUse},
+        Actor, Principal,
+    },
     engine::{EngineError, Input},
     failure::Failure,
     guard::json_only,
@@ -26,14 +36,15 @@ use axum::{
         IntoResponse, Response,
     },
     routing::{get, post},
-    Json, Router,
+    Extension, Json, Router,
 };
 use chrono::{DateTime, Utc};
 use classifier::Envelope;
 use futures_util::stream::{Stream, StreamExt};
 use policy::{
     api::{
-        EvidenceOutcome, ManualActionRequest, ProfileInput, StartRouteRequest, SuccessReport, WorkRequest,
+        EvidenceOutcome, ManualActionRequest, ProfileInput, RouteSummary, StartRouteRequest, SuccessReport,
+        WorkRequest,
     },
     document::{ValidationCode, ValidationError, ValidationErrors},
     envelope::EvidenceEnvelope,
@@ -69,7 +80,8 @@ pub fn routes(test_clock: bool) -> Router<AppState> {
         .route("/api/v1/routes/{id}/abandon", json_only(post(abandon_route)))
         .route("/api/v1/circuits", get(list_circuits))
         .route("/api/v1/events", get(events))
-        .merge(runners::routes());
+        .merge(runners::routes())
+        .merge(auth::routes());
     if test_clock {
         r = r.route("/api/v1/test/clock", json_only(post(set_test_clock)));
     }
@@ -93,48 +105,114 @@ fn profile_body(body: &[u8]) -> ApiResult<ValidatedProfile> {
     Ok(ValidatedProfile::parse(&input)?)
 }
 
-async fn list_profiles(State(s): State<AppState>) -> ApiResult<Response> {
-    Ok(Json(profiles::list(&s.engine).await?).into_response())
+/// The route, if `p` may use it so (the one place REST handlers check a route's reach).
+async fn route_for(s: &AppState, p: &Principal, id: &str, intent: RouteUse) -> ApiResult<RouteSummary> {
+    let route = s.engine.route_summary(id).await?;
+    scope::route(p, &route, intent)?;
+    Ok(route)
 }
 
-async fn create_profile(State(s): State<AppState>, RawBody(body): RawBody) -> ApiResult<Response> {
-    let p = profiles::create(&s.engine, profile_body(&body)?).await?;
-    Ok((StatusCode::CREATED, Json(p)).into_response())
+/// [`route_for`] when the answer can depend on the route (a scoped token, or steering without
+/// `operate_routes`); nothing to read otherwise, so such requests fail as they always did.
+async fn check_route(s: &AppState, p: &Principal, id: &str, intent: RouteUse) -> ApiResult<()> {
+    let depends = p.profile_ids.is_some()
+        || (intent == RouteUse::Steer && !p.has(policy::auth::Permission::OperateRoutes));
+    if depends {
+        route_for(s, p, id, intent).await?;
+    }
+    Ok(())
 }
 
-async fn get_profile(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
+async fn list_profiles(State(s): State<AppState>, Extension(p): Extension<Principal>) -> ApiResult<Response> {
+    let mut list = profiles::list(&s.engine).await?;
+    scope::retain(&p, &mut list, |x| &x.id);
+    Ok(Json(list).into_response())
+}
+
+async fn create_profile(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Extension(actor): Extension<Actor>,
+    RawBody(body): RawBody,
+) -> ApiResult<Response> {
+    scope::create_profile(&p)?;
+    let created = profiles::create(&s.engine, profile_body(&body)?).await?;
+    s.auth
+        .audit_profile(&actor, &created.id, None, Some(&created))
+        .await;
+    Ok((StatusCode::CREATED, Json(created)).into_response())
+}
+
+async fn get_profile(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Id(id): Id,
+) -> ApiResult<Response> {
+    scope::profile(&p, &id)?;
     Ok(Json(profiles::get(&s.engine, &id).await?).into_response())
 }
 
 async fn update_profile(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Extension(actor): Extension<Actor>,
     Id(id): Id,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    let p = profiles::update(&s.engine, &id, profile_body(&body)?).await?;
-    Ok(Json(p).into_response())
+    scope::profile(&p, &id)?;
+    let input = profile_body(&body)?;
+    let before = profiles::get(&s.engine, &id).await?;
+    let after = profiles::update(&s.engine, &id, input).await?;
+    s.auth
+        .audit_profile(&actor, &id, Some(&before), Some(&after))
+        .await;
+    Ok(Json(after).into_response())
 }
 
-async fn delete_profile(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
+async fn delete_profile(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Extension(actor): Extension<Actor>,
+    Id(id): Id,
+) -> ApiResult<Response> {
+    scope::profile(&p, &id)?;
+    let before = profiles::get(&s.engine, &id).await?;
     profiles::delete(&s.engine, &id).await?;
+    s.auth.audit_profile(&actor, &id, Some(&before), None).await;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-async fn list_routes(State(s): State<AppState>, RouteQuery(filter): RouteQuery) -> ApiResult<Response> {
-    Ok(Json(s.engine.list_routes(&filter).await?).into_response())
+async fn list_routes(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    RouteQuery(filter): RouteQuery,
+) -> ApiResult<Response> {
+    let mut list = s.engine.list_routes(&filter).await?;
+    scope::retain(&p, &mut list, |r| &r.profile_id);
+    Ok(Json(list).into_response())
 }
 
 async fn start_route(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Extension(actor): Extension<Actor>,
     JsonBody(request): JsonBody<StartRouteRequest>,
 ) -> ApiResult<Response> {
     let request = ValidatedStartRoute::parse(&request)?;
+    scope::start(&p, request.profile_id(), request.caller_kind())?;
     let summary = s.engine.start_route(request).await?;
+    s.auth.audit_route_start(&actor, &summary).await;
     Ok((StatusCode::CREATED, Json(summary)).into_response())
 }
 
-async fn get_route(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
-    Ok(Json(s.engine.route_detail(&id).await?).into_response())
+async fn get_route(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Id(id): Id,
+) -> ApiResult<Response> {
+    let detail = s.engine.route_detail(&id).await?;
+    scope::route(&p, &detail.route, RouteUse::Reach)?;
+    Ok(Json(detail).into_response())
 }
 
 /// Evidence for the route's current invocation: the envelope must name the route's
@@ -142,6 +220,7 @@ async fn get_route(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response>
 /// document publishes it (400 otherwise); the classifier then reads and bounds it.
 async fn submit_evidence(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     Id(id): Id,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
@@ -158,7 +237,7 @@ async fn submit_evidence(
             }],
         }));
     }
-    let route = s.engine.route_summary(&id).await?;
+    let route = route_for(&s, &p, &id, RouteUse::Reach).await?;
     if envelope
         .invocation_id
         .as_deref()
@@ -205,9 +284,11 @@ async fn submit_event(s: &AppState, id: &str, event: RouteEvent) -> ApiResult<Re
 
 async fn submit_result(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     Id(id): Id,
     JsonBody(r): JsonBody<SuccessReport>,
 ) -> ApiResult<Response> {
+    check_route(&s, &p, &id, RouteUse::Reach).await?;
     submit_event(
         &s,
         &id,
@@ -231,16 +312,22 @@ pub(crate) struct ExpectedGeneration {
 /// stored work again, fenced by `expected_generation`.
 async fn submit_work(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     Id(id): Id,
     JsonBody(request): JsonBody<WorkRequest>,
 ) -> ApiResult<Response> {
+    check_route(&s, &p, &id, RouteUse::Steer).await?;
     let applied = s.engine.submit_work(&id, request).await?;
     Ok(Json(applied.snapshot).into_response())
 }
 
 /// The result of the route's latest successful attempt that produced one (404 when none).
-async fn get_result(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
-    s.engine.route_summary(&id).await?;
+async fn get_result(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Id(id): Id,
+) -> ApiResult<Response> {
+    route_for(&s, &p, &id, RouteUse::Reach).await?;
     let result = s
         .engine
         .store()
@@ -252,8 +339,12 @@ async fn get_result(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response
 }
 
 /// Clears the stored result once the caller has it.
-async fn clear_result(State(s): State<AppState>, Id(id): Id) -> ApiResult<Response> {
-    s.engine.route_summary(&id).await?;
+async fn clear_result(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Id(id): Id,
+) -> ApiResult<Response> {
+    route_for(&s, &p, &id, RouteUse::Steer).await?;
     let cleared = s
         .engine
         .store()
@@ -269,18 +360,22 @@ async fn clear_result(State(s): State<AppState>, Id(id): Id) -> ApiResult<Respon
 
 async fn complete_route(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     Id(id): Id,
     JsonBody(e): JsonBody<ExpectedGeneration>,
 ) -> ApiResult<Response> {
+    check_route(&s, &p, &id, RouteUse::Steer).await?;
     let expected_generation = e.expected_generation;
     submit_event(&s, &id, RouteEvent::Complete { expected_generation }).await
 }
 
 async fn abandon_route(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     Id(id): Id,
     JsonBody(e): JsonBody<ExpectedGeneration>,
 ) -> ApiResult<Response> {
+    check_route(&s, &p, &id, RouteUse::Steer).await?;
     let expected_generation = e.expected_generation;
     submit_event(&s, &id, RouteEvent::Abandon { expected_generation }).await
 }
@@ -288,10 +383,15 @@ async fn abandon_route(
 /// A person's action: 200 with the new snapshot, or 409 with the current one.
 async fn manual_action(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Extension(actor): Extension<Actor>,
     Id(id): Id,
     JsonBody(req): JsonBody<ManualActionRequest>,
 ) -> ApiResult<Response> {
-    match s.engine.perform_action(&id, req).await? {
+    check_route(&s, &p, &id, RouteUse::Steer).await?;
+    let outcome = s.engine.perform_action(&id, req).await?;
+    s.auth.audit_action(&actor, &id, &req, &outcome).await;
+    match outcome {
         policy::api::ActionOutcome::Applied(snapshot) => Ok(Json(snapshot).into_response()),
         policy::api::ActionOutcome::Conflict(snapshot) => Err(Failure::Stale(Box::new(snapshot))),
     }
@@ -306,29 +406,62 @@ async fn list_circuits(State(s): State<AppState>) -> ApiResult<Response> {
 /// messages and tool calls as it sends them: `route_id`, `attempt`, `generation`, `update`).
 /// A slow client that falls behind gets a `lagged` event and should reload. Every stream ends
 /// when the server begins to stop, so a graceful stop never waits on a browser tab.
-async fn events(State(s): State<AppState>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let routes = sse_stream(s.engine.subscribe(), "route");
-    let updates = sse_stream(s.engine.subscribe_updates(), "update");
-    let stream = futures_util::stream::select(routes, updates);
+///
+/// A token scoped to profiles sees only its profiles' routes (each event's route is looked up).
+async fn events(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let routes = scoped(&s, &p, s.engine.subscribe(), |e| e.route_id.clone());
+    let updates = scoped(&s, &p, s.engine.subscribe_updates(), |u| u.route_id.clone());
+    let stream = futures_util::stream::select(sse_stream(routes, "route"), sse_stream(updates, "update"));
     let stopping = s.shutdown.clone();
     Sse::new(stream.take_until(async move { stopping.wait().await })).keep_alive(KeepAlive::default())
 }
 
-/// A broadcast receiver as named SSE events (`lagged` when the client fell behind).
-fn sse_stream<T: Clone + serde::Serialize + Send + 'static>(
+/// A broadcast receiver as a stream of what it delivers (`Err(n)`: `n` items were missed), keeping
+/// only the routes `p` reaches.
+fn scoped<T: Clone + Send + 'static>(
+    s: &AppState,
+    p: &Principal,
     rx: tokio::sync::broadcast::Receiver<T>,
+    route_of: fn(&T) -> String,
+) -> impl Stream<Item = Result<T, u64>> {
+    let received = futures_util::stream::unfold(rx, |mut rx| async move {
+        match rx.recv().await {
+            Ok(item) => Some((Ok(item), rx)),
+            Err(RecvError::Lagged(n)) => Some((Err(n), rx)),
+            Err(RecvError::Closed) => None,
+        }
+    });
+    let (engine, principal) = (s.engine.clone(), p.clone());
+    received.filter_map(move |item| {
+        let (engine, principal) = (engine.clone(), principal.clone());
+        async move {
+            match &item {
+                Ok(x) if principal.profile_ids.is_some() => {
+                    let route = engine.route_summary(&route_of(x)).await.ok()?;
+                    principal.reaches_profile(&route.profile_id).then_some(item)
+                }
+                _ => Some(item),
+            }
+        }
+    })
+}
+
+/// Items as named SSE events (`lagged` when the client fell behind).
+fn sse_stream<T: serde::Serialize>(
+    items: impl Stream<Item = Result<T, u64>>,
     name: &'static str,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
-    futures_util::stream::unfold(rx, move |mut rx| async move {
-        let event = match rx.recv().await {
+    items.map(move |item| {
+        Ok(match item {
             Ok(ev) => Event::default()
                 .event(name)
                 .json_data(&ev)
                 .unwrap_or_else(|_| Event::default().event("error")),
-            Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
-            Err(RecvError::Closed) => return None,
-        };
-        Some((Ok(event), rx))
+            Err(n) => Event::default().event("lagged").data(n.to_string()),
+        })
     })
 }
 

@@ -4,16 +4,23 @@
 //! `{"error":{"code":"lease_lost"}}`: the runner must stop and report nothing.
 
 use super::{
+    check_route,
     extract::{JsonBody, LeasePath},
     ApiResult,
 };
-use crate::{engine::dispatch::Report, failure::Failure, guard::json_only, web::AppState};
+use crate::{
+    auth::{scope::RouteUse, Principal},
+    engine::dispatch::Report,
+    failure::Failure,
+    guard::json_only,
+    web::AppState,
+};
 use axum::{
     extract::State,
     http::StatusCode,
     response::{IntoResponse, Response},
     routing::post,
-    Json, Router,
+    Extension, Json, Router,
 };
 use policy::{
     api::{ClaimRequest, LeaseGrant, LeaseRenewal, LeaseState, RunnerOutcome, RunnerReport},
@@ -84,8 +91,18 @@ fn lease_lost() -> Failure {
 }
 
 /// 200 with a lease on the oldest started `external` attempt nobody holds, or 204 when there
-/// is none.
-async fn claim(State(s): State<AppState>, JsonBody(request): JsonBody<ClaimRequest>) -> ApiResult<Response> {
+/// is none. A claim takes any profile's attempt, so a token scoped to profiles cannot claim.
+async fn claim(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    JsonBody(request): JsonBody<ClaimRequest>,
+) -> ApiResult<Response> {
+    if p.profile_ids.is_some() {
+        return Err(Failure::Forbidden(
+            "A claim may take any profile's attempt; use a runner token that is not scoped to profiles."
+                .to_owned(),
+        ));
+    }
     check_identifier(&request.runner, "the runner name").map_err(|e| invalid("runner", e.code, e.message))?;
     let seconds = lease_seconds(request.lease_seconds)?;
     let Some(lease) = s.engine.claim(&request.runner, seconds).await? else {
@@ -145,18 +162,22 @@ async fn renew(s: &AppState, path: LeasePath, request: LeaseRenewal, ack: bool) 
 /// The runner starts the work now: from here on the attempt may have run.
 async fn ack(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     path: LeasePath,
     JsonBody(request): JsonBody<LeaseRenewal>,
 ) -> ApiResult<Response> {
+    check_route(&s, &p, &path.route_id, RouteUse::Reach).await?;
     renew(&s, path, request, true).await
 }
 
 /// The runner is still at it: the acknowledged lease holds `lease_seconds` more.
 async fn heartbeat(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     path: LeasePath,
     JsonBody(request): JsonBody<LeaseRenewal>,
 ) -> ApiResult<Response> {
+    check_route(&s, &p, &path.route_id, RouteUse::Reach).await?;
     renew(&s, path, request, false).await
 }
 
@@ -164,10 +185,12 @@ async fn heartbeat(
 /// the snapshot when the route had already moved on.
 async fn report(
     State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
     LeasePath { route_id, attempt }: LeasePath,
     JsonBody(request): JsonBody<RunnerReport>,
 ) -> ApiResult<Response> {
     lease_id(&request.lease_id)?;
+    check_route(&s, &p, &route_id, RouteUse::Reach).await?;
     let report = match (request.outcome, request.envelope, request.result) {
         (RunnerOutcome::Succeeded, None, result) => Report::Succeeded { result },
         (RunnerOutcome::Failed, Some(envelope), None) => {

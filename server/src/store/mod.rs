@@ -13,7 +13,9 @@
 //! started, for cleanup after a crash), [`routes`] (route rows, summaries,
 //! lists), [`history`], [`dispatches`], [`timers`], [`circuits`], [`profiles`], [`work`] (the
 //! work a route carries and its result), [`leases`] (external runners' leases), and
-//! [`writes`] (the batch).
+//! [`writes`] (the batch). Accounts and custom roles ([`accounts`]), API tokens ([`tokens`]),
+//! the append-only audit log ([`audit`]) and the browser-session table ([`Store::session_store`])
+//! belong to `crate::auth`.
 //!
 //! Stored tags (timer kinds, circuit states, dispatcher kinds, state names) are enums; a value
 //! that does not decode is [`StoreError::Corrupt`] naming the table and the row, never a silent
@@ -22,7 +24,9 @@
 //! Times people read are RFC 3339 UTC text with milliseconds (fixed width, so they also sort);
 //! times the engine orders by are integer Unix milliseconds.
 
+pub mod accounts;
 mod agents;
+pub mod audit;
 mod circuits;
 mod dispatches;
 mod history;
@@ -30,6 +34,7 @@ mod leases;
 mod profiles;
 mod routes;
 mod timers;
+pub mod tokens;
 mod work;
 mod writes;
 
@@ -107,6 +112,12 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// The browser-session store (tower-sessions) on this same pool; its table is created by
+    /// the migrations, like every other.
+    pub fn session_store(&self) -> tower_sessions_sqlx_store::SqliteStore {
+        tower_sessions_sqlx_store::SqliteStore::new(self.pool.clone())
     }
 
     /// Closes every connection (at shutdown).

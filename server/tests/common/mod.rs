@@ -1,5 +1,11 @@
 //! Shared test harness: a real SQLite file in a temp dir, the real router, a manual clock, and
 //! the scheduler driven in line (`tick`), so every test is deterministic and never sleeps.
+//!
+//! Every request is authenticated as a real caller would be: the harness creates an
+//! administrator account (`tester`) and an API token for it, through the same services as
+//! `recourse user add` and `recourse token add`, and sends `Authorization: Bearer` on each call
+//! ([`Harness::call`]); [`Harness::call_as`] sends other credentials or none. Served processes
+//! ([`spawn_serve`]) get theirs from the real subcommands, and [`http`] sends it.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -16,11 +22,15 @@ use http_body_util::BodyExt;
 use leptos::config::LeptosOptions;
 use serde_json::{json, Value};
 use server::{
+    auth::{Actor, Auth},
     clock::{Clock, ManualClock},
     engine::Engine,
     web::{router, AppState},
 };
-use std::sync::Arc;
+use std::{
+    collections::HashMap,
+    sync::{Arc, LazyLock, Mutex},
+};
 use tower::ServiceExt;
 
 pub struct Harness {
@@ -30,6 +40,99 @@ pub struct Harness {
     pub clock: ManualClock,
     pub app: Router,
     pub dir: tempfile::TempDir,
+    /// The authentication service the router uses.
+    pub auth: Auth,
+    /// An API token of the administrator `tester`, sent by [`Harness::call`].
+    pub token: String,
+}
+
+/// The administrator every harness signs in as, and its password.
+pub const ADMIN: &str = "tester";
+pub const ADMIN_PASSWORD: &str = "correct horse battery staple";
+
+/// An account `name` with `role` (created if missing) and a new API token carrying every
+/// permission of that role.
+pub async fn account_token(auth: &Auth, name: &str, role: &str, password: &str) -> String {
+    let account = match auth.store().account_by_name(name).await.unwrap() {
+        Some(a) => a,
+        None => {
+            let input = policy::auth::AccountCreate {
+                name: name.to_owned(),
+                role: role.to_owned(),
+                password: password.to_owned(),
+            };
+            auth.create_account(&Actor::cli(), &input, false).await.unwrap()
+        }
+    };
+    let permissions = auth.role_permissions(&account.role).await.unwrap();
+    let input = policy::auth::TokenCreate {
+        name: "tests".to_owned(),
+        permissions,
+        profile_ids: None,
+        expires_in_days: 365,
+    };
+    auth.issue_token(&Actor::cli(), &account, &input)
+        .await
+        .unwrap()
+        .secret
+}
+
+/// The API token of each served database's administrator, by database path (a restarted server
+/// keeps its database, so the token still holds), and by served address.
+static SERVED_TOKENS: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Mutex::default);
+
+/// An administrator and an API token for the database at `database`, made with the real
+/// `recourse user add` (password on standard input) and `recourse token add`, once per file.
+pub fn served_token(database: &std::path::Path) -> String {
+    use std::io::Write;
+    let key = database.to_string_lossy().into_owned();
+    if let Some(t) = SERVED_TOKENS.lock().unwrap().get(&key) {
+        return t.clone();
+    }
+    let bin = env!("CARGO_BIN_EXE_recourse");
+    let mut add = std::process::Command::new(bin)
+        .args(["user", "add", ADMIN, "--role", "admin", "--database"])
+        .arg(database)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(add.stdin.take().unwrap(), "{ADMIN_PASSWORD}").unwrap();
+    let added = add.wait_with_output().unwrap();
+    assert!(
+        added.status.success(),
+        "user add: {}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let out = std::process::Command::new(bin)
+        .args([
+            "token",
+            "add",
+            "--account",
+            ADMIN,
+            "--name",
+            "tests",
+            "--permissions",
+            "all",
+            "--database",
+        ])
+        .arg(database)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "token add: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    SERVED_TOKENS.lock().unwrap().insert(key, token.clone());
+    token
+}
+
+/// The token [`spawn_serve`] made for the server at `addr`.
+pub fn token_for(addr: &str) -> Option<String> {
+    SERVED_TOKENS.lock().unwrap().get(addr).cloned()
 }
 
 pub fn leptos_options() -> LeptosOptions {
@@ -39,6 +142,7 @@ pub fn leptos_options() -> LeptosOptions {
             database: String::new(),
         },
         demo: false,
+        trusted_proxies: Vec::new(),
         test_clock: None,
         config: None,
     };
@@ -46,7 +150,8 @@ pub fn leptos_options() -> LeptosOptions {
 }
 
 /// Starts the real `recourse serve` (JSON logs, a free loopback port) on `database` with
-/// `extra` arguments; returns the process and the address it logged. With `keep_log`, the
+/// `extra` arguments; returns the process and the address it logged (an administrator's token
+/// for it is registered for [`http`] and [`token_for`]). With `keep_log`, the
 /// lines it logs after that are returned through the receiver; otherwise they are drained so
 /// the server never blocks on a full pipe.
 pub fn spawn_serve(
@@ -73,6 +178,7 @@ pub fn spawn_serve_env(
     Option<std::sync::mpsc::Receiver<String>>,
 ) {
     use std::io::BufRead;
+    let token = served_token(database);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
         .args(["--log-format", "json", "serve", "--addr", "127.0.0.1:0"])
         .args(extra)
@@ -90,6 +196,7 @@ pub fn spawn_serve_env(
             break rest.split('"').next().unwrap().to_owned();
         }
     };
+    SERVED_TOKENS.lock().unwrap().insert(addr.clone(), token);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
@@ -101,8 +208,8 @@ pub fn spawn_serve_env(
     (child, addr, keep_log.then_some(rx))
 }
 
-/// A blocking HTTP/1.0 request to a served process (JSON in, JSON out); `None` when the server
-/// is gone.
+/// A blocking HTTP/1.0 request to a served process (JSON in, JSON out), with the token
+/// [`spawn_serve`] made for it; `None` when the server is gone.
 pub fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).ok()?;
@@ -110,9 +217,10 @@ pub fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Optio
         .set_read_timeout(Some(std::time::Duration::from_secs(30)))
         .ok()?;
     let body = body.map(Value::to_string).unwrap_or_default();
+    let auth = token_for(addr).map_or_else(String::new, |t| format!("Authorization: Bearer {t}\r\n"));
     write!(
         stream,
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .ok()?;
@@ -152,17 +260,18 @@ impl Harness {
             Arc::new(clock.clone()),
             runners,
         );
-        let app = router(AppState::new(
-            engine.clone(),
-            leptos_options(),
-            Some(clock.clone()),
-        ));
+        let state = AppState::new(engine.clone(), leptos_options(), Some(clock.clone()));
+        let auth = state.auth.clone();
+        let token = account_token(&auth, ADMIN, "admin", ADMIN_PASSWORD).await;
+        let app = router(state);
         Harness {
             engine,
             pool,
             clock,
             app,
             dir,
+            auth,
+            token,
         }
     }
 
@@ -215,8 +324,24 @@ impl Harness {
         self.dir.path().join("recourse.db")
     }
 
+    /// A request as the administrator's token.
     pub async fn call(&self, method: Method, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
-        let req = Request::builder().method(method).uri(uri);
+        let token = self.token.clone();
+        self.call_as(Some(&token), method, uri, body).await
+    }
+
+    /// A request with this API token, or with no credentials at all.
+    pub async fn call_as(
+        &self,
+        token: Option<&str>,
+        method: Method,
+        uri: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
         let req = match body {
             Some(b) => req
                 .header("content-type", "application/json")
@@ -236,7 +361,8 @@ impl Harness {
         (status, value)
     }
 
-    /// A request with exactly these headers and this raw body (for the guard and limits).
+    /// A request with these headers and this raw body (for the guard and limits), as the
+    /// administrator's token unless the headers carry an `authorization` of their own.
     pub async fn call_raw(
         &self,
         method: Method,
@@ -245,6 +371,12 @@ impl Harness {
         body: impl Into<Body>,
     ) -> (StatusCode, Value) {
         let mut req = Request::builder().method(method).uri(uri);
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            req = req.header("authorization", format!("Bearer {}", self.token));
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }

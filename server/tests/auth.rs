@@ -1,0 +1,664 @@
+//! Accounts, sessions and API tokens through the real router and a real SQLite file: what a
+//! person signing in, an attacker guessing, and a script holding a token each get. Time moves
+//! on the injected clock; nothing sleeps.
+
+mod common;
+
+use axum::{
+    body::Body,
+    http::{header, HeaderMap, Method, Request, StatusCode},
+};
+use chrono::TimeDelta;
+use common::*;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+/// A request with exactly these headers (no token unless given); the JSON answer and headers.
+async fn send(
+    h: &Harness,
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: Option<Value>,
+) -> (StatusCode, HeaderMap, Value) {
+    let mut req = Request::builder().method(method).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = match body {
+        Some(b) => req
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(b.to_string()))
+            .unwrap(),
+        None => req.body(Body::empty()).unwrap(),
+    };
+    let resp = h.app.clone().oneshot(req).await.unwrap();
+    let (parts, body) = resp.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (parts.status, parts.headers, value)
+}
+
+/// The `recourse_session=...` pair of a `Set-Cookie`, and the whole header.
+fn session_cookie(headers: &HeaderMap) -> (String, String) {
+    let set = headers
+        .get_all(header::SET_COOKIE)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|v| v.starts_with("recourse_session="))
+        .expect("a session cookie is set");
+    (set.split(';').next().unwrap().to_owned(), set)
+}
+
+async fn login(h: &Harness, name: &str, password: &str) -> (StatusCode, HeaderMap, Value) {
+    send(
+        h,
+        Method::POST,
+        "/api/v1/session",
+        &[],
+        Some(json!({"name": name, "password": password})),
+    )
+    .await
+}
+
+/// Signs in; returns the `Cookie` header value.
+async fn sign_in(h: &Harness, name: &str, password: &str) -> String {
+    let (status, headers, body) = login(h, name, password).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    session_cookie(&headers).0
+}
+
+async fn whoami(h: &Harness, cookie: &str) -> (StatusCode, Value) {
+    let (s, _, v) = send(h, Method::GET, "/api/v1/session", &[("cookie", cookie)], None).await;
+    (s, v)
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+/// An account made by the administrator through the API; returns its id.
+async fn add_account(h: &Harness, name: &str, role: &str) -> String {
+    let (status, v) = h
+        .post(
+            "/api/v1/accounts",
+            json!({"name": name, "role": role, "password": ADMIN_PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    v["id"].as_str().unwrap().to_owned()
+}
+
+fn profile_body(name: &str) -> Value {
+    json!({"name": name, "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}})
+}
+
+#[tokio::test]
+async fn signing_in_sets_a_hardened_cookie_under_a_new_id_and_signing_out_ends_the_session() {
+    let h = Harness::new().await;
+    let (status, headers, _) = login(&h, ADMIN, ADMIN_PASSWORD).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (first, set) = session_cookie(&headers);
+    assert!(set.contains("HttpOnly"), "{set}");
+    assert!(set.contains("SameSite=Lax"), "{set}");
+    assert!(set.contains("Path=/"), "{set}");
+    assert!(!set.contains("Secure"), "plain HTTP: {set}");
+    let (status, me) = whoami(&h, &first).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(me["name"], ADMIN);
+    assert_eq!(me["kind"], "session");
+    assert_eq!(me["role"], "admin");
+
+    // Fixation: a login that arrives with a session id gets a different one, and the old id
+    // is gone from the store.
+    let (status, headers, _) = send(
+        &h,
+        Method::POST,
+        "/api/v1/session",
+        &[("cookie", &first)],
+        Some(json!({"name": ADMIN, "password": ADMIN_PASSWORD})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (second, _) = session_cookie(&headers);
+    assert_ne!(first, second);
+    assert_eq!(whoami(&h, &first).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(whoami(&h, &second).await.0, StatusCode::OK);
+
+    // Logout ends it at once, server-side.
+    let (status, _, _) = send(
+        &h,
+        Method::DELETE,
+        "/api/v1/session",
+        &[("cookie", &second)],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = whoami(&h, &second).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["error"]["code"], "unauthenticated");
+}
+
+#[tokio::test]
+async fn over_tls_the_session_cookie_is_secure() {
+    let h = Harness::new().await;
+    let (status, headers, _) = send(
+        &h,
+        Method::POST,
+        "/api/v1/session",
+        &[("x-forwarded-proto", "https")],
+        Some(json!({"name": ADMIN, "password": ADMIN_PASSWORD})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, set) = session_cookie(&headers);
+    assert!(set.contains("; Secure"), "{set}");
+}
+
+#[tokio::test]
+async fn a_session_ends_after_eight_idle_hours_and_seven_days_after_its_login() {
+    let h = Harness::new().await;
+    let cookie = sign_in(&h, ADMIN, ADMIN_PASSWORD).await;
+    h.clock.advance(TimeDelta::hours(7) + TimeDelta::minutes(59));
+    assert_eq!(whoami(&h, &cookie).await.0, StatusCode::OK, "used within 8 hours");
+    h.clock.advance(TimeDelta::hours(8) + TimeDelta::minutes(1));
+    assert_eq!(
+        whoami(&h, &cookie).await.0,
+        StatusCode::UNAUTHORIZED,
+        "idle too long"
+    );
+
+    // Busy all week: every 7 hours, until 7 days after the login.
+    let cookie = sign_in(&h, ADMIN, ADMIN_PASSWORD).await;
+    for step in 1..=24 {
+        h.clock.advance(TimeDelta::hours(7));
+        assert_eq!(
+            whoami(&h, &cookie).await.0,
+            StatusCode::OK,
+            "after {} h",
+            step * 7
+        );
+    }
+    h.clock.advance(TimeDelta::hours(7));
+    assert_eq!(
+        whoami(&h, &cookie).await.0,
+        StatusCode::UNAUTHORIZED,
+        "past 7 days"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_password_and_an_unknown_name_get_the_same_answer_after_the_same_work() {
+    let h = Harness::new().await;
+    let disabled = add_account(&h, "gone", "viewer").await;
+    let (status, _) = h
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/accounts/{disabled}"),
+            Some(json!({"disabled": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let mut answers = Vec::new();
+    for (name, password) in [
+        (ADMIN, "not the password at all"),
+        ("nobody-has-this-name", "not the password at all"),
+        ("gone", ADMIN_PASSWORD),
+        ("", ""),
+    ] {
+        let before = h.auth.verifications();
+        let (status, headers, body) = login(&h, name, password).await;
+        assert_eq!(
+            h.auth.verifications(),
+            before + 1,
+            "{name:?}: one argon2 verification"
+        );
+        assert!(headers.get(header::SET_COOKIE).is_none(), "{name:?}");
+        answers.push((status, body));
+    }
+    assert_eq!(answers[0].0, StatusCode::UNAUTHORIZED);
+    assert_eq!(answers[0].1["error"]["code"], "login_failed");
+    for a in &answers[1..] {
+        assert_eq!(a, &answers[0]);
+    }
+}
+
+#[tokio::test]
+async fn sign_in_attempts_are_limited_per_name_even_for_names_nobody_has() {
+    let h = Harness::new().await;
+    for name in [ADMIN, "nobody-has-this-name"] {
+        for _ in 0..5 {
+            assert_eq!(
+                login(&h, name, "wrong password!!").await.0,
+                StatusCode::UNAUTHORIZED
+            );
+        }
+        let (status, headers, body) = login(&h, name, ADMIN_PASSWORD).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{name}: {body}");
+        assert_eq!(body["error"]["code"], "rate_limited");
+        let wait: u64 = headers[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+        assert!((1..=12).contains(&wait), "{wait}");
+    }
+    // Another name is not held up by them.
+    add_account(&h, "grace", "viewer").await;
+    assert_eq!(login(&h, "grace", ADMIN_PASSWORD).await.0, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn one_address_trying_many_names_is_limited() {
+    let h = Harness::new().await;
+    for i in 0..30 {
+        let (status, _, _) = login(&h, &format!("guess{i}"), "wrong password!!").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "attempt {i}");
+    }
+    assert_eq!(
+        login(&h, ADMIN, ADMIN_PASSWORD).await.0,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+#[tokio::test]
+async fn disabling_an_account_or_changing_its_password_ends_its_sessions_and_tokens_at_once() {
+    let h = Harness::new().await;
+    let id = add_account(&h, "op", "operator").await;
+    let cookie = sign_in(&h, "op", ADMIN_PASSWORD).await;
+    let (status, _, created) = send(
+        &h,
+        Method::POST,
+        "/api/v1/tokens",
+        &[("cookie", &cookie)],
+        Some(json!({"name": "script", "permissions": ["view_routes"], "expires_in_days": 30})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let token = created["secret"].as_str().unwrap().to_owned();
+    assert_eq!(
+        h.call_as(Some(&token), Method::GET, "/api/v1/routes", None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+
+    // A new password: sessions that began before it end; tokens stay.
+    let (status, _) = h
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/accounts/{id}"),
+            Some(json!({"password": "another long passphrase"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(whoami(&h, &cookie).await.0, StatusCode::UNAUTHORIZED);
+    let cookie = sign_in(&h, "op", "another long passphrase").await;
+    assert_eq!(whoami(&h, &cookie).await.0, StatusCode::OK);
+
+    let (status, _) = h
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/accounts/{id}"),
+            Some(json!({"disabled": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(whoami(&h, &cookie).await.0, StatusCode::UNAUTHORIZED);
+    let (status, body) = h.call_as(Some(&token), Method::GET, "/api/v1/routes", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+}
+
+#[tokio::test]
+async fn a_token_carries_only_its_permissions_expires_and_is_revoked() {
+    let h = Harness::new().await;
+    let (status, created) = h
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "reader", "permissions": ["view_routes"], "expires_in_days": 1}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let token = created["secret"].as_str().unwrap().to_owned();
+    assert!(token.starts_with("rct_"));
+    let id = created["token"]["id"].as_str().unwrap().to_owned();
+
+    // Listed without the secret; last use recorded.
+    assert_eq!(
+        h.call_as(Some(&token), Method::GET, "/api/v1/profiles", None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let list = h.get("/api/v1/tokens").await;
+    let listed = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id.as_str())
+        .unwrap();
+    assert!(!list.to_string().contains(&token[4..]), "no secret in lists");
+    assert!(listed["last_used_at"].is_string(), "{listed}");
+    assert_eq!(listed["permissions"], json!(["view_routes"]));
+
+    // Only its permissions.
+    let (status, body) = h
+        .call_as(
+            Some(&token),
+            Method::POST,
+            "/api/v1/profiles",
+            Some(profile_body("p")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`manage_profiles`"),
+        "{body}"
+    );
+
+    // Never from a query string.
+    let (status, _) = h
+        .call_as(
+            None,
+            Method::GET,
+            &format!("/api/v1/session?access_token={token}"),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // A malformed header is refused, not ignored.
+    let (status, _) = h
+        .call_raw(
+            Method::GET,
+            "/api/v1/session",
+            &[("authorization", "Basic YWRhOnB3")],
+            Body::empty(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // Expiry.
+    h.clock.advance(TimeDelta::days(1) + TimeDelta::seconds(1));
+    let (status, body) = h
+        .call_as(Some(&token), Method::GET, "/api/v1/profiles", None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+
+    // Revocation.
+    let (_, created) = h
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "short", "permissions": ["view_routes"], "expires_in_days": 30}),
+        )
+        .await;
+    let token = created["secret"].as_str().unwrap().to_owned();
+    let id = created["token"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        h.call_as(Some(&token), Method::GET, "/api/v1/routes", None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let (status, _) = h
+        .call(Method::DELETE, &format!("/api/v1/tokens/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        h.call_as(Some(&token), Method::GET, "/api/v1/routes", None)
+            .await
+            .0,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test]
+async fn nobody_makes_a_token_stronger_than_themselves() {
+    let h = Harness::new().await;
+    add_account(&h, "vera", "viewer").await;
+    let cookie = sign_in(&h, "vera", ADMIN_PASSWORD).await;
+    let (status, _, body) = send(
+        &h,
+        Method::POST,
+        "/api/v1/tokens",
+        &[("cookie", &cookie)],
+        Some(json!({"name": "x", "permissions": ["view_routes", "manage_profiles"], "expires_in_days": 30})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`manage_profiles`"));
+    // And a token's permissions shrink with its account's role.
+    let token = account_token(&h.auth, "mgr", "profile_manager", ADMIN_PASSWORD).await;
+    let id = h.auth.store().account_by_name("mgr").await.unwrap().unwrap().id;
+    assert_eq!(
+        h.call_as(
+            Some(&token),
+            Method::POST,
+            "/api/v1/profiles",
+            Some(profile_body("a"))
+        )
+        .await
+        .0,
+        StatusCode::CREATED
+    );
+    h.call(
+        Method::PATCH,
+        &format!("/api/v1/accounts/{id}"),
+        Some(json!({"role": "viewer"})),
+    )
+    .await;
+    assert_eq!(
+        h.call_as(
+            Some(&token),
+            Method::POST,
+            "/api/v1/profiles",
+            Some(profile_body("b"))
+        )
+        .await
+        .0,
+        StatusCode::FORBIDDEN
+    );
+}
+
+#[tokio::test]
+async fn a_token_limited_to_profiles_reaches_only_them_and_their_routes() {
+    let h = Harness::new().await;
+    let a = h.profile(profile_body("a")).await;
+    let b = h.profile(profile_body("b")).await;
+    let ra = h.start(&a, "inv-a").await;
+    let rb = h.start(&b, "inv-b").await;
+    let (status, created) = h
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "a only", "permissions": ["view_routes", "manage_profiles", "operate_routes"],
+                   "profile_ids": [a], "expires_in_days": 30}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let t = created["secret"].as_str().unwrap().to_owned();
+    let get = |uri: String| {
+        let t = t.clone();
+        let h = &h;
+        async move { h.call_as(Some(&t), Method::GET, &uri, None).await }
+    };
+    assert_eq!(get(format!("/api/v1/profiles/{a}")).await.0, StatusCode::OK);
+    assert_eq!(
+        get(format!("/api/v1/profiles/{b}")).await.0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(get(format!("/api/v1/routes/{ra}")).await.0, StatusCode::OK);
+    assert_eq!(get(format!("/api/v1/routes/{rb}")).await.0, StatusCode::FORBIDDEN);
+    let (_, list) = get("/api/v1/profiles".to_owned()).await;
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [a.as_str()]);
+    let (_, routes) = get("/api/v1/routes".to_owned()).await;
+    assert!(
+        routes
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["profile_id"] == a.as_str()),
+        "{routes}"
+    );
+    let (status, _) = h
+        .call_as(
+            Some(&t),
+            Method::PUT,
+            &format!("/api/v1/profiles/{b}"),
+            Some(profile_body("b2")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = h
+        .call_as(
+            Some(&t),
+            Method::POST,
+            "/api/v1/profiles",
+            Some(profile_body("c")),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "a new profile is outside the scope"
+    );
+    assert_eq!(get("/".to_owned()).await.0, StatusCode::FORBIDDEN, "no pages");
+}
+
+#[tokio::test]
+async fn office_assignment_steers_office_routes_and_never_edits_policies() {
+    let h = Harness::new().await;
+    let p = h.profile(profile_body("office work")).await;
+    let kanban = h.start(&p, "inv-k").await;
+    let office = account_token(&h.auth, "olive", "office", ADMIN_PASSWORD).await;
+    let start = |kind: &str, inv: &str| json!({"profile_id": p, "caller": {"kind": kind, "reference": "t", "invocation_id": inv}});
+    let (status, body) = h
+        .call_as(
+            Some(&office),
+            Method::POST,
+            "/api/v1/routes",
+            Some(start("kanban_task", "inv-1")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`operate_routes`"));
+    let (status, body) = h
+        .call_as(
+            Some(&office),
+            Method::POST,
+            "/api/v1/routes",
+            Some(start("office", "inv-2")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let generation = h.snapshot(&kanban).await["generation"].clone();
+    let (status, _) = h
+        .call_as(
+            Some(&office),
+            Method::POST,
+            &format!("/api/v1/routes/{kanban}/actions"),
+            Some(json!({"action": "stop", "expected_generation": generation})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "not an Office route");
+    let (status, body) = h
+        .call_as(
+            Some(&office),
+            Method::PUT,
+            &format!("/api/v1/profiles/{p}"),
+            Some(profile_body("x")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`manage_profiles`"));
+}
+
+#[tokio::test]
+async fn logins_tokens_and_policy_edits_are_in_the_append_only_audit_log() {
+    let h = Harness::new().await;
+    let p = h.profile(profile_body("audited")).await;
+    let mut edited = profile_body("audited");
+    edited["policy"]["candidates"][0]["transient"] = class_policy(3, 5, 0, "skip");
+    let (status, body) = h
+        .call(Method::PUT, &format!("/api/v1/profiles/{p}"), Some(edited))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    login(&h, ADMIN, "wrong password!!").await;
+    sign_in(&h, ADMIN, ADMIN_PASSWORD).await;
+
+    let log = h.get("/api/v1/audit").await;
+    let rows = log.as_array().unwrap();
+    let actions: Vec<&str> = rows.iter().map(|r| r["action"].as_str().unwrap()).collect();
+    for want in [
+        "account.create",
+        "token.create",
+        "profile.create",
+        "profile.update",
+        "session.login_failed",
+        "session.login",
+    ] {
+        assert!(actions.contains(&want), "{want} in {actions:?}");
+    }
+    let update = rows.iter().find(|r| r["action"] == "profile.update").unwrap();
+    assert_eq!(update["actor_kind"], "token");
+    assert_eq!(update["actor"], format!("{ADMIN}/tests"));
+    assert_eq!(update["target"], p.as_str());
+    let changes = update["detail"]["changes"].as_array().unwrap();
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["path"] == "policy.candidates[0].transient.retry.max_retries" && c["after"] == 3),
+        "{changes:?}"
+    );
+    assert!(
+        !log.to_string().contains(ADMIN_PASSWORD),
+        "no password in the log"
+    );
+    // Append-only.
+    for sql in ["UPDATE audit_log SET action = 'x'", "DELETE FROM audit_log"] {
+        assert!(sqlx::query(sql).execute(&h.pool).await.is_err(), "{sql}");
+    }
+}
+
+#[tokio::test]
+async fn a_foreign_page_cannot_sign_in_or_write_with_the_cookie() {
+    let h = Harness::new().await;
+    let cookie = sign_in(&h, ADMIN, ADMIN_PASSWORD).await;
+    let (status, _, body) = send(
+        &h,
+        Method::POST,
+        "/api/v1/profiles",
+        &[
+            ("cookie", &cookie),
+            ("origin", "http://127.0.0.1:9999"),
+            ("host", "127.0.0.1:3000"),
+        ],
+        Some(profile_body("csrf")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(body["error"]["code"], "foreign_origin");
+    let (status, _, _) = send(
+        &h,
+        Method::POST,
+        "/api/v1/session",
+        &[("origin", "http://evil.example"), ("host", "127.0.0.1:3000")],
+        Some(json!({"name": ADMIN, "password": ADMIN_PASSWORD})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}
