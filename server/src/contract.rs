@@ -29,6 +29,86 @@ pub fn apply(doc: &mut Value) {
     bound(doc);
     statuses(doc);
     links(doc);
+    named_variants(doc);
+    tags(doc);
+}
+
+/// Each operation under the tag of what it acts on (`/api/v1/<tag>/...`), which generated
+/// clients use for their module names.
+fn tags(doc: &mut Value) {
+    for (path, item) in doc["paths"].as_object_mut().expect("paths").iter_mut() {
+        let tag = path
+            .trim_start_matches("/api/v1/")
+            .split('/')
+            .next()
+            .unwrap_or("api")
+            .to_owned();
+        for op in item.as_object_mut().expect("path item").values_mut() {
+            op["tags"] = json!([tag]);
+        }
+    }
+}
+
+/// Internally tagged enums (`#[serde(tag = "kind")]`, such as `EvidenceItem`) come out of the
+/// derive as `oneOf` of inline `allOf`s; client generators (openapi-python-client among them)
+/// cannot name those. Each variant becomes a component of its own (`EvidenceItemHttp`: the
+/// variant's struct plus its tag), the `oneOf` refers to them, and a `discriminator` maps each
+/// tag to its component. The values it allows are the same.
+pub fn named_variants(doc: &mut Value) {
+    let schemas = doc["components"]["schemas"].as_object_mut().expect("schemas");
+    let mut added = Vec::new();
+    for (name, schema) in schemas.iter_mut() {
+        let Some(arms) = schema.get_mut("oneOf").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        let mut mapping = Map::new();
+        let mut tag_name = None;
+        for arm in arms.iter_mut() {
+            let Some(parts) = arm.get("allOf").and_then(Value::as_array) else {
+                continue;
+            };
+            // The tag part: an object with one required property whose enum has one value.
+            let Some((tag, value)) = parts.iter().find_map(|p| {
+                let props = p.get("properties")?.as_object()?;
+                let (tag, s) = props.iter().next().filter(|_| props.len() == 1)?;
+                let value = s.get("enum")?.as_array().filter(|e| e.len() == 1)?[0].as_str()?;
+                Some((tag.clone(), value.to_owned()))
+            }) else {
+                continue;
+            };
+            let variant = format!("{name}{}", pascal(&value));
+            let reference = format!("#/components/schemas/{variant}");
+            let mut component = arm.take();
+            if let Some(d) = component.get("description").cloned() {
+                *arm = json!({"$ref": reference, "description": d});
+            } else {
+                *arm = json!({"$ref": reference});
+            }
+            component["title"] = json!(variant);
+            mapping.insert(value, json!(reference));
+            tag_name = Some(tag);
+            added.push((variant, component));
+        }
+        if let Some(tag) = tag_name {
+            schema["discriminator"] = json!({"propertyName": tag, "mapping": mapping});
+        }
+    }
+    for (name, component) in added {
+        schemas.insert(name, component);
+    }
+}
+
+/// `acp_error` -> `AcpError`.
+fn pascal(snake: &str) -> String {
+    snake
+        .split('_')
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 fn schema<'a>(doc: &'a mut Value, name: &str) -> &'a mut Value {
@@ -166,14 +246,22 @@ pub fn bound(doc: &mut Value) {
         ]}),
     );
     // Evidence over the API names the prompt generation it belongs to (a simulated script's
-    // envelope does not: the server fills it in).
-    doc["paths"]["/api/v1/routes/{id}/evidence"]["post"]["requestBody"]["content"]["application/json"]
-        ["schema"] = json!({
-        "allOf": [
-            {"$ref": "#/components/schemas/EvidenceEnvelope"},
-            {"required": ["generation"], "properties": {"generation": {"type": "integer", "minimum": 0, "maximum": U64_MAX}}}
-        ]
+    // envelope does not: the server fills it in), so its body is `RouteEvidence`: the envelope
+    // with `generation` required. A schema of its own rather than an `allOf`, which client
+    // generators cannot merge.
+    let mut route_evidence = schema(doc, "EvidenceEnvelope").clone();
+    route_evidence["description"] = json!(
+        "An evidence envelope (contract 1) for a route's current invocation: `generation` (the \
+         attempt's invocation generation) is required."
+    );
+    route_evidence["properties"]["generation"] = json!({
+        "type": "integer", "format": "int64", "minimum": 0, "maximum": U64_MAX,
+        "description": "The prompt generation the evidence belongs to (the attempt's invocation generation)."
     });
+    route_evidence["required"] = json!(["items", "generation"]);
+    doc["components"]["schemas"]["RouteEvidence"] = route_evidence;
+    doc["paths"]["/api/v1/routes/{id}/evidence"]["post"]["requestBody"]["content"]["application/json"]
+        ["schema"] = json!({"$ref": "#/components/schemas/RouteEvidence"});
     // The route list's query, as `api::extract::RouteQuery` reads it.
     if let Some(params) = doc["paths"]["/api/v1/routes"]["get"]["parameters"].as_array_mut() {
         for p in params {

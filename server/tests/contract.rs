@@ -300,10 +300,15 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
     assert_eq!(limit["schema"]["minimum"], 1);
     let evidence = &doc()["paths"]["/api/v1/routes/{id}/evidence"]["post"]["requestBody"]["content"]
         ["application/json"]["schema"];
+    assert_eq!(evidence["$ref"], "#/components/schemas/RouteEvidence");
     assert_eq!(
-        evidence["allOf"][1]["required"],
-        json!(["generation"]),
-        "{evidence}"
+        schema("RouteEvidence")["required"],
+        json!(["items", "generation"])
+    );
+    assert_eq!(
+        schema("RouteEvidence")["properties"]["items"],
+        schema("EvidenceEnvelope")["properties"]["items"],
+        "the same envelope otherwise"
     );
 }
 
