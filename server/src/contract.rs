@@ -498,4 +498,17 @@ pub fn links(doc: &mut Value) {
         }
         doc["paths"][path][method]["responses"][status]["links"] = links;
     }
+    // A lease names the dispatch its runner acknowledges, renews and reports.
+    let mut lease = Map::new();
+    for target in ["ack_dispatch", "heartbeat_dispatch", "report_dispatch"] {
+        lease.insert(
+            target.to_owned(),
+            json!({
+                "operationId": target,
+                "parameters": {"route_id": "$response.body#/route_id", "attempt": "$response.body#/attempt"},
+                "requestBody": {"lease_id": "$response.body#/lease_id"},
+            }),
+        );
+    }
+    doc["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"] = Value::Object(lease);
 }

@@ -203,6 +203,18 @@ fn created_profiles_and_routes_link_to_the_operations_that_take_their_id() {
         profile_links["start_route"]["requestBody"],
         json!({"profile_id": "$response.body#/id"})
     );
+    let lease_links = &doc()["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"];
+    for target in ["ack_dispatch", "heartbeat_dispatch", "report_dispatch"] {
+        assert!(operation_ids.contains(target), "{target} is an operation");
+        assert_eq!(
+            lease_links[target]["parameters"]["attempt"],
+            "$response.body#/attempt"
+        );
+        assert_eq!(
+            lease_links[target]["requestBody"]["lease_id"],
+            "$response.body#/lease_id"
+        );
+    }
     let route_links = &doc()["paths"]["/api/v1/routes"]["post"]["responses"]["201"]["links"];
     for fenced in ["manual_action", "submit_work", "complete_route", "abandon_route"] {
         assert_eq!(
