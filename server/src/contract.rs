@@ -236,6 +236,46 @@ pub fn bound(doc: &mut Value) {
     for (name, prop, patch) in props {
         property(doc, name, prop, patch);
     }
+    // A policy section that is enabled has its numbers in range; a disabled one stores zeros
+    // (the validator's `out_of_range` and `must_be_zero_when_disabled`). Candidate ids are lines.
+    let sections: [(&str, Vec<(&str, u64, u64)>); 2] = [
+        (
+            "retry",
+            vec![
+                (
+                    "max_retries",
+                    u64::from(MIN_MAX_RETRIES),
+                    u64::from(MAX_MAX_RETRIES),
+                ),
+                (
+                    "initial_interval_seconds",
+                    MIN_INITIAL_INTERVAL_SECONDS,
+                    MAX_INITIAL_INTERVAL_SECONDS,
+                ),
+            ],
+        ),
+        (
+            "wait_for_reset",
+            vec![("max_wait_seconds", MIN_MAX_WAIT_SECONDS, MAX_MAX_WAIT_SECONDS)],
+        ),
+    ];
+    // As `if`/`then`/`else`, which client generators read past (a `oneOf` here they cannot).
+    for (section, numbers) in sections {
+        let mut on = json!({"properties": {}});
+        let mut off = json!({"properties": {}});
+        for (number, min, max) in numbers {
+            on["properties"][number] = json!({"minimum": min, "maximum": max});
+            off["properties"][number] = json!({"const": 0});
+        }
+        merge(
+            &mut schema(doc, "ClassPolicy")["properties"][section],
+            json!({"if": {"properties": {"enabled": {"const": true}}}, "then": on, "else": off}),
+        );
+    }
+    merge(
+        &mut schema(doc, "PolicyDocument")["properties"]["candidates"]["items"]["properties"]["id"],
+        line(MAX_CANDIDATE_ID_CHARS),
+    );
     // A success carries no envelope; a failure carries one and no result.
     merge(
         schema(doc, "RunnerReport"),

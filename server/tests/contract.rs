@@ -297,6 +297,20 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
         prop("ClaimRequest", "runner")["pattern"],
         limits::IDENTIFIER_PATTERN
     );
+    let retry = prop("ClassPolicy", "retry");
+    assert_eq!(retry["if"]["properties"]["enabled"]["const"], true);
+    assert_eq!(
+        retry["then"]["properties"]["max_retries"],
+        json!({"minimum": limits::MIN_MAX_RETRIES, "maximum": limits::MAX_MAX_RETRIES})
+    );
+    assert_eq!(
+        retry["else"]["properties"]["initial_interval_seconds"]["const"],
+        0
+    );
+    assert_eq!(
+        prop("ClassPolicy", "wait_for_reset")["then"]["properties"]["max_wait_seconds"]["maximum"],
+        limits::MAX_MAX_WAIT_SECONDS
+    );
     for s in ["ClaimRequest", "LeaseRenewal"] {
         assert_eq!(
             prop(s, "lease_seconds")["minimum"],
