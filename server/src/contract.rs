@@ -10,13 +10,15 @@
 //!   shared `ApiError`, or `ValidationErrors` for 422), by the rules the extractors
 //!   ([`crate::api`]), the request guard ([`crate::guard`]) and [`crate::failure`] follow.
 //! - [`links`]: which operation's response gives the id another operation takes.
+//! - [`named_variants`] and `tags`: shapes client generators can name.
 //!
 //! A request the published schema allows is one the server accepts (or answers 404/409 for,
-//! when the thing named is absent or has moved on), and one it refuses the schema excludes,
-//! with two exceptions JSON Schema cannot state: a profile's targets must repeat its policy's
-//! candidate ids in order, and a policy document's semantic rules (an enabled retry has at least
-//! one retry, ids are unique); both are 422 with field paths. Schemathesis checks this against a
-//! running server in `./dev test`; `server/tests/contract.rs` checks the document's shape.
+//! when the thing named is absent or has moved on), and one it refuses the schema excludes. The
+//! one exception is a profile write, 422 for rules JSON Schema cannot state (targets repeat the
+//! policy's candidate ids in order, ids are unique, a `concrete` profile has one candidate, and
+//! the policy may be a legacy shape, so it is an open object there); `schemathesis.toml` says so.
+//! Schemathesis checks all this against a running server in `./dev test`;
+//! `server/tests/contract.rs` checks the document's shape in `cargo test`.
 
 use policy::limits;
 use serde_json::{json, Map, Value};
