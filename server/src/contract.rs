@@ -149,6 +149,9 @@ fn identifier() -> Value {
     json!({"minLength": 1, "maxLength": limits::MAX_IDENTIFIER_CHARS, "pattern": limits::IDENTIFIER_PATTERN})
 }
 
+/// A number of a policy section and its range when the section is enabled.
+type NumberRange = (&'static str, u64, u64);
+
 /// The request bounds, from `policy::limits`.
 pub fn bound(doc: &mut Value) {
     use limits::*;
@@ -240,7 +243,7 @@ pub fn bound(doc: &mut Value) {
     }
     // A policy section that is enabled has its numbers in range; a disabled one stores zeros
     // (the validator's `out_of_range` and `must_be_zero_when_disabled`). Candidate ids are lines.
-    let sections: [(&str, Vec<(&str, u64, u64)>); 2] = [
+    let sections: [(&str, Vec<NumberRange>); 2] = [
         (
             "retry",
             vec![
