@@ -213,7 +213,8 @@ async fn report(
 }
 
 /// The OpenAPI operations of the lease protocol (statuses past the success ones are added by
-/// [`crate::contract`]).
+/// [`crate::contract`]). The stubs carry only the annotations.
+#[allow(dead_code)]
 pub(crate) mod openapi_paths {
     use policy::{
         api::{ClaimRequest, LeaseGrant, LeaseRenewal, LeaseState, RunnerReport},
