@@ -203,6 +203,18 @@ fn created_profiles_and_routes_link_to_the_operations_that_take_their_id() {
         profile_links["start_route"]["requestBody"],
         json!({"profile_id": "$response.body#/id"})
     );
+    let lease_links = &doc()["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"];
+    for target in ["ack_dispatch", "heartbeat_dispatch", "report_dispatch"] {
+        assert!(operation_ids.contains(target), "{target} is an operation");
+        assert_eq!(
+            lease_links[target]["parameters"]["attempt"],
+            "$response.body#/attempt"
+        );
+        assert_eq!(
+            lease_links[target]["requestBody"]["lease_id"],
+            "$response.body#/lease_id"
+        );
+    }
     let route_links = &doc()["paths"]["/api/v1/routes"]["post"]["responses"]["201"]["links"];
     for fenced in ["manual_action", "submit_work", "complete_route", "abandon_route"] {
         assert_eq!(
@@ -285,6 +297,20 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
         prop("ClaimRequest", "runner")["pattern"],
         limits::IDENTIFIER_PATTERN
     );
+    let retry = prop("ClassPolicy", "retry");
+    assert_eq!(retry["if"]["properties"]["enabled"]["const"], true);
+    assert_eq!(
+        retry["then"]["properties"]["max_retries"],
+        json!({"minimum": limits::MIN_MAX_RETRIES, "maximum": limits::MAX_MAX_RETRIES})
+    );
+    assert_eq!(
+        retry["else"]["properties"]["initial_interval_seconds"]["const"],
+        0
+    );
+    assert_eq!(
+        prop("ClassPolicy", "wait_for_reset")["then"]["properties"]["max_wait_seconds"]["maximum"],
+        limits::MAX_MAX_WAIT_SECONDS
+    );
     for s in ["ClaimRequest", "LeaseRenewal"] {
         assert_eq!(
             prop(s, "lease_seconds")["minimum"],
@@ -300,10 +326,15 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
     assert_eq!(limit["schema"]["minimum"], 1);
     let evidence = &doc()["paths"]["/api/v1/routes/{id}/evidence"]["post"]["requestBody"]["content"]
         ["application/json"]["schema"];
+    assert_eq!(evidence["$ref"], "#/components/schemas/RouteEvidence");
     assert_eq!(
-        evidence["allOf"][1]["required"],
-        json!(["generation"]),
-        "{evidence}"
+        schema("RouteEvidence")["required"],
+        json!(["items", "generation"])
+    );
+    assert_eq!(
+        schema("RouteEvidence")["properties"]["items"],
+        schema("EvidenceEnvelope")["properties"]["items"],
+        "the same envelope otherwise"
     );
 }
 
