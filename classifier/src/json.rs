@@ -148,7 +148,11 @@ impl Doc for Value {
     }
 
     fn entries(&self) -> Option<Vec<(&str, &Self)>> {
-        Some(self.as_object()?.iter().map(|(k, v)| (k.as_str(), v)).collect())
+        // A `Map` iterates in key order only without serde_json's `preserve_order`, which any
+        // crate in a build may switch on: sort, so the order never depends on the build.
+        let mut e: Vec<(&str, &Self)> = self.as_object()?.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        e.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        Some(e)
     }
 
     fn to_value(&self) -> Value {
