@@ -233,8 +233,34 @@ mod tests {
         let pool = crate::db::open(dir.join("recourse.db").to_str().unwrap())
             .await
             .unwrap();
-        let clock = ManualClock::new(chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap());
-        EngineBackend::new(Engine::with_runners(Store::new(pool), Arc::new(clock), runners))
+        let clock = Arc::new(ManualClock::new(
+            chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+        ));
+        let store = Store::new(pool);
+        let auth = Auth::new(store.clone(), clock.clone(), Default::default());
+        EngineBackend::new(Engine::with_runners(store, clock, runners), auth)
+    }
+
+    /// Calls `call` as a server function of an administrator's request would: with the
+    /// request's principal and actor in Leptos's context (the backend reads them before its
+    /// first `.await`).
+    fn as_admin<T>(call: impl FnOnce() -> T) -> T {
+        let principal = Principal {
+            account_id: "a-1".into(),
+            account: "admin".into(),
+            role: "admin".into(),
+            via: crate::auth::Via::Session,
+            permissions: policy::auth::Permissions::ALL,
+            profile_ids: None,
+            demo: false,
+        };
+        let mut parts = axum::http::Request::new(()).into_parts().0;
+        parts.extensions.insert(Actor::of(Some(&principal), None));
+        parts.extensions.insert(principal);
+        leptos::prelude::Owner::new().with(|| {
+            leptos::prelude::provide_context(parts);
+            call()
+        })
     }
 
     fn acp_profile(runner: &str, expected_revision: Option<u64>) -> ValidatedProfile {
@@ -299,20 +325,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let runners = Runners::new(config(dir.path()));
         let backend = backend(dir.path(), runners.clone()).await;
-        let created = backend.create_profile(acp_profile("claude", None)).await.unwrap();
+        let created = as_admin(|| backend.create_profile(acp_profile("claude", None)))
+            .await
+            .unwrap();
         assert_eq!(created.targets[0].provider_id.as_deref(), Some("anthropic"));
 
         // Saved again while configured: accepted, the provider filled from the agent.
-        let saved = backend
-            .update_profile(created.id.clone(), acp_profile("claude", Some(1)))
+        let saved = as_admin(|| backend.update_profile(created.id.clone(), acp_profile("claude", Some(1))))
             .await
             .unwrap();
         assert_eq!(saved.revision, 2);
         assert_eq!(saved.targets[0].provider_id.as_deref(), Some("anthropic"));
 
         runners.replace(RunnerConfig::default());
-        let err = backend
-            .update_profile(created.id.clone(), acp_profile("claude", Some(2)))
+        let err = as_admin(|| backend.update_profile(created.id.clone(), acp_profile("claude", Some(2))))
             .await
             .unwrap_err();
         let BackendError::Invalid(errors) = err else {

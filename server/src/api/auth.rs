@@ -4,6 +4,7 @@
 use super::json_body;
 use crate::{
     auth::{Actor, AuthError, Principal, Via},
+    guard::json_only,
     web::AppState,
 };
 use axum::{
@@ -24,15 +25,26 @@ use tower_sessions::Session;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/session", get(who_am_i).post(login).delete(logout))
-        .route("/api/v1/accounts", get(list_accounts).post(create_account))
-        .route("/api/v1/accounts/{id}", patch(update_account))
-        .route("/api/v1/roles", get(list_roles).post(create_role))
-        .route("/api/v1/tokens", get(list_tokens).post(create_token))
-        .route("/api/v1/tokens/{id}", axum::routing::delete(revoke_token))
+        .route(
+            "/api/v1/session",
+            json_only(get(who_am_i).post(login).delete(logout)),
+        )
+        .route(
+            "/api/v1/accounts",
+            json_only(get(list_accounts).post(create_account)),
+        )
+        .route("/api/v1/accounts/{id}", json_only(patch(update_account)))
+        .route("/api/v1/roles", json_only(get(list_roles).post(create_role)))
+        .route("/api/v1/tokens", json_only(get(list_tokens).post(create_token)))
+        .route(
+            "/api/v1/tokens/{id}",
+            json_only(axum::routing::delete(revoke_token)),
+        )
         .route("/api/v1/audit", get(audit))
 }
 
+// The error is the response to send as it is; boxing it would only move the allocation.
+#[allow(clippy::result_large_err)]
 fn parse<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, Response> {
     json_body(body).map_err(IntoResponse::into_response)
 }

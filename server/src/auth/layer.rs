@@ -93,6 +93,8 @@ fn peer(request: &Request) -> Option<IpAddr> {
 
 /// What the rules say about this request: its surface and access, or a refusal for a route
 /// nobody listed.
+// The error is the refusal to send as it is.
+#[allow(clippy::result_large_err)]
 fn target(method: &str, template: Option<&str>, path: &str) -> Result<(Surface, Access), Response> {
     let Some(template) = template else {
         // The fallback (an unknown path): nothing to show to nobody.

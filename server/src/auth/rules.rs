@@ -154,6 +154,8 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("current_session", Access::Public),
     ("list_profiles", READ_PROFILES),
     ("get_profile", READ_PROFILES),
+    // Ids and labels of the configured agents and endpoints, for the profile forms.
+    ("list_runners", READ_PROFILES),
     ("create_profile", MANAGE),
     ("save_profile", MANAGE),
     ("delete_profile", MANAGE),
