@@ -6,6 +6,9 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { launch, openPage, waitHydrated, screenshot, seriousA11yViolations, unique, api } from '../lib/browser.mjs';
 import { startConfigured } from '../lib/runners.mjs';
 
@@ -29,7 +32,7 @@ const DONE = [{ message: 'Done: the build is fixed.' }, { respond: { stopReason:
 async function until(what, check, ms = 60000) {
   const end = Date.now() + ms;
   while (!(await check())) {
-    assert.ok(Date.now() < end, `timed out waiting: ${what}`);
+    assert.ok(Date.now() < end, `timed out waiting: ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -45,9 +48,18 @@ async function targetOf(page, n) {
 }
 
 test('a route recovers from a failing agent onto a second one, watched on its page', async () => {
+  // The failing agent holds its failure until the test creates this file, so the page is seen
+  // running on it first and then, live, moving on.
+  const gateDir = mkdtempSync(join(tmpdir(), 'recourse-gate-'));
+  const gate = join(gateDir, 'fail-now');
   const server = await startConfigured('recovery', {
     agents: [
-      { id: 'failing', label: 'Failing agent', provider_id: 'anthropic', script: [{ prompt: [CREDITS] }] },
+      {
+        id: 'failing',
+        label: 'Failing agent',
+        provider_id: 'anthropic',
+        script: [{ prompt: [{ wait_file: gate }, CREDITS] }],
+      },
       { id: 'standby', label: 'Standby agent', provider_id: 'google', script: [{ prompt: DONE }] },
     ],
   });
@@ -86,12 +98,17 @@ test('a route recovers from a failing agent onto a second one, watched on its pa
     assert.equal(started.status, 201, JSON.stringify(started.body));
     const routeId = started.body.id;
 
-    // Its page, live: the failure on the first agent, then the second agent running the work.
+    // Its page, live: running on the first agent; then its failure, and the second agent
+    // running the work, without a reload.
     await page.goto(`${server.url}/routes/${routeId}`);
     await waitHydrated(page);
     const now = page.getByTestId('route-now');
-    await now.getByText(/^standby \(position 2, cycle 1\)$/).waitFor({ timeout: 60000 });
-    await now.getByText('Running').waitFor();
+    await now.getByText(/^primary \(position 1, cycle \d+\)$/).waitFor();
+    await page.getByTestId('live-status').getByText(/^Live: changes appear here/).waitFor();
+    await screenshot(page, 'route-on-failing-agent-desktop');
+    writeFileSync(gate, '');
+    await now.getByText(/^standby \(position 2, cycle \d+\)$/).waitFor({ timeout: 60000 });
+    await now.locator('[data-state=active]').getByText('Running', { exact: true }).waitFor();
     const history = page.getByTestId('history');
     await history.getByText(/· failed · candidate primary ·/).waitFor();
     await history.getByText(/· candidate standby ·/).first().waitFor();
@@ -114,5 +131,6 @@ test('a route recovers from a failing agent onto a second one, watched on its pa
   } finally {
     await context.close();
     await server.close();
+    rmSync(gateDir, { recursive: true, force: true });
   }
 });
