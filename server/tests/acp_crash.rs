@@ -14,22 +14,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// Blocking HTTP/1.0 request.
+/// Blocking HTTP/1.0 request, signed in as the server's administrator.
 fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let body = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    stream.read_to_string(&mut out).unwrap();
-    let status: u16 = out.split(' ').nth(1).unwrap().parse().unwrap();
-    let payload = out.split("\r\n\r\n").nth(1).unwrap_or("");
-    (status, serde_json::from_str(payload).unwrap_or(Value::Null))
+    common::http(addr, method, path, body).expect("the server answers")
 }
 
 /// Waits (bounded) for something a subprocess does on its own time.

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{provider::*, spawn_serve_env};
+use common::{provider::*, spawn_serve_env, token_for};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
@@ -56,7 +56,15 @@ async fn the_key_never_reaches_the_database_the_log_or_any_api_answer() {
     let base = format!("http://{addr}");
     // reqwest is built without a default TLS provider (the server installs ring).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    // Signed in as the administrator `spawn_serve_env` made for this database.
+    let mut headers = reqwest::header::HeaderMap::new();
+    let bearer = format!("Bearer {}", token_for(&addr).expect("a token for the server"));
+    headers.insert(reqwest::header::AUTHORIZATION, bearer.parse().unwrap());
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .default_headers(headers)
+        .build()
+        .unwrap();
     let mut answers = String::new();
 
     // The event stream, read raw from before the route starts.

@@ -117,7 +117,13 @@ fn target(method: &str, template: Option<&str>, path: &str) -> Result<(Surface, 
         // Not a server function: the handler answers that; only principals learn it.
         return Ok((Surface::Api, Access::Authenticated));
     }
-    rules::route(method, template).ok_or_else(|| unlisted(method, template))
+    match rules::route(method, template) {
+        Some(rule) => Ok(rule),
+        // A method the path does not serve: the router answers 405 and no handler runs. Only
+        // principals learn it (as for unknown paths).
+        None if rules::has_template(template) => Ok((Surface::Api, Access::Authenticated)),
+        None => Err(unlisted(method, template)),
+    }
 }
 
 fn unlisted(method: &str, what: &str) -> Response {

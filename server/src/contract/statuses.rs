@@ -1,5 +1,6 @@
 //! Every status each operation can answer, with its body.
 
+use crate::auth::rules::Access;
 use policy::limits;
 use serde_json::{json, Value};
 
@@ -18,7 +19,12 @@ fn validation_response() -> Value {
 }
 
 /// Operations whose input is validated past its shape (422 with field paths).
-const VALIDATING: [&str; 10] = [
+const VALIDATING: [&str; 15] = [
+    "create_account",
+    "update_account",
+    "create_role",
+    "create_token",
+    "audit",
     "create_profile",
     "update_profile",
     "list_routes",
@@ -44,6 +50,10 @@ pub fn statuses(doc: &mut Value) {
                 .unwrap_or_default()
                 .to_owned();
             let write = matches!(method.as_str(), "post" | "put" | "patch" | "delete");
+            // Who may call it: `auth::rules`, the table the server enforces.
+            let access = crate::auth::rules::route(&method.to_uppercase(), path).map(|(_, a)| a);
+            let public = matches!(access, Some(Access::Public));
+            let needs_permission = matches!(access, Some(Access::Permission(_) | Access::AnyOf(_)));
             let has_body = op.contains_key("requestBody");
             let has_query = op
                 .get("parameters")
@@ -66,11 +76,36 @@ pub fn statuses(doc: &mut Value) {
                     ),
                 );
             }
-            if write {
+            if !public {
                 add(
+                    "401",
+                    error_response(
+                        "No principal: sign in, or send an API token as `Authorization: Bearer` \
+                         (`unauthenticated`)",
+                    ),
+                );
+            }
+            match (needs_permission, write) {
+                (true, true) => add(
+                    "403",
+                    error_response(
+                        "The caller lacks the permission this needs, or the route or profile is outside \
+                         its reach (`forbidden`, naming what is needed); or a browser sent the change from \
+                         another origin (`foreign_origin`)",
+                    ),
+                ),
+                (true, false) => add(
+                    "403",
+                    error_response(
+                        "The caller lacks the permission this needs, or the route or profile is outside \
+                         its reach (`forbidden`, naming what is needed)",
+                    ),
+                ),
+                (false, true) => add(
                     "403",
                     error_response("A browser sent the change from another origin (`foreign_origin`)"),
-                );
+                ),
+                (false, false) => {}
             }
             if has_id {
                 add("404", error_response("No such profile or route (`not_found`)"));
