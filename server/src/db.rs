@@ -87,7 +87,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_new_database_file_is_created_in_wal_mode_with_foreign_keys_on() {
+    async fn a_new_database_file_is_created_in_wal_mode_with_full_sync_and_foreign_keys_on() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fresh.db");
         let pool = open(path.to_str().unwrap()).await.unwrap();
@@ -97,6 +97,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(mode, "wal");
+        let sync: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(sync, 2, "synchronous = FULL");
         let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
             .fetch_one(&pool)
             .await
