@@ -16,6 +16,13 @@
 //!
 //! Set `RECOURSE_BENCH_QUICK=1` for a smaller, faster run, `RECOURSE_BENCH_ONLY=transitions`
 //! (or `restart`, `timers`, `capacity`) for one part.
+//!
+//! Every database (the engine's and the bare loop's) uses the server's own pragmas
+//! (`server::db::connect_options`: WAL, `synchronous = FULL`, every commit fsynced).
+//! `RECOURSE_BENCH_SYNC=normal` runs the whole bench with `synchronous = NORMAL` instead (the
+//! setting before power-loss durability, commits fsynced only at checkpoints), to compare: run
+//! both, interleaved, on the same machine. The timers part also prints a bare one-row commit
+//! rate on its own database after the lateness run, with the same setting.
 
 #![allow(clippy::print_stdout, unreachable_pub)]
 
@@ -55,11 +62,31 @@ fn policy_doc(interval: u64) -> serde_json::Value {
                  "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"}}]})
 }
 
+/// The `synchronous` setting of this run (`RECOURSE_BENCH_SYNC`, default the server's own).
+fn synchronous() -> sqlx::sqlite::SqliteSynchronous {
+    use sqlx::sqlite::SqliteSynchronous;
+    match std::env::var("RECOURSE_BENCH_SYNC").unwrap_or_default().as_str() {
+        "" => server::db::SYNCHRONOUS,
+        "normal" => SqliteSynchronous::Normal,
+        "full" => SqliteSynchronous::Full,
+        "extra" => SqliteSynchronous::Extra,
+        other => panic!("RECOURSE_BENCH_SYNC={other}: expected normal, full or extra"),
+    }
+}
+
+/// A new database file with the server's pragmas and this run's `synchronous`.
+async fn open_db(dir: &tempfile::TempDir, name: &str) -> sqlx::SqlitePool {
+    let path = dir.path().join(name);
+    let path = path.to_str().unwrap();
+    let opts = server::db::connect_options(path)
+        .unwrap()
+        .synchronous(synchronous());
+    server::db::open_with(path, opts).await.unwrap()
+}
+
 /// An engine on a new database file, and a pool on the same file for the bench's own counting.
 async fn engine(dir: &tempfile::TempDir, name: &str) -> (Arc<Engine>, sqlx::SqlitePool) {
-    let pool = server::db::open(dir.path().join(name).to_str().unwrap())
-        .await
-        .unwrap();
+    let pool = open_db(dir, name).await;
     (Engine::new(Store::new(pool.clone()), Arc::new(SystemClock)), pool)
 }
 
@@ -171,6 +198,16 @@ async fn bare_commits(conn: &mut sqlx::SqliteConnection, m: i64, from: i64) -> f
     t.elapsed().as_secs_f64()
 }
 
+/// The bare loop's database: one table of one-row commits, same pragmas as the engine's.
+async fn bare_db(dir: &tempfile::TempDir) -> sqlx::SqlitePool {
+    let pool = open_db(dir, "bare.db").await;
+    sqlx::query("CREATE TABLE bare (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool
+}
+
 async fn transitions_per_second() {
     let dir = tempfile::tempdir().unwrap();
     let (e, epool) = engine(&dir, "tps.db").await;
@@ -184,13 +221,7 @@ async fn transitions_per_second() {
         let g = e.route_summary(&r).await.unwrap().snapshot.generation;
         routes.push((r, g));
     }
-    let pool = server::db::open(dir.path().join("bare.db").to_str().unwrap())
-        .await
-        .unwrap();
-    sqlx::query("CREATE TABLE bare (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-        .execute(&pool)
-        .await
-        .unwrap();
+    let pool = bare_db(&dir).await;
     let mut conn = pool.acquire().await.unwrap();
     let warm = 3000;
     let alone = warm as f64 / bare_commits(&mut conn, warm, 0).await;
@@ -339,6 +370,11 @@ async fn timer_lateness() {
         .collect();
     let _ = stop_tx.send(true);
     let _ = sched.await;
+    // The yardstick, same setting, same run, right after.
+    let bare_pool = bare_db(&dir).await;
+    let mut conn = bare_pool.acquire().await.unwrap();
+    let m = if quick() { 500 } else { 3000 };
+    let bare = m as f64 / bare_commits(&mut conn, m, 0).await;
     // `RECOURSE_BENCH_DUMP=<file>`: every fire as "deadline_ms lateness_ms", to see whether
     // lateness builds up over a burst (capacity) or comes in spikes (stalls).
     if let Some(path) = std::env::var_os("RECOURSE_BENCH_DUMP") {
@@ -364,6 +400,7 @@ async fn timer_lateness() {
         percentile(&late, 0.99),
         late.last().copied().unwrap_or(f64::NAN)
     );
+    println!("bare one-row commits right after the timers: {bare:.0}/s");
 }
 
 /// Firing capacity: `n` routes waiting with the same deadline on a manual clock; the clock
@@ -373,9 +410,7 @@ async fn timer_lateness() {
 /// turns into committed steps (each a deadline step plus its `DispatchStarted`).
 async fn firing_capacity() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = server::db::open(dir.path().join("burst.db").to_str().unwrap())
-        .await
-        .unwrap();
+    let pool = open_db(&dir, "burst.db").await;
     let t0 = chrono::Utc::now();
     let clock = Arc::new(server::clock::ManualClock::new(t0));
     let e = Engine::new(Store::new(pool.clone()), clock.clone());
@@ -476,6 +511,7 @@ fn main() {
     // `RECOURSE_BENCH_ONLY=transitions|restart|timers|capacity` runs one part (for profiling).
     let only = std::env::var("RECOURSE_BENCH_ONLY").unwrap_or_default();
     let run = |part: &str| only.is_empty() || only == part;
+    println!("synchronous = {:?}", synchronous());
     rt.block_on(async {
         if run("transitions") {
             transitions_per_second().await;

@@ -3,6 +3,29 @@
 //! WAL lets readers (the UI, the API) proceed while the route engine commits; foreign keys are
 //! on because SQLite leaves them off by default; the busy timeout turns brief lock contention
 //! into waiting rather than an error. Every connection of the pool gets the same pragmas.
+//!
+//! Durability: `synchronous = FULL` ([`SYNCHRONOUS`]). In WAL mode that makes every COMMIT
+//! `fsync` the write-ahead log before it returns, so whatever the server does after a commit
+//! (answers a person's action, lets a dispatch start, launches the work a timer allows) rests
+//! on a commit that survives a power cut or a kernel panic, not only a killed process. With
+//! `NORMAL` the log was synced only at checkpoints, and a power cut could drop the last
+//! commits, among them a `DispatchStarted` whose work did run: the restarted server would then
+//! see an unstarted attempt and run it again (`server/tests/power_loss.rs` shows exactly that
+//! with `NORMAL` and that it cannot happen with `FULL`).
+//!
+//! Which commits pay the `fsync`: all of them, on every connection of the pool: the engine's
+//! writer task (route transitions, grouped so one `fsync` covers every job of a group, see
+//! `engine/writer.rs`), profile writes (a person is answered), and the small bookkeeping
+//! writes outside the writer (agent process groups to clean up, resumable ACP sessions, the
+//! durable-error note, clearing a fetched result). Some of the last kind would do without it
+//! (after a power cut no agent process is left to clean up), but they are rare and small next
+//! to route transitions, and one setting for the whole pool means no commit can end up on a
+//! connection that does not sync. Readers commit nothing, so the setting costs them nothing.
+//!
+//! `EXTRA` adds nothing in WAL mode: its extra directory `fsync` is for a rollback journal
+//! deleted at commit. The directory entries are covered by SQLite itself: a WAL file created by
+//! a connection carries a one-time "sync the directory" flag, so its first `fsync` (the first
+//! commit, with `FULL`) also syncs the folder, which holds the database file's entry too.
 
 use anyhow::Context;
 use sqlx::{
@@ -18,6 +41,10 @@ pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 /// How long a statement waits for a lock held by another connection before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// SQLite's `synchronous` for every connection: `FULL`, a commit is on stable storage before
+/// it returns (see the module docs).
+pub const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Full;
+
 /// Builds connect options from a file path or a `sqlite:` URL.
 pub fn connect_options(database: &str) -> anyhow::Result<SqliteConnectOptions> {
     let opts = if database.starts_with("sqlite:") {
@@ -29,17 +56,23 @@ pub fn connect_options(database: &str) -> anyhow::Result<SqliteConnectOptions> {
     Ok(opts
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
+        .synchronous(SYNCHRONOUS)
         .foreign_keys(true)
         .busy_timeout(BUSY_TIMEOUT))
 }
 
 /// Opens (creating if needed) the database and applies pending migrations.
 pub async fn open(database: &str) -> anyhow::Result<SqlitePool> {
+    open_with(database, connect_options(database)?).await
+}
+
+/// [`open`] with these connect options (the engine benchmark compares `synchronous` settings
+/// with it; the server always uses [`connect_options`]).
+pub async fn open_with(database: &str, options: SqliteConnectOptions) -> anyhow::Result<SqlitePool> {
     let pool = SqlitePoolOptions::new()
         .max_connections(8)
         .acquire_timeout(Duration::from_secs(10))
-        .connect_with(connect_options(database)?)
+        .connect_with(options)
         .await
         .with_context(|| format!("cannot open database `{database}`"))?;
     MIGRATOR
@@ -54,7 +87,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_new_database_file_is_created_in_wal_mode_with_foreign_keys_on() {
+    async fn a_new_database_file_is_created_in_wal_mode_with_full_sync_and_foreign_keys_on() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fresh.db");
         let pool = open(path.to_str().unwrap()).await.unwrap();
@@ -64,6 +97,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(mode, "wal");
+        let sync: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(sync, 2, "synchronous = FULL");
         let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
             .fetch_one(&pool)
             .await

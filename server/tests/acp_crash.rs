@@ -9,8 +9,6 @@ mod common;
 use common::fake_agent::{running, FakeAgent};
 use serde_json::{json, Value};
 use std::{
-    io::{Read, Write},
-    net::TcpStream,
     time::{Duration, Instant},
 };
 

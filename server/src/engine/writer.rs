@@ -12,9 +12,15 @@
 //! nor half-commit another. Answers (and so effects, timer wake-ups and events) go out only
 //! after the commit, so "persist, then act" holds for every job of a group.
 //!
-//! Why: a commit costs about as much as a whole step's statements, so under load (many routes,
-//! a burst of due timers) grouping makes a transition cheaper than a bare one-row commit; a lone
-//! step still pays one commit.
+//! Why: a commit costs about as much as a whole step's statements, and with `synchronous =
+//! FULL` (`db.rs`) far more: it waits for an `fsync` of the WAL. Under load (many routes, a
+//! burst of due timers) grouping pays that `fsync` once for every job of the group, so a
+//! transition costs less than a bare one-row commit; a lone step still pays one commit.
+//!
+//! Every commit here is synced before its answers go out: each group carries dispatch starts,
+//! a person's answered actions or fired timers that launch work, and one `fsync` per group is
+//! what makes "persist, then act" hold across a power cut. No job kind is exempt: splitting
+//! history-only bookkeeping into unsynced commits would add commits, not remove `fsync`s.
 //!
 //! Jobs travel in vectors: the jobs of one vector reach the writer together (a scheduler pass's
 //! due timers, say) and so share a group commit however the runtime schedules the submitters.
@@ -187,6 +193,9 @@ impl Engine {
         let _writer = self.write.lock().await;
         if slot.is_none() {
             *slot = self.store.writer().await.ok();
+            if let Some(writer) = slot.as_mut() {
+                self.check_synchronous(writer).await;
+            }
         }
         let Some(writer) = slot.as_mut() else {
             for job in batch {
@@ -214,6 +223,27 @@ impl Engine {
         for job in batch {
             let done = self.run_alone(writer, &job).await;
             job.reply(done);
+        }
+    }
+
+    /// Reads `PRAGMA synchronous` on the writer's own connection (what [`super::WriteStats`]
+    /// reports) and says in the log when its commits would not be on stable storage before
+    /// the engine acts on them (a pool opened with other options than `db::connect_options`).
+    async fn check_synchronous(&self, writer: &mut Writer) {
+        match writer.synchronous().await {
+            Ok(level) => {
+                self.stats
+                    .synchronous
+                    .store(u64::try_from(level).unwrap_or(0) + 1, Ordering::Relaxed);
+                if level < 2 {
+                    tracing::warn!(
+                        synchronous = level,
+                        "the engine commits without fsync (synchronous below FULL): a power cut may lose \
+                         answered actions and started dispatches"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the writer connection's synchronous setting"),
         }
     }
 
@@ -279,11 +309,12 @@ impl Engine {
     /// Counts a writer commit and, every `CHECKPOINT_EVERY` of them, copies the WAL back into
     /// the database file on another connection (a passive checkpoint never blocks the writer).
     ///
-    /// Why: with `synchronous = NORMAL` a checkpoint is the only `fsync`, and SQLite runs it
-    /// inside whichever commit crosses 1,000 WAL pages, so every job of that group (a burst of
-    /// due timers, say) waits for the disk. That automatic checkpoint stays (it completes while
-    /// nothing else writes, so the next commit starts the WAL over and it stays small), but with
-    /// the bulk already copied and synced beside it, it has little left to do.
+    /// Why: SQLite runs an automatic checkpoint inside whichever commit crosses 1,000 WAL
+    /// pages, copying pages back and syncing the database file, so every job of that group (a
+    /// burst of due timers, say) waits for that on top of the commit's own WAL `fsync`. That
+    /// automatic checkpoint stays (it completes while nothing else writes, so the next commit
+    /// starts the WAL over and it stays small), but with the bulk already copied and synced
+    /// beside it, it has little left to do.
     fn committed(&self) {
         let n = self.stats.commits.fetch_add(1, Ordering::Relaxed) + 1;
         if !n.is_multiple_of(CHECKPOINT_EVERY) || self.checkpointing.swap(true, Ordering::AcqRel) {

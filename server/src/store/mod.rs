@@ -132,6 +132,14 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
+    /// SQLite's `PRAGMA synchronous` on this very connection (0 OFF, 1 NORMAL, 2 FULL, 3
+    /// EXTRA): whether its commits reach stable storage before they return.
+    pub(crate) async fn synchronous(&mut self) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&mut *self.conn)
+            .await?)
+    }
+
     /// Opens a write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock at once, so
     /// everything the transaction reads stays true until it commits.
     pub(crate) async fn begin(&mut self) -> Result<Tx<'_>, StoreError> {

@@ -10,6 +10,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod fake_agent;
+pub mod power;
 pub mod provider;
 
 use axum::{
