@@ -91,9 +91,37 @@ fn peer(request: &Request) -> Option<IpAddr> {
         .map(|c| c.0.ip())
 }
 
-/// What the rules say about this request: its surface and access, or a refusal for a route
-/// nobody listed.
-fn target(method: &str, template: Option<&str>, path: &str) -> Result<(Surface, Access), Response> {
+/// Why the rules layer answers a request itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unrouted {
+    /// A listed route asked with a method it does not serve (OPTIONS, TRACE): 405, as the
+    /// router would say, with nothing run.
+    MethodNotAllowed,
+    /// A route nobody listed in the rules: refused (403) and logged.
+    Unlisted,
+}
+
+impl Unrouted {
+    fn respond(self, method: &str, what: &str) -> Response {
+        match self {
+            Unrouted::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+            Unrouted::Unlisted => {
+                tracing::error!(
+                    method,
+                    route = what,
+                    "a route without an entry in auth::rules was refused"
+                );
+                AuthError::Forbidden(
+                    "This endpoint has no access rule; it is refused until it gets one.".to_owned(),
+                )
+                .into_response()
+            }
+        }
+    }
+}
+
+/// What the rules say about this request: its surface and access, or why there is none.
+fn target(template: Option<&str>, path: &str, method: &str) -> Result<(Surface, Access), Unrouted> {
     let Some(template) = template else {
         // The fallback (an unknown path): nothing to show to nobody.
         let surface = if path.starts_with("/api/") {
@@ -106,26 +134,21 @@ fn target(method: &str, template: Option<&str>, path: &str) -> Result<(Surface, 
     // Server functions are routed twice: under their own paths (Leptos's routes) and under
     // the catch-all `/api/{*fn_name}`; either way the function's name decides.
     if let Some(name) = rules::registered_server_fn(path) {
-        return match rules::server_fn(name) {
-            Some(access) => Ok((Surface::ServerFn, access)),
-            None => Err(unlisted(method, &format!("server function {name}"))),
-        };
+        return rules::server_fn(name)
+            .map(|access| (Surface::ServerFn, access))
+            .ok_or(Unrouted::Unlisted);
     }
     if template == rules::SERVER_FN_ROUTE {
         // Not a server function: the handler answers that; only principals learn it.
         return Ok((Surface::Api, Access::Authenticated));
     }
-    rules::route(method, template).ok_or_else(|| unlisted(method, template))
-}
-
-fn unlisted(method: &str, what: &str) -> Response {
-    tracing::error!(
-        method,
-        route = what,
-        "a route without an entry in auth::rules was refused"
-    );
-    AuthError::Forbidden("This endpoint has no access rule; it is refused until it gets one.".to_owned())
-        .into_response()
+    rules::route(method, template).ok_or_else(|| {
+        if rules::ROUTES.iter().any(|(_, t, _, _)| *t == template) {
+            Unrouted::MethodNotAllowed
+        } else {
+            Unrouted::Unlisted
+        }
+    })
 }
 
 /// A refusal as the surface shows it: pages and forms go to the login page when nobody is
@@ -167,9 +190,9 @@ pub async fn enforce(State(state): State<AppState>, mut request: Request, next: 
         .extensions()
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_owned());
-    let (surface, access) = match target(&method, template.as_deref(), &path) {
+    let (surface, access) = match target(template.as_deref(), &path, &method) {
         Ok(t) => t,
-        Err(refused) => return refused,
+        Err(why) => return why.respond(&method, template.as_deref().unwrap_or(&path)),
     };
     let session = request.extensions().get::<Session>().cloned();
     let address = client_address(
@@ -350,6 +373,17 @@ mod tests {
             client_address(&h, Some(stranger), &[proxy]).as_deref(),
             Some("10.0.0.2")
         );
+    }
+
+    #[test]
+    fn an_unlisted_route_is_refused_and_an_unserved_method_is_not_allowed() {
+        let what = |m: &str, t: &str| target(Some(t), t, m).map(|_| ());
+        assert_eq!(what("GET", "/api/v1/profiles"), Ok(()));
+        assert_eq!(
+            what("OPTIONS", "/api/v1/profiles"),
+            Err(Unrouted::MethodNotAllowed)
+        );
+        assert_eq!(what("GET", "/api/v1/not-in-the-rules"), Err(Unrouted::Unlisted));
     }
 
     #[test]
