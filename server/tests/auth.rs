@@ -74,10 +74,6 @@ async fn whoami(h: &Harness, cookie: &str) -> (StatusCode, Value) {
     (s, v)
 }
 
-fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
-}
-
 /// An account made by the administrator through the API; returns its id.
 async fn add_account(h: &Harness, name: &str, role: &str) -> String {
     let (status, v) = h

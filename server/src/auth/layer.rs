@@ -152,15 +152,38 @@ fn target(template: Option<&str>, path: &str, method: &str) -> Result<(Surface, 
 }
 
 /// A refusal as the surface shows it: pages and forms go to the login page when nobody is
-/// signed in; everything else answers JSON.
+/// signed in, and a page someone signed in may not see says so in HTML (what it needs, and a
+/// way to sign in as someone else); everything else answers JSON.
 fn refuse(surface: Surface, error: AuthError, path_and_query: &str) -> Response {
     match (surface, &error) {
         (Surface::Page, AuthError::Unauthenticated { .. }) => {
             Redirect::to(&format!("/login?next={}", encode(path_and_query))).into_response()
         }
+        (Surface::Page, AuthError::Forbidden(message)) => (
+            StatusCode::FORBIDDEN,
+            axum::response::Html(forbidden_page(message)),
+        )
+            .into_response(),
         (Surface::Form, AuthError::Unauthenticated { .. }) => Redirect::to("/login").into_response(),
         _ => error.into_response(),
     }
+}
+
+/// The page a signed-in person gets for a page their account may not see (no script, no
+/// styles: it works under the page CSP as it is).
+fn forbidden_page(message: &str) -> String {
+    let escaped = message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Not for this account</title></head><body><main>\
+         <h1>Not for this account</h1><p>{escaped}</p>\
+         <form method=\"post\" action=\"/logout\"><button type=\"submit\">Sign in as someone else</button></form>\
+         </main></body></html>"
+    )
 }
 
 /// Percent-encodes a path for a query parameter (everything but unreserved characters and `/`).
@@ -384,6 +407,21 @@ mod tests {
             Err(Unrouted::MethodNotAllowed)
         );
         assert_eq!(what("GET", "/api/v1/not-in-the-rules"), Err(Unrouted::Unlisted));
+    }
+
+    #[test]
+    fn a_page_refusal_is_html_naming_the_permission() {
+        let r = refuse(
+            Surface::Page,
+            AuthError::needs(policy::auth::Permission::ViewRoutes),
+            "/",
+        );
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+        assert!(r.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"));
+        assert!(forbidden_page("needs `view_routes` <b>").contains("needs `view_routes` &lt;b&gt;"));
     }
 
     #[test]
