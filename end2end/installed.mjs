@@ -52,7 +52,7 @@ try {
   let stem = null;
   await check('the routes page renders on the server, with its hydration script', async () => {
     expect(server, 'no server');
-    const res = await fetch(`${server.url}/`, { headers: { 'accept-encoding': 'br, gzip' } });
+    const res = await fetch(`${server.url}/`, { headers: { 'accept-encoding': 'br, gzip', authorization: `Bearer ${server.token}` } });
     expect(res.status === 200, `/ answered ${res.status}`);
     expect((res.headers.get('content-type') ?? '').startsWith('text/html'), `content-type ${res.headers.get('content-type')}`);
     const html = await res.text();

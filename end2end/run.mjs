@@ -42,8 +42,17 @@ try {
   tests = spawn(process.execPath, ['--test', '--test-concurrency=1', join(root, 'end2end', 'tests')], {
     cwd: root,
     stdio: 'inherit',
-    // RECOURSE_BIN lets a test start a server of its own (with a configuration file, say).
-    env: { ...process.env, RECOURSE_URL: server.url, RECOURSE_ARTIFACTS: artifacts, RECOURSE_BIN: bin },
+    env: {
+      ...process.env,
+      RECOURSE_URL: server.url,
+      RECOURSE_ARTIFACTS: artifacts,
+      // How the tests authenticate: scripts send the administrator's token, pages carry its
+      // session cookie (see end2end/lib/server.mjs).
+      RECOURSE_TOKEN: server.token,
+      RECOURSE_SESSION: server.cookie,
+      RECOURSE_DATABASE: server.db,
+      RECOURSE_BIN: bin,
+    },
   });
   code = await new Promise((ok) => tests.on('exit', (c, s) => ok(c ?? (s ? 1 : 0))));
 } catch (err) {

@@ -8,6 +8,22 @@ import { join } from 'node:path';
 export const BASE_URL = process.env.RECOURSE_URL ?? 'http://127.0.0.1:3000';
 export const ARTIFACTS = process.env.RECOURSE_ARTIFACTS ?? 'end2end/artifacts';
 
+// How the tests authenticate (end2end/run.mjs): the administrator's API token for scripts, and
+// its session cookie (`recourse_session=...`) for browser pages.
+export const TOKEN = process.env.RECOURSE_TOKEN ?? '';
+export const SESSION = process.env.RECOURSE_SESSION ?? '';
+
+/** The headers a script sends to act as the administrator. */
+export function authHeaders() {
+  return TOKEN ? { authorization: `Bearer ${TOKEN}` } : {};
+}
+
+/** Puts a session cookie (`recourse_session=...`) into a browser context. */
+export async function useSession(context, cookie) {
+  const [name, value] = cookie.split(/=(.*)/s);
+  await context.addCookies([{ name, value, url: BASE_URL, httpOnly: true, sameSite: 'Lax' }]);
+}
+
 export const VIEWPORTS = {
   desktop: { width: 1280, height: 800 },
   phone: { width: 390, height: 844 },
@@ -32,14 +48,17 @@ export async function launch() {
 }
 
 /**
- * A page at the given viewport that records uncaught errors, console errors and
+ * A page at the given viewport, signed in (the administrator's session unless `session` says
+ * otherwise; `null` for nobody), that records uncaught errors, console errors and
  * Content-Security-Policy violations. The page runs under the server's CSP like any browser's;
  * closing the context throws if anything violated it, so a violation fails the test. A test
  * that provokes one on purpose empties `csp` before closing.
  */
-export async function openPage(browser, viewportName) {
+export async function openPage(browser, viewportName, { session = SESSION } = {}) {
   const viewport = VIEWPORTS[viewportName];
   const context = await browser.newContext({ viewport, isMobile: viewportName !== 'desktop', hasTouch: viewportName !== 'desktop' });
+  // Signed in as the administrator unless the test asks for another session (or none: null).
+  if (session) await useSession(context, session);
   const csp = [];
   await context.exposeBinding('__recourseCspViolation', (_source, text) => csp.push(text));
   await context.addInitScript(() => {
@@ -129,11 +148,15 @@ export async function extraScrollOwners(page) {
   });
 }
 
-/** JSON over the REST API (of the server at `base`, the shared one by default): `{status, body}`. */
-export async function api(path, { method = 'GET', body, base = BASE_URL } = {}) {
+/**
+ * JSON over the REST API of the server at `base` (the shared one by default) as the
+ * administrator's token (or `token`; `null` for none): `{status, body}`.
+ */
+export async function api(path, { method = 'GET', body, base = BASE_URL, token = TOKEN } = {}) {
+  const auth = token ? { authorization: `Bearer ${token}` } : {};
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: body === undefined ? auth : { ...auth, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();

@@ -1,7 +1,7 @@
 // Test data set up through the REST API, shared by the browser tests.
 
 import assert from 'node:assert/strict';
-import { api, unique, BASE_URL } from './browser.mjs';
+import { api, unique, authHeaders, BASE_URL } from './browser.mjs';
 
 const OVERLOADED = {
   phase: 'prompt',
@@ -85,7 +85,7 @@ export async function routeInRetryWait(reference) {
 export async function openEvents({ timeoutMs = 10000 } = {}) {
   const abort = new AbortController();
   const res = await fetch(`${BASE_URL}/api/v1/events`, {
-    headers: { accept: 'text/event-stream' },
+    headers: { accept: 'text/event-stream', ...authHeaders() },
     signal: abort.signal,
   });
   assert.equal(res.status, 200, 'the event stream answers');

@@ -56,7 +56,7 @@ function configText(dir, { agents = [], endpoints = [] }) {
 
 /**
  * Starts `recourse serve --config FILE` on a temp database with `config`'s agents and endpoints.
- * Resolves with `{url, reload(config), close()}`: `reload` rewrites the file, sends SIGHUP and
+ * Resolves with `{url, token, session, root, agentLog(id), reload(config), close()}`: `reload` rewrites the file, sends SIGHUP and
  * resolves once the server logged that it took the new file (it fails if the server refused it).
  */
 export async function startConfigured(name, config) {
@@ -75,6 +75,10 @@ export async function startConfigured(name, config) {
   const count = (what) => readFileSync(logPath, 'utf8').split(what).length - 1;
   return {
     url: server.url,
+    /** Its administrator's API token and session cookie (`api(..., {base, token})`,
+     * `openPage(browser, viewport, {session})`). */
+    token: server.token,
+    session: server.cookie,
     /** The folder every agent may work in (the `cwd` of a route's work). */
     root: join(dir, 'work'),
     /** What the scripted agent `id` received, one JSON object per line of its log. */

@@ -4,7 +4,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, openPage, waitHydrated, BASE_URL } from '../lib/browser.mjs';
+import { launch, openPage, waitHydrated, authHeaders, BASE_URL } from '../lib/browser.mjs';
 
 let browser;
 before(async () => {
@@ -59,7 +59,7 @@ async function byteCounter(context, page) {
 }
 
 test('pages carry the security headers and the browser enforces the CSP', async () => {
-  const res = await fetch(BASE_URL);
+  const res = await fetch(BASE_URL, { headers: authHeaders() });
   const policy = res.headers.get('content-security-policy') ?? '';
   const html = await res.text();
   const nonce = html.match(/<script type="module" nonce="([^"]+)"/)?.[1];

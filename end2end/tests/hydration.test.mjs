@@ -3,7 +3,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, openPage, waitHydrated, screenshot, documentOverflow, BASE_URL } from '../lib/browser.mjs';
+import { launch, openPage, waitHydrated, screenshot, documentOverflow, authHeaders, BASE_URL } from '../lib/browser.mjs';
 
 let browser;
 before(async () => {
@@ -97,7 +97,7 @@ test('desktop shows the navigation without a menu button', async () => {
 });
 
 test('an unknown address shows a not-found page with status 404', async () => {
-  const res = await fetch(`${BASE_URL}/no/such/page`);
+  const res = await fetch(`${BASE_URL}/no/such/page`, { headers: authHeaders() });
   assert.equal(res.status, 404);
   assert.match(await res.text(), /Page not found/);
 });

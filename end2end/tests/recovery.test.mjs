@@ -63,7 +63,7 @@ test('a route recovers from a failing agent onto a second one, watched on its pa
       { id: 'standby', label: 'Standby agent', provider_id: 'google', script: [{ prompt: DONE }] },
     ],
   });
-  const { context, page, errors } = await openPage(browser, 'desktop');
+  const { context, page, errors } = await openPage(browser, 'desktop', { session: server.session });
   try {
     // The profile, from the configured agents, in the browser.
     await page.goto(`${server.url}/profiles`);
@@ -88,6 +88,7 @@ test('a route recovers from a failing agent onto a second one, watched on its pa
     // A caller starts work (the prompt and the folder the agents work in).
     const started = await api('/api/v1/routes', {
       base: server.url,
+      token: server.token,
       method: 'POST',
       body: {
         profile_id: profileId,
@@ -120,7 +121,7 @@ test('a route recovers from a failing agent onto a second one, watched on its pa
     await until('the standby agent got the prompt', () => prompts('standby').length === 1);
     assert.equal(prompts('failing').length, 1, 'the failing agent was prompted once, never again');
     assert.deepEqual(prompts('standby')[0].recv.params.prompt, [{ type: 'text', text: 'Fix the build' }]);
-    const snapshot = await api(`/api/v1/routes/${routeId}`, { base: server.url });
+    const snapshot = await api(`/api/v1/routes/${routeId}`, { base: server.url, token: server.token });
     assert.equal(snapshot.status, 200);
     assert.equal(snapshot.body.route.snapshot.candidate_id, 'standby');
     assert.equal(snapshot.body.route.snapshot.state, 'active');

@@ -114,7 +114,7 @@ for (const viewport of ['desktop', 'phone']) {
 
 test('with a configuration, an acp candidate names a configured agent and an http candidate an endpoint; both save and reload', async () => {
   const server = await startConfigured('runners-configured', { agents: AGENTS, endpoints: ENDPOINTS });
-  const { context, page, errors } = await openPage(browser, 'desktop');
+  const { context, page, errors } = await openPage(browser, 'desktop', { session: server.session });
   try {
     await page.goto(`${server.url}/profiles`);
     await waitHydrated(page);
@@ -165,7 +165,7 @@ test('with a configuration, an acp candidate names a configured agent and an htt
 
     await page.getByRole('button', { name: 'Save profile' }).click();
     await page.getByTestId('saved-document').getByText(/Saved revision 2\./).waitFor();
-    const stored = await api(`/api/v1/profiles/${id}`, { base: server.url });
+    const stored = await api(`/api/v1/profiles/${id}`, { base: server.url, token: server.token });
     assert.deepEqual(stored.body.targets, [
       { id: first, dispatcher: 'acp', runner: 'backup-agent', provider_id: 'fake-ai' },
       { id: 'utility', dispatcher: 'http', runner: 'fake-endpoint', provider_id: 'fake-api', model_id: 'fake-model' },
@@ -183,7 +183,7 @@ test('with a configuration, an acp candidate names a configured agent and an htt
     assert.deepEqual(errors, []);
 
     // The same page on a phone: one column, nothing wider than the screen, axe-clean.
-    const phone = await openPage(browser, 'phone');
+    const phone = await openPage(browser, 'phone', { session: server.session });
     try {
       await phone.page.goto(`${server.url}/profiles/${id}`);
       await waitHydrated(phone.page);
@@ -203,11 +203,12 @@ test('with a configuration, an acp candidate names a configured agent and an htt
 
 test('an agent the configuration no longer has is shown as not configured, refused by the server on its select, and changed only by the person', async () => {
   const server = await startConfigured('runners-reloaded', { agents: AGENTS, endpoints: ENDPOINTS });
-  const { context, page, errors } = await openPage(browser, 'desktop');
+  const { context, page, errors } = await openPage(browser, 'desktop', { session: server.session });
   try {
     // Stored while both agents are configured.
     const created = await api('/api/v1/profiles', {
       base: server.url,
+      token: server.token,
       method: 'POST',
       body: {
         name: unique('Reloaded'),
@@ -246,7 +247,7 @@ test('an agent the configuration no longer has is shown as not configured, refus
     // Saving as it is sends nothing: the form says what to fix.
     await page.getByRole('button', { name: 'Save profile' }).click();
     await page.getByText('Some values need fixing first; they are marked in red.').waitFor();
-    let stored = await api(`/api/v1/profiles/${id}`, { base: server.url });
+    let stored = await api(`/api/v1/profiles/${id}`, { base: server.url, token: server.token });
     assert.equal(stored.body.revision, 1);
     assert.deepEqual(stored.body.targets, storedTargets);
 
@@ -266,7 +267,7 @@ test('an agent the configuration no longer has is shown as not configured, refus
       await target.getByText(AGENT_GONE).waitFor({ state: 'visible' });
       assert.equal(await select.getAttribute('aria-invalid'), 'true', `candidate ${which}`);
     }
-    stored = await api(`/api/v1/profiles/${id}`, { base: server.url });
+    stored = await api(`/api/v1/profiles/${id}`, { base: server.url, token: server.token });
     assert.equal(stored.body.revision, 1, 'nothing was written');
     await screenshot(page, 'runners-refused-desktop');
 
@@ -281,7 +282,7 @@ test('an agent the configuration no longer has is shown as not configured, refus
     await again.getByText(/^This server's configuration lists no ACP agents, so this candidate is never tried\./).waitFor();
     assert.equal(await text(again.getByTestId('runners-note')), NO_AGENTS);
     await assertPageStandards(page, 'no agents, desktop');
-    const phone = await openPage(browser, 'phone');
+    const phone = await openPage(browser, 'phone', { session: server.session });
     try {
       await phone.page.goto(`${server.url}/profiles/${id}`);
       await waitHydrated(phone.page);
@@ -301,7 +302,7 @@ test('an agent the configuration no longer has is shown as not configured, refus
     await second.getByLabel('Dispatcher', { exact: true }).selectOption('external');
     await page.getByRole('button', { name: 'Save profile' }).click();
     await page.getByTestId('saved-document').getByText(/Saved revision 2\./).waitFor();
-    stored = await api(`/api/v1/profiles/${id}`, { base: server.url });
+    stored = await api(`/api/v1/profiles/${id}`, { base: server.url, token: server.token });
     assert.deepEqual(
       stored.body.targets.map((t) => [t.id, t.dispatcher, t.runner ?? null]),
       [

@@ -126,10 +126,14 @@ async fn send(h: &Harness, token: Option<&str>, row: &Row) -> (StatusCode, Optio
         .headers()
         .get(header::LOCATION)
         .map(|l| l.to_str().unwrap().to_owned());
-    // Only refusals are read: an allowed event stream never ends.
+    // Only refusals are read: an allowed event stream never ends. A page refusal is HTML; its
+    // text is kept as the message.
     let value = if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
         let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            serde_json::json!({"error": {"code": if text.contains("Not for this account") { "forbidden" } else { "?" }, "message": text}})
+        })
     } else {
         Value::Null
     };

@@ -43,10 +43,8 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/api/v1/audit", get(audit))
 }
 
-// The error is the response to send as it is; boxing it would only move the allocation.
-#[allow(clippy::result_large_err)]
-fn parse<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, Response> {
-    json_body(body).map_err(IntoResponse::into_response)
+fn parse<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, crate::failure::Failure> {
+    json_body(body)
 }
 
 /// Signs in: 204 and the session cookie, or 401 `login_failed` (one answer whatever was
@@ -59,7 +57,7 @@ async fn login(
 ) -> Response {
     let request: LoginRequest = match parse(&body) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match s
         .auth
@@ -105,7 +103,7 @@ async fn create_account(
 ) -> Response {
     let input: AccountCreate = match parse(&body) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match s.auth.create_account(&actor, &input, false).await {
         Ok(a) => (StatusCode::CREATED, Json(a.view())).into_response(),
@@ -121,7 +119,7 @@ async fn update_account(
 ) -> Response {
     let patch: AccountPatch = match parse(&body) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match s.auth.update_account(&actor, &id, &patch).await {
         Ok(a) => Json(a.view()).into_response(),
@@ -139,7 +137,7 @@ async fn list_roles(State(s): State<AppState>) -> Response {
 async fn create_role(State(s): State<AppState>, Extension(actor): Extension<Actor>, body: Bytes) -> Response {
     let input: RoleCreate = match parse(&body) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match s.auth.create_role(&actor, &input).await {
         Ok(role) => (StatusCode::CREATED, Json(role)).into_response(),
@@ -163,7 +161,7 @@ async fn create_token(
 ) -> Response {
     let input: TokenCreate = match parse(&body) {
         Ok(r) => r,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     match s.auth.create_token(&actor, &principal, &input).await {
         Ok(created) => (StatusCode::CREATED, Json(created)).into_response(),

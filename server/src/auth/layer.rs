@@ -91,11 +91,37 @@ fn peer(request: &Request) -> Option<IpAddr> {
         .map(|c| c.0.ip())
 }
 
-/// What the rules say about this request: its surface and access, or a refusal for a route
-/// nobody listed.
-// The error is the refusal to send as it is.
-#[allow(clippy::result_large_err)]
-fn target(method: &str, template: Option<&str>, path: &str) -> Result<(Surface, Access), Response> {
+/// Why the rules layer answers a request itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unrouted {
+    /// A listed route asked with a method it does not serve (OPTIONS, TRACE): 405, as the
+    /// router would say, with nothing run.
+    MethodNotAllowed,
+    /// A route nobody listed in the rules: refused (403) and logged.
+    Unlisted,
+}
+
+impl Unrouted {
+    fn respond(self, method: &str, what: &str) -> Response {
+        match self {
+            Unrouted::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+            Unrouted::Unlisted => {
+                tracing::error!(
+                    method,
+                    route = what,
+                    "a route without an entry in auth::rules was refused"
+                );
+                AuthError::Forbidden(
+                    "This endpoint has no access rule; it is refused until it gets one.".to_owned(),
+                )
+                .into_response()
+            }
+        }
+    }
+}
+
+/// What the rules say about this request: its surface and access, or why there is none.
+fn target(template: Option<&str>, path: &str, method: &str) -> Result<(Surface, Access), Unrouted> {
     let Some(template) = template else {
         // The fallback (an unknown path): nothing to show to nobody.
         let surface = if path.starts_with("/api/") {
@@ -108,44 +134,56 @@ fn target(method: &str, template: Option<&str>, path: &str) -> Result<(Surface, 
     // Server functions are routed twice: under their own paths (Leptos's routes) and under
     // the catch-all `/api/{*fn_name}`; either way the function's name decides.
     if let Some(name) = rules::registered_server_fn(path) {
-        return match rules::server_fn(name) {
-            Some(access) => Ok((Surface::ServerFn, access)),
-            None => Err(unlisted(method, &format!("server function {name}"))),
-        };
+        return rules::server_fn(name)
+            .map(|access| (Surface::ServerFn, access))
+            .ok_or(Unrouted::Unlisted);
     }
     if template == rules::SERVER_FN_ROUTE {
         // Not a server function: the handler answers that; only principals learn it.
         return Ok((Surface::Api, Access::Authenticated));
     }
-    match rules::route(method, template) {
-        Some(rule) => Ok(rule),
-        // A method the path does not serve: the router answers 405 and no handler runs. Only
-        // principals learn it (as for unknown paths).
-        None if rules::has_template(template) => Ok((Surface::Api, Access::Authenticated)),
-        None => Err(unlisted(method, template)),
-    }
-}
-
-fn unlisted(method: &str, what: &str) -> Response {
-    tracing::error!(
-        method,
-        route = what,
-        "a route without an entry in auth::rules was refused"
-    );
-    AuthError::Forbidden("This endpoint has no access rule; it is refused until it gets one.".to_owned())
-        .into_response()
+    rules::route(method, template).ok_or_else(|| {
+        if rules::ROUTES.iter().any(|(_, t, _, _)| *t == template) {
+            Unrouted::MethodNotAllowed
+        } else {
+            Unrouted::Unlisted
+        }
+    })
 }
 
 /// A refusal as the surface shows it: pages and forms go to the login page when nobody is
-/// signed in; everything else answers JSON.
+/// signed in, and a page someone signed in may not see says so in HTML (what it needs, and a
+/// way to sign in as someone else); everything else answers JSON.
 fn refuse(surface: Surface, error: AuthError, path_and_query: &str) -> Response {
     match (surface, &error) {
         (Surface::Page, AuthError::Unauthenticated { .. }) => {
             Redirect::to(&format!("/login?next={}", encode(path_and_query))).into_response()
         }
+        (Surface::Page, AuthError::Forbidden(message)) => (
+            StatusCode::FORBIDDEN,
+            axum::response::Html(forbidden_page(message)),
+        )
+            .into_response(),
         (Surface::Form, AuthError::Unauthenticated { .. }) => Redirect::to("/login").into_response(),
         _ => error.into_response(),
     }
+}
+
+/// The page a signed-in person gets for a page their account may not see (no script, no
+/// styles: it works under the page CSP as it is).
+fn forbidden_page(message: &str) -> String {
+    let escaped = message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Not for this account</title></head><body><main>\
+         <h1>Not for this account</h1><p>{escaped}</p>\
+         <form method=\"post\" action=\"/logout\"><button type=\"submit\">Sign in as someone else</button></form>\
+         </main></body></html>"
+    )
 }
 
 /// Percent-encodes a path for a query parameter (everything but unreserved characters and `/`).
@@ -175,9 +213,9 @@ pub async fn enforce(State(state): State<AppState>, mut request: Request, next: 
         .extensions()
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_owned());
-    let (surface, access) = match target(&method, template.as_deref(), &path) {
+    let (surface, access) = match target(template.as_deref(), &path, &method) {
         Ok(t) => t,
-        Err(refused) => return refused,
+        Err(why) => return why.respond(&method, template.as_deref().unwrap_or(&path)),
     };
     let session = request.extensions().get::<Session>().cloned();
     let address = client_address(
@@ -358,6 +396,32 @@ mod tests {
             client_address(&h, Some(stranger), &[proxy]).as_deref(),
             Some("10.0.0.2")
         );
+    }
+
+    #[test]
+    fn an_unlisted_route_is_refused_and_an_unserved_method_is_not_allowed() {
+        let what = |m: &str, t: &str| target(Some(t), t, m).map(|_| ());
+        assert_eq!(what("GET", "/api/v1/profiles"), Ok(()));
+        assert_eq!(
+            what("OPTIONS", "/api/v1/profiles"),
+            Err(Unrouted::MethodNotAllowed)
+        );
+        assert_eq!(what("GET", "/api/v1/not-in-the-rules"), Err(Unrouted::Unlisted));
+    }
+
+    #[test]
+    fn a_page_refusal_is_html_naming_the_permission() {
+        let r = refuse(
+            Surface::Page,
+            AuthError::needs(policy::auth::Permission::ViewRoutes),
+            "/",
+        );
+        assert_eq!(r.status(), StatusCode::FORBIDDEN);
+        assert!(r.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"));
+        assert!(forbidden_page("needs `view_routes` <b>").contains("needs `view_routes` &lt;b&gt;"));
     }
 
     #[test]

@@ -177,11 +177,6 @@ pub fn route(method: &str, template: &str) -> Option<(Surface, Access)> {
         .map(|(_, _, s, a)| (*s, *a))
 }
 
-/// Whether some method of `template` has a rule (a route the router serves).
-pub fn has_template(template: &str) -> bool {
-    ROUTES.iter().any(|(_, t, _, _)| *t == template)
-}
-
 pub fn server_fn(name: &str) -> Option<Access> {
     SERVER_FNS.iter().find(|(n, _)| *n == name).map(|(_, a)| *a)
 }
