@@ -3,12 +3,12 @@
 creates a profile, starts a route on it and submits evidence for the route's invocation, with no
 hand-written HTTP or JSON: the published document is enough to integrate.
 
-Usage: python generated_client.py BASE_URL
+Usage: python generated_client.py BASE_URL TOKEN (an API token sent as `Authorization: Bearer`)
 """
 
 import sys
 
-from recourse_client import Client
+from recourse_client import AuthenticatedClient
 from recourse_client.api.profiles import create_profile
 from recourse_client.api.routes import get_route, start_route, submit_evidence
 from recourse_client.models import (
@@ -26,7 +26,7 @@ from recourse_client.models import (
     StartRouteRequest,
 )
 
-client = Client(base_url=sys.argv[1], raise_on_unexpected_status=True)
+client = AuthenticatedClient(base_url=sys.argv[1], token=sys.argv[2], raise_on_unexpected_status=True)
 off = {
     "retry": {"enabled": False, "max_retries": 0, "initial_interval_seconds": 0},
     "wait_for_reset": {"enabled": False, "max_wait_seconds": 0},
