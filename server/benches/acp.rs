@@ -176,6 +176,9 @@ async fn through(engine: &Arc<Engine>, profile: &str, i: usize, cwd: &str, to: &
             .await
             .expect("the attempt ended")
             .unwrap();
+        if e.route_id == id && std::env::var_os("RECOURSE_BENCH_TRACE").is_some() {
+            eprintln!("{} -> {} attempt {:?}", e.route_id, e.payload.to.as_str(), e.payload.snapshot.attempt);
+        }
         if e.route_id == id && e.payload.to.as_str() == to && e.payload.snapshot.attempt.is_none() {
             return t.elapsed();
         }
@@ -184,21 +187,27 @@ async fn through(engine: &Arc<Engine>, profile: &str, i: usize, cwd: &str, to: &
 
 async fn attempts(dir: &std::path::Path) {
     let runs = if quick() { 10 } else { 40 };
+    // The ok agent and each failing one report different providers: a failure opens its
+    // provider's circuit (as it should), which would hold the next attempt on that provider.
     let ok = FakeAgent::new(
         dir,
         "ok",
-        "anthropic",
+        "bench-ok",
         json!([{"prompt": [{"message": "Done."}, {"respond": {"stopReason": "end_turn"}}]}]),
     );
-    let err = FakeAgent::new(
-        dir,
-        "err",
-        "anthropic",
-        json!([{"prompt": [{"error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]),
-    );
+    let overloaded = json!([{"prompt": [{"error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
+    let errs: Vec<FakeAgent> = (0..runs)
+        .map(|i| FakeAgent::new(dir, &format!("err{i}"), &format!("bench-err-{i}"), overloaded.clone()))
+        .collect();
     let cwd = ok.root.to_str().unwrap().to_owned();
-    let e = engine(dir, &[&ok, &err]).await;
-    let (p_ok, p_err) = (profile(&e, "ok").await, profile(&e, "err").await);
+    let mut agents: Vec<&FakeAgent> = vec![&ok];
+    agents.extend(errs.iter());
+    let e = engine(dir, &agents).await;
+    let p_ok = profile(&e, "ok").await;
+    let mut p_errs = Vec::new();
+    for a in &errs {
+        p_errs.push(profile(&e, &a.id).await);
+    }
     // Warm up both paths (page cache, SQLite, code).
     for i in 0..3 {
         direct(&ok, &cwd);
@@ -209,8 +218,8 @@ async fn attempts(dir: &std::path::Path) {
         // Interleaved, so a busy machine slows both alike.
         d_ok.push(direct(&ok, &cwd));
         r_ok.push(through(&e, &p_ok, i, &cwd, "active").await);
-        d_err.push(direct(&err, &cwd));
-        r_err.push(through(&e, &p_err, 10_000 + i, &cwd, "retry_wait").await);
+        d_err.push(direct(&errs[i], &cwd));
+        r_err.push(through(&e, &p_errs[i], 10_000 + i, &cwd, "retry_wait").await);
     }
     for (name, d, r) in [
         ("success", d_ok, r_ok),
