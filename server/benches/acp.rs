@@ -177,7 +177,12 @@ async fn through(engine: &Arc<Engine>, profile: &str, i: usize, cwd: &str, to: &
             .expect("the attempt ended")
             .unwrap();
         if e.route_id == id && std::env::var_os("RECOURSE_BENCH_TRACE").is_some() {
-            eprintln!("{} -> {} attempt {:?}", e.route_id, e.payload.to.as_str(), e.payload.snapshot.attempt);
+            eprintln!(
+                "{} -> {} attempt {:?}",
+                e.route_id,
+                e.payload.to.as_str(),
+                e.payload.snapshot.attempt
+            );
         }
         if e.route_id == id && e.payload.to.as_str() == to && e.payload.snapshot.attempt.is_none() {
             return t.elapsed();
@@ -197,7 +202,14 @@ async fn attempts(dir: &std::path::Path) {
     );
     let overloaded = json!([{"prompt": [{"error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
     let errs: Vec<FakeAgent> = (0..runs)
-        .map(|i| FakeAgent::new(dir, &format!("err{i}"), &format!("bench-err-{i}"), overloaded.clone()))
+        .map(|i| {
+            FakeAgent::new(
+                dir,
+                &format!("err{i}"),
+                &format!("bench-err-{i}"),
+                overloaded.clone(),
+            )
+        })
         .collect();
     let cwd = ok.root.to_str().unwrap().to_owned();
     let mut agents: Vec<&FakeAgent> = vec![&ok];

@@ -8,9 +8,7 @@ mod common;
 
 use common::fake_agent::{running, FakeAgent};
 use serde_json::{json, Value};
-use std::{
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 /// Blocking HTTP/1.0 request, signed in as the server's administrator.
 fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
