@@ -40,6 +40,13 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).map(|v| v.to_str().unwrap())
 }
 
+/// Page renders and the event stream, one at a time. Each `#[tokio::test]` has a runtime of its
+/// own; a page rendered while another test rendered a page or held the event stream open hung
+/// now and then in this binary (about 1 run in 5 on 2 cores), never with one test at a time.
+/// The server runs one runtime and the browser tests load pages and streams together without
+/// it, but the cause is not understood yet; until it is, these tests take turns.
+static PAGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn nonce_in_page(page: &str) -> String {
     let at = page
         .find("<script type=\"module\" nonce=\"")
@@ -50,6 +57,7 @@ fn nonce_in_page(page: &str) -> String {
 
 #[tokio::test]
 async fn a_page_carries_a_policy_with_the_nonce_of_its_hydration_script() {
+    let _turn = PAGES.lock().await;
     let h = Harness::new().await;
     let (status, headers, body) = send(&h.app, &h.token, "/", &[]).await;
     assert_eq!(status, StatusCode::OK);
@@ -103,6 +111,7 @@ async fn json_gets_the_policy_without_a_nonce_and_is_compressed_when_the_client_
 
 #[tokio::test]
 async fn pages_are_compressed_when_the_client_accepts_it() {
+    let _turn = PAGES.lock().await;
     let h = Harness::new().await;
     let (_, headers, body) = send(&h.app, &h.token, "/profiles", &[("accept-encoding", "gzip")]).await;
     assert_eq!(header(&headers, "content-encoding"), Some("gzip"));
@@ -111,6 +120,7 @@ async fn pages_are_compressed_when_the_client_accepts_it() {
 
 #[tokio::test]
 async fn the_event_stream_is_never_compressed_or_buffered() {
+    let _turn = PAGES.lock().await;
     let h = Harness::new().await;
     let req = Request::get("/api/v1/events")
         .header("authorization", format!("Bearer {}", h.token))
@@ -127,6 +137,7 @@ async fn the_event_stream_is_never_compressed_or_buffered() {
 
 #[tokio::test]
 async fn a_page_is_revalidated_with_its_etag_and_a_current_copy_gets_a_bare_304() {
+    let _turn = PAGES.lock().await;
     let h = Harness::new().await;
     let (status, headers, _) = send(&h.app, &h.token, "/profiles", &[]).await;
     assert_eq!(status, StatusCode::OK);

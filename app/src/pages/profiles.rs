@@ -38,6 +38,9 @@ use policy::{
 #[component]
 pub fn ProfilesPage() -> impl IntoView {
     let profiles = Resource::new(|| (), |_| list_profiles());
+    // Made here, with the page, not inside the permission check's `Suspend`: a resource created
+    // while an async block renders is not one the server's render reliably waits for.
+    let runners = Resource::new(|| (), |()| list_runners());
     let session = expect_context::<SessionResource>();
     // What the last deletion did, announced above the list.
     let deleted: RwSignal<Option<String>> = RwSignal::new(None);
@@ -96,7 +99,7 @@ pub fn ProfilesPage() -> impl IntoView {
             allowed=manages_profiles
             note=format!("Creating and deleting profiles is for {}.", holders(Permission::ManageProfiles))
         >
-            <NewProfileSection />
+            <NewProfileSection runners=runners />
         </IfAllowed>
     }
     .into_any()
@@ -243,8 +246,7 @@ fn ProfileItem(
 
 /// The new-profile form, once the server's configuration (what its dispatcher may be) is known.
 #[component]
-fn NewProfileSection() -> impl IntoView {
-    let runners = Resource::new(|| (), |()| list_runners());
+fn NewProfileSection(runners: Resource<Result<Vec<RunnerOption>, AppError>>) -> impl IntoView {
     view! {
         <Suspense fallback=|| view! { <Loading what="the server's agents and endpoints" /> }>
             {move || Suspend::new(async move {
