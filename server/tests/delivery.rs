@@ -40,7 +40,7 @@ fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).map(|v| v.to_str().unwrap())
 }
 
-/// Page renders and the event stream, one at a time. Each `#[tokio::test]` has a runtime of its
+/// This file's tests, one at a time. Each `#[tokio::test]` has a runtime of its
 /// own; a page rendered while another test rendered a page or held the event stream open hung
 /// now and then in this binary (about 1 run in 5 on 2 cores), never with one test at a time.
 /// The server runs one runtime and the browser tests load pages and streams together without
@@ -89,6 +89,7 @@ async fn a_page_carries_a_policy_with_the_nonce_of_its_hydration_script() {
 
 #[tokio::test]
 async fn json_gets_the_policy_without_a_nonce_and_is_compressed_when_the_client_accepts_it() {
+    let _turn = PAGES.lock().await;
     let h = Harness::new().await;
     let (status, headers, _) = send(
         &h.app,
@@ -168,6 +169,7 @@ async fn a_page_is_revalidated_with_its_etag_and_a_current_copy_gets_a_bare_304(
 
 #[tokio::test]
 async fn hsts_is_sent_only_when_a_proxy_reports_that_the_request_came_over_tls() {
+    let _turn = PAGES.lock().await;
     let h = Harness::new().await;
     let (_, headers, _) = send(&h.app, &h.token, "/healthz", &[("x-forwarded-proto", "https")]).await;
     assert_eq!(
@@ -180,6 +182,7 @@ async fn hsts_is_sent_only_when_a_proxy_reports_that_the_request_came_over_tls()
 
 #[tokio::test]
 async fn a_binary_without_its_ui_answers_pages_with_how_to_build_it_and_the_api_as_usual() {
+    let _turn = PAGES.lock().await;
     let h = Harness::new().await;
     let app = h
         .app
