@@ -81,6 +81,18 @@ pub fn bound(doc: &mut Value) {
         ),
         ("StartRouteRequest", "profile_id", line(MAX_ID_CHARS)),
         ("StartRouteRequest", "title", text(MAX_TITLE_CHARS)),
+        ("TokenCreate", "name", line(MAX_TOKEN_NAME_CHARS)),
+        ("TokenCreate", "permissions", json!({"minItems": 1})),
+        (
+            "TokenCreate",
+            "profile_ids",
+            json!({"maxItems": MAX_TOKEN_PROFILES}),
+        ),
+        (
+            "TokenCreate",
+            "expires_in_days",
+            json!({"minimum": 1, "maximum": MAX_TOKEN_DAYS}),
+        ),
         ("Caller", "reference", line(MAX_CALLER_REFERENCE_CHARS)),
         ("Caller", "invocation_id", line(MAX_INVOCATION_ID_CHARS)),
         (
