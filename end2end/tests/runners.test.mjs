@@ -240,7 +240,6 @@ test('an agent the configuration no longer has is shown as not configured, refus
     const errorA = a.getByText(AGENT_GONE);
     await errorA.waitFor({ state: 'visible' });
     assert.ok((await describedBy(agentA)).includes(await errorA.getAttribute('id')), 'the message describes the select');
-    await a.getByText(/^`backup-agent` is not in this server's configuration now: this candidate is never tried/).waitFor();
     await assertPageStandards(page, 'agent not configured, desktop');
     await screenshot(page, 'runners-agent-gone-desktop');
 
