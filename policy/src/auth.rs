@@ -458,6 +458,29 @@ impl RoleCreate {
     }
 }
 
+/// `PUT /api/v1/roles/{name}`: a custom role's new permissions. Accounts holding the role have
+/// them from their next request (a token keeps its own permissions within them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RoleUpdate {
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Permission>))]
+    pub permissions: Permissions,
+}
+
+impl RoleUpdate {
+    pub fn check(&self) -> Result<(), ValidationErrors> {
+        if self.permissions.is_empty() {
+            return errors(vec![FieldError::new(
+                ValidationCode::Empty,
+                "Give at least one permission.",
+            )
+            .at("permissions")]);
+        }
+        Ok(())
+    }
+}
+
 /// `POST /api/v1/tokens`: a new API token for the caller's account.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

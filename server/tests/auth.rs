@@ -658,3 +658,284 @@ async fn a_foreign_page_cannot_sign_in_or_write_with_the_cookie() {
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn a_custom_role_is_changed_and_deleted_and_its_accounts_feel_it_at_once() {
+    let h = Harness::new().await;
+    let (status, v) = h
+        .post(
+            "/api/v1/roles",
+            json!({"name": "triage", "permissions": ["view_routes"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    let id = add_account(&h, "tri", "triage").await;
+    let cookie = sign_in(&h, "tri", ADMIN_PASSWORD).await;
+    assert_eq!(whoami(&h, &cookie).await.1["permissions"], json!(["view_routes"]));
+
+    // New permissions reach the signed-in session on its next request (names ignore case).
+    let (status, v) = h
+        .call(
+            Method::PUT,
+            "/api/v1/roles/TRIAGE",
+            Some(json!({"permissions": ["view_routes", "manage_profiles"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["name"], "triage");
+    assert_eq!(v["builtin"], false);
+    let (_, me) = whoami(&h, &cookie).await;
+    assert_eq!(
+        me["permissions"],
+        json!(["manage_profiles", "view_routes"]),
+        "{me}"
+    );
+    let (status, _, v) = send(
+        &h,
+        Method::POST,
+        "/api/v1/profiles",
+        &[("cookie", &cookie)],
+        Some(profile_body("made by triage")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+
+    // Refusals change nothing.
+    let (status, v) = h
+        .call(
+            Method::PUT,
+            "/api/v1/roles/triage",
+            Some(json!({"permissions": []})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(v["errors"][0]["path"], "permissions", "{v}");
+    for builtin in ["admin", "Viewer"] {
+        let (status, v) = h
+            .call(
+                Method::PUT,
+                &format!("/api/v1/roles/{builtin}"),
+                Some(json!({"permissions": ["view_routes"]})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CONFLICT, "{builtin}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("Built-in roles are fixed"),
+            "{v}"
+        );
+        let (status, _) = h
+            .call(Method::DELETE, &format!("/api/v1/roles/{builtin}"), None)
+            .await;
+        assert_eq!(status, StatusCode::CONFLICT, "{builtin}");
+    }
+    let (status, _) = h
+        .call(
+            Method::PUT,
+            "/api/v1/roles/nobody",
+            Some(json!({"permissions": ["view_routes"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // A role someone holds stays; once nobody does, it goes.
+    let (status, v) = h.call(Method::DELETE, "/api/v1/roles/triage", None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("1 account holds"),
+        "{v}"
+    );
+    assert_eq!(whoami(&h, &cookie).await.0, StatusCode::OK);
+    let (status, _) = h
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/accounts/{id}"),
+            Some(json!({"role": "viewer"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = h.call(Method::DELETE, "/api/v1/roles/triage", None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let roles = h.get("/api/v1/roles").await;
+    assert!(
+        !roles.as_array().unwrap().iter().any(|r| r["name"] == "triage"),
+        "{roles}"
+    );
+    let (status, _) = h.call(Method::DELETE, "/api/v1/roles/triage", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // Both changes are in the audit log: who, and what the permissions were.
+    let log = h.get("/api/v1/audit").await;
+    let entry = |action: &str| {
+        log.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["action"] == action)
+            .unwrap_or_else(|| panic!("{action} in {log}"))
+            .clone()
+    };
+    let update = entry("role.update");
+    assert_eq!(update["target"], "triage", "{update}");
+    assert_eq!(
+        update["detail"]["permissions"],
+        json!({"before": ["view_routes"], "after": ["manage_profiles", "view_routes"]}),
+        "{update}"
+    );
+    assert_eq!(entry("role.delete")["target"], "triage");
+}
+
+#[tokio::test]
+async fn nothing_leaves_the_installation_without_an_enabled_administrator() {
+    let h = Harness::new().await;
+    let accounts = h.get("/api/v1/accounts").await;
+    let me = accounts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == ADMIN)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let me_uri = format!("/api/v1/accounts/{me}");
+    for change in [json!({"role": "viewer"}), json!({"disabled": true})] {
+        let (status, v) = h.call(Method::PATCH, &me_uri, Some(change.clone())).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{change}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("no enabled administrator"),
+            "{v}"
+        );
+    }
+    assert_eq!(h.get("/api/v1/accounts").await, accounts, "nothing changed");
+
+    // A second administrator, through a custom role that grants `admin`: now the first may go.
+    let (status, _) = h
+        .post(
+            "/api/v1/roles",
+            json!({"name": "superuser", "permissions": ["admin", "view_routes"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    add_account(&h, "root2", "superuser").await;
+    let (status, v) = h
+        .call(Method::PATCH, &me_uri, Some(json!({"role": "viewer"})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+
+    // Taking `admin` from the only role that still grants it is refused, as is disabling its
+    // only holder; the role and the account are as they were.
+    let root2 = sign_in(&h, "root2", ADMIN_PASSWORD).await;
+    let (status, _, v) = send(
+        &h,
+        Method::PUT,
+        "/api/v1/roles/superuser",
+        &[("cookie", &root2)],
+        Some(json!({"permissions": ["view_routes"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{v}");
+    let (_, me2) = whoami(&h, &root2).await;
+    assert_eq!(me2["permissions"], json!(["view_routes", "admin"]), "{me2}");
+    let accounts = {
+        let (_, _, v) = send(&h, Method::GET, "/api/v1/accounts", &[("cookie", &root2)], None).await;
+        v
+    };
+    let root2_id = accounts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "root2")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, _, v) = send(
+        &h,
+        Method::PATCH,
+        &format!("/api/v1/accounts/{root2_id}"),
+        &[("cookie", &root2)],
+        Some(json!({"disabled": true})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{v}");
+    assert_eq!(whoami(&h, &root2).await.0, StatusCode::OK);
+
+    // With the first back as admin, the custom role may lose `admin`.
+    let (status, _, v) = send(
+        &h,
+        Method::PATCH,
+        &me_uri,
+        &[("cookie", &root2)],
+        Some(json!({"role": "admin"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    let (status, _, v) = send(
+        &h,
+        Method::PUT,
+        "/api/v1/roles/superuser",
+        &[("cookie", &root2)],
+        Some(json!({"permissions": ["view_routes"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+}
+
+#[tokio::test]
+async fn two_administrators_demoting_each_other_at_once_leave_one() {
+    let h = Harness::new().await;
+    let other = add_account(&h, "second", "admin").await;
+    let me = h
+        .get("/api/v1/accounts")
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == ADMIN)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second = sign_in(&h, "second", ADMIN_PASSWORD).await;
+    let (me_uri, other_uri) = (
+        format!("/api/v1/accounts/{me}"),
+        format!("/api/v1/accounts/{other}"),
+    );
+    let cookie = [("cookie", second.as_str())];
+    let demote_me = h.call(Method::PATCH, &me_uri, Some(json!({"role": "viewer"})));
+    let demote_other = send(
+        &h,
+        Method::PATCH,
+        &other_uri,
+        &cookie,
+        Some(json!({"disabled": true})),
+    );
+    let ((a, _), (b, _, _)) = tokio::join!(demote_me, demote_other);
+    let mut statuses = [a, b];
+    statuses.sort();
+    assert_eq!(statuses, [StatusCode::OK, StatusCode::CONFLICT]);
+    // Whoever is still an administrator reads the accounts: exactly one enabled admin.
+    let (status, mine) = h.call(Method::GET, "/api/v1/accounts", None).await;
+    let accounts = if status == StatusCode::OK {
+        mine
+    } else {
+        send(&h, Method::GET, "/api/v1/accounts", &[("cookie", &second)], None)
+            .await
+            .2
+    };
+    let admins = accounts
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["role"] == "admin" && a["disabled"] == false)
+        .count();
+    assert_eq!(admins, 1, "{accounts}");
+}

@@ -12,11 +12,11 @@ use axum::{
     extract::{Path, Query, State},
     http::StatusCode,
     response::{IntoResponse, Response},
-    routing::{get, patch},
+    routing::{get, patch, put},
     Extension, Json, Router,
 };
 use policy::{
-    auth::{AccountCreate, AccountPatch, LoginRequest, RoleCreate, TokenCreate},
+    auth::{AccountCreate, AccountPatch, LoginRequest, RoleCreate, RoleUpdate, TokenCreate},
     document::{FieldError, ValidationCode, ValidationErrors},
     limits::{DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE},
 };
@@ -35,6 +35,10 @@ pub(super) fn routes() -> Router<AppState> {
         )
         .route("/api/v1/accounts/{id}", json_only(patch(update_account)))
         .route("/api/v1/roles", json_only(get(list_roles).post(create_role)))
+        .route(
+            "/api/v1/roles/{name}",
+            json_only(put(update_role).delete(delete_role)),
+        )
         .route("/api/v1/tokens", json_only(get(list_tokens).post(create_token)))
         .route(
             "/api/v1/tokens/{id}",
@@ -141,6 +145,33 @@ async fn create_role(State(s): State<AppState>, Extension(actor): Extension<Acto
     };
     match s.auth.create_role(&actor, &input).await {
         Ok(role) => (StatusCode::CREATED, Json(role)).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn update_role(
+    State(s): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Response {
+    let input: RoleUpdate = match parse(&body) {
+        Ok(r) => r,
+        Err(r) => return r.into_response(),
+    };
+    match s.auth.update_role(&actor, &name, &input).await {
+        Ok(role) => Json(role).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn delete_role(
+    State(s): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+) -> Response {
+    match s.auth.delete_role(&actor, &name).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -252,6 +283,8 @@ pub(crate) fn extend_openapi(doc: &mut utoipa::openapi::OpenApi) {
         openapi_paths::update_account,
         openapi_paths::list_roles,
         openapi_paths::create_role,
+        openapi_paths::update_role,
+        openapi_paths::delete_role,
         openapi_paths::list_tokens,
         openapi_paths::create_token,
         openapi_paths::revoke_token,
@@ -267,6 +300,7 @@ pub(crate) fn extend_openapi(doc: &mut utoipa::openapi::OpenApi) {
         policy::auth::AccountPatch,
         policy::auth::RoleView,
         policy::auth::RoleCreate,
+        policy::auth::RoleUpdate,
         policy::auth::TokenCreate,
         policy::auth::TokenView,
         policy::auth::TokenCreated,
@@ -282,8 +316,8 @@ mod openapi_paths {
     use policy::{
         api::ApiError,
         auth::{
-            AccountCreate, AccountPatch, AccountView, AuditEntry, LoginRequest, RoleCreate, RoleView,
-            TokenCreate, TokenCreated, TokenView, WhoAmI,
+            AccountCreate, AccountPatch, AccountView, AuditEntry, LoginRequest, RoleCreate, RoleUpdate,
+            RoleView, TokenCreate, TokenCreated, TokenView, WhoAmI,
         },
     };
 
@@ -312,6 +346,7 @@ mod openapi_paths {
 
     #[utoipa::path(patch, path = "/api/v1/accounts/{id}", params(("id" = String, Path)), request_body = AccountPatch,
         responses((status = 200, body = AccountView), (status = 404, body = ApiError),
+        (status = 409, body = ApiError, description = "The change would leave no enabled administrator"),
         (status = 422, description = "Validation errors with field paths")))]
     pub(crate) fn update_account() {}
 
@@ -322,6 +357,18 @@ mod openapi_paths {
         (status = 201, body = RoleView), (status = 409, body = ApiError),
         (status = 422, description = "Validation errors with field paths")))]
     pub(crate) fn create_role() {}
+
+    #[utoipa::path(put, path = "/api/v1/roles/{name}", params(("name" = String, Path)), request_body = RoleUpdate,
+        responses((status = 200, body = RoleView, description = "Its accounts have the new permissions from their next request"),
+        (status = 404, body = ApiError),
+        (status = 409, body = ApiError, description = "A built-in role (they are fixed), or the change would leave no enabled administrator"),
+        (status = 422, description = "Validation errors with field paths")))]
+    pub(crate) fn update_role() {}
+
+    #[utoipa::path(delete, path = "/api/v1/roles/{name}", params(("name" = String, Path)), responses(
+        (status = 204, description = "Deleted"), (status = 404, body = ApiError),
+        (status = 409, body = ApiError, description = "A built-in role, or accounts hold it")))]
+    pub(crate) fn delete_role() {}
 
     #[utoipa::path(get, path = "/api/v1/tokens", responses(
         (status = 200, body = [TokenView], description = "Your account's tokens (every token, for administrators); never a secret")))]

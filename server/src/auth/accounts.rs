@@ -4,7 +4,7 @@
 
 use super::{token, Actor, Auth, AuthError, Principal};
 use crate::store::{
-    accounts::{is_duplicate, AccountChange, AccountRow, NewAccount},
+    accounts::{is_duplicate, AccountChange, AccountRow, NewAccount, Refused},
     new_id,
     tokens::{NewToken, TokenRow},
     StoreError,
@@ -17,8 +17,8 @@ use axum::{
 use chrono::TimeDelta;
 use policy::{
     auth::{
-        AccountCreate, AccountPatch, BuiltinRole, Permission, Permissions, RoleCreate, RoleView, TokenCreate,
-        TokenCreated,
+        AccountCreate, AccountPatch, BuiltinRole, Permission, Permissions, RoleCreate, RoleUpdate, RoleView,
+        TokenCreate, TokenCreated,
     },
     document::{FieldError, ValidationCode, ValidationErrors},
 };
@@ -62,6 +62,35 @@ impl IntoResponse for ManageError {
             ManageError::Forbidden(m) => AuthError::Forbidden(m).into_response(),
             ManageError::Auth(e) => e.into_response(),
         }
+    }
+}
+
+/// A guarded store write's refusal, as the API says it.
+fn refused(e: Refused, what: &'static str) -> ManageError {
+    match e {
+        Refused::NotFound => ManageError::NotFound(what),
+        Refused::LastAdministrator => ManageError::Conflict(
+            "This would leave no enabled administrator; give another account the admin role first."
+                .to_owned(),
+        ),
+        Refused::InUse(n) => ManageError::Conflict(format!(
+            "{n} account{} hold{} this role; give {} another role first.",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "s" } else { "" },
+            if n == 1 { "it" } else { "them" },
+        )),
+        Refused::Store(e) => e.into(),
+    }
+}
+
+/// A built-in role named in a path: they are fixed.
+fn builtin_is_fixed(name: &str) -> Result<(), ManageError> {
+    match BuiltinRole::parse(name) {
+        Some(_) => Err(ManageError::Conflict(
+            "Built-in roles are fixed; make a custom role (POST /api/v1/roles) with the permissions you want."
+                .to_owned(),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -161,8 +190,8 @@ impl Auth {
                 },
                 self.now(),
             )
-            .await?
-            .ok_or(ManageError::NotFound("account"))?;
+            .await
+            .map_err(|e| refused(e, "account"))?;
         let mut detail = serde_json::Map::new();
         if before.role != after.role {
             detail.insert("role".into(), json!({"before": before.role, "after": after.role}));
@@ -223,6 +252,52 @@ impl Auth {
             permissions: input.permissions,
             builtin: false,
         })
+    }
+
+    /// Gives a custom role new permissions: its accounts have them from their next request.
+    pub async fn update_role(
+        &self,
+        actor: &Actor,
+        name: &str,
+        input: &RoleUpdate,
+    ) -> Result<RoleView, ManageError> {
+        builtin_is_fixed(name)?;
+        input.check()?;
+        let before = self
+            .store()
+            .update_role(name, input.permissions)
+            .await
+            .map_err(|e| refused(e, "role"))?;
+        self.audit(
+            actor,
+            "role.update",
+            Some(&before.name),
+            json!({"permissions": {"before": before.permissions, "after": input.permissions}}),
+        )
+        .await;
+        Ok(RoleView {
+            name: before.name,
+            permissions: input.permissions,
+            builtin: false,
+        })
+    }
+
+    /// Deletes a custom role that no account holds.
+    pub async fn delete_role(&self, actor: &Actor, name: &str) -> Result<(), ManageError> {
+        builtin_is_fixed(name)?;
+        let gone = self
+            .store()
+            .delete_role(name)
+            .await
+            .map_err(|e| refused(e, "role"))?;
+        self.audit(
+            actor,
+            "role.delete",
+            Some(&gone.name),
+            json!({"permissions": gone.permissions}),
+        )
+        .await;
+        Ok(())
     }
 
     /// A new token for the principal's own account: its permissions a subset of the

@@ -144,6 +144,8 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("PATCH", "/api/v1/accounts/{id}", Surface::Api, ADMIN),
     ("GET", "/api/v1/roles", Surface::Api, ADMIN),
     ("POST", "/api/v1/roles", Surface::Api, ADMIN),
+    ("PUT", "/api/v1/roles/{name}", Surface::Api, ADMIN),
+    ("DELETE", "/api/v1/roles/{name}", Surface::Api, ADMIN),
     ("GET", "/api/v1/audit", Surface::Api, ADMIN),
     // `serve --test-clock` only.
     ("POST", "/api/v1/test/clock", Surface::Api, ADMIN),

@@ -81,6 +81,8 @@ pub fn bound(doc: &mut Value) {
         ),
         ("StartRouteRequest", "profile_id", line(MAX_ID_CHARS)),
         ("StartRouteRequest", "title", text(MAX_TITLE_CHARS)),
+        ("RoleCreate", "permissions", json!({"minItems": 1})),
+        ("RoleUpdate", "permissions", json!({"minItems": 1})),
         ("TokenCreate", "name", line(MAX_TOKEN_NAME_CHARS)),
         ("TokenCreate", "permissions", json!({"minItems": 1})),
         (

@@ -19,10 +19,11 @@ fn validation_response() -> Value {
 }
 
 /// Operations whose input is validated past its shape (422 with field paths).
-const VALIDATING: [&str; 15] = [
+const VALIDATING: [&str; 16] = [
     "create_account",
     "update_account",
     "create_role",
+    "update_role",
     "create_token",
     "audit",
     "create_profile",

@@ -4,8 +4,8 @@
 
 use super::{from_ms, json, ms, parse_ts, ts, Store, StoreError};
 use chrono::{DateTime, Utc};
-use policy::auth::{AccountView, Permissions};
-use sqlx::{sqlite::SqliteRow, Row};
+use policy::auth::{AccountView, BuiltinRole, Permission, Permissions};
+use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
 
 /// An account row.
 #[derive(Clone)]
@@ -159,13 +159,22 @@ impl Store {
             .ok_or_else(|| StoreError::corrupt("accounts", new.id, "missing right after insert"))
     }
 
-    /// Applies `change`; the account as it is now, or `None` when there is no such account.
+    /// Applies `change`, unless it would leave an installation that has an enabled
+    /// administrator without one ([`Refused::LastAdministrator`]). The check and the write are
+    /// one `BEGIN IMMEDIATE` transaction, so two administrators demoting each other at once
+    /// cannot both succeed.
     pub async fn update_account(
         &self,
         id: &str,
         change: AccountChange<'_>,
         now: DateTime<Utc>,
-    ) -> Result<Option<AccountRow>, StoreError> {
+    ) -> Result<AccountRow, Refused> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(StoreError::from)?;
+        let before = administrators(&mut tx).await?;
         let done = sqlx::query(
             "UPDATE accounts SET role = COALESCE(?, role), disabled = COALESCE(?, disabled), \
              password_hash = COALESCE(?, password_hash), \
@@ -179,12 +188,76 @@ impl Store {
         .bind(ms(now))
         .bind(ts(now))
         .bind(id)
-        .execute(&self.pool)
-        .await?;
+        .execute(&mut *tx)
+        .await
+        .map_err(StoreError::from)?;
         if done.rows_affected() == 0 {
-            return Ok(None);
+            return Err(Refused::NotFound);
         }
-        self.account(id).await
+        if before > 0 && administrators(&mut tx).await? == 0 {
+            return Err(Refused::LastAdministrator);
+        }
+        let row = sqlx::query(&format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = ?"))
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(StoreError::from)?;
+        let after = account(&row)?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(after)
+    }
+
+    /// Gives a custom role new permissions; the role as it was before. Refused like
+    /// [`Store::update_account`] when it would leave no enabled administrator.
+    pub async fn update_role(&self, name: &str, permissions: Permissions) -> Result<RoleRow, Refused> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(StoreError::from)?;
+        let Some(before) = custom_role_in(&mut tx, name).await? else {
+            return Err(Refused::NotFound);
+        };
+        let admins = administrators(&mut tx).await?;
+        sqlx::query("UPDATE roles SET permissions = ? WHERE name = ?")
+            .bind(permissions.to_json())
+            .bind(&before.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::from)?;
+        if admins > 0 && administrators(&mut tx).await? == 0 {
+            return Err(Refused::LastAdministrator);
+        }
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(before)
+    }
+
+    /// Deletes a custom role no account holds ([`Refused::InUse`] says how many do); the role
+    /// as it was.
+    pub async fn delete_role(&self, name: &str) -> Result<RoleRow, Refused> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(StoreError::from)?;
+        let Some(role) = custom_role_in(&mut tx, name).await? else {
+            return Err(Refused::NotFound);
+        };
+        let holders: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE role = ? COLLATE NOCASE")
+            .bind(&role.name)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(StoreError::from)?;
+        if holders > 0 {
+            return Err(Refused::InUse(holders));
+        }
+        sqlx::query("DELETE FROM roles WHERE name = ?")
+            .bind(&role.name)
+            .execute(&mut *tx)
+            .await
+            .map_err(StoreError::from)?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(role)
     }
 
     pub async fn custom_role(&self, name: &str) -> Result<Option<RoleRow>, StoreError> {
@@ -218,6 +291,53 @@ impl Store {
             .await?;
         Ok(())
     }
+}
+
+/// Why a guarded account or role write did not happen (the transaction rolled back).
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("no such account or role")]
+    NotFound,
+    /// The write would leave no enabled account whose role grants `admin`.
+    #[error("the last administrator")]
+    LastAdministrator,
+    /// This many accounts hold the role.
+    #[error("held by {0} accounts")]
+    InUse(i64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Enabled accounts whose role grants `admin` (the built-in role, or a custom role that lists
+/// the permission), read inside the write's transaction.
+async fn administrators(tx: &mut SqliteConnection) -> Result<i64, StoreError> {
+    let mut names = vec![BuiltinRole::Admin.name().to_owned()];
+    for row in sqlx::query("SELECT name, permissions FROM roles")
+        .fetch_all(&mut *tx)
+        .await?
+    {
+        let custom = role(&row)?;
+        if custom.permissions.contains(Permission::Admin) {
+            names.push(custom.name);
+        }
+    }
+    let names =
+        serde_json::to_string(&names).map_err(|e| StoreError::corrupt("roles", "*", e.to_string()))?;
+    Ok(sqlx::query_scalar(
+        "SELECT COUNT(*) FROM accounts WHERE disabled = 0 \
+         AND role COLLATE NOCASE IN (SELECT value FROM json_each(?))",
+    )
+    .bind(names)
+    .fetch_one(&mut *tx)
+    .await?)
+}
+
+async fn custom_role_in(tx: &mut SqliteConnection, name: &str) -> Result<Option<RoleRow>, StoreError> {
+    let row = sqlx::query("SELECT name, permissions FROM roles WHERE name = ? COLLATE NOCASE")
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await?;
+    row.as_ref().map(role).transpose()
 }
 
 fn role(row: &SqliteRow) -> Result<RoleRow, StoreError> {
