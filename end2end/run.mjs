@@ -1,7 +1,8 @@
 // Runs the browser tests against a real `recourse serve`: a free port, a temporary database,
 // and the server stopped afterwards whatever happens (test failure, crash, Ctrl-C).
 //
-// Usage: node end2end/run.mjs   (expects `cargo leptos build --release --precompress` to have run)
+// Usage: node end2end/run.mjs [test files...]   (every file in end2end/tests/ when none is named;
+// expects `cargo leptos build --release --precompress` to have run)
 // Env: RECOURSE_BIN (default target/release/recourse). The binary carries its UI. The tests get
 // RECOURSE_URL (this server: no configuration file), RECOURSE_ARTIFACTS and RECOURSE_BIN;
 // RECOURSE_FAKE_AGENT (default target/release/fake-acp-agent) is the scripted ACP agent.
@@ -39,7 +40,9 @@ let code = 1;
 try {
   server = await startServer({ bin, cwd: root, logPath: join(artifacts, 'server.log') });
   console.log(`end2end: recourse serve is up at ${server.url} (log: end2end/artifacts/server.log)`);
-  tests = spawn(process.execPath, ['--test', '--test-concurrency=1', join(root, 'end2end', 'tests')], {
+  const named = process.argv.slice(2).map((f) => resolve(f));
+  const files = named.length ? named : [join(root, 'end2end', 'tests')];
+  tests = spawn(process.execPath, ['--test', '--test-concurrency=1', ...files], {
     cwd: root,
     stdio: 'inherit',
     env: {

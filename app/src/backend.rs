@@ -19,7 +19,9 @@ use policy::{
         ActionOutcome, ManualActionRequest, Profile, ProfileSummary, RouteDetail, RouteFilter, RouteSummary,
         RunnerOption,
     },
-    auth::AuditEntry,
+    auth::{
+        AccountCreate, AccountPatch, AccountView, AuditEntry, RoleView, TokenCreate, TokenCreated, TokenView,
+    },
     document::ValidationErrors,
     input::ValidatedProfile,
     wire::RouteSnapshot,
@@ -110,6 +112,33 @@ pub trait Backend: Send + Sync + 'static {
     /// One page of the audit log, newest first, before `before` (a `seq`) when given
     /// (administrators only).
     fn audit_page(&self, before: Option<i64>) -> BackendFuture<'_, Result<Vec<AuditEntry>, BackendError>>;
+
+    /// The caller's API tokens (every account's, for administrators), never a secret.
+    fn tokens(&self) -> BackendFuture<'_, Result<Vec<TokenView>, BackendError>>;
+
+    /// A new token for the caller's own account, within the caller's permissions and
+    /// profiles; the answer carries the secret, this once.
+    fn create_token(&self, input: TokenCreate) -> BackendFuture<'_, Result<TokenCreated, BackendError>>;
+
+    /// Revokes one of the caller's tokens (any token, for administrators).
+    fn revoke_token(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>>;
+
+    /// Every account, by name (administrators only).
+    fn accounts(&self) -> BackendFuture<'_, Result<Vec<AccountView>, BackendError>>;
+
+    /// Built-in roles, then custom ones (administrators only).
+    fn roles(&self) -> BackendFuture<'_, Result<Vec<RoleView>, BackendError>>;
+
+    /// A new account (administrators only).
+    fn create_account(&self, input: AccountCreate) -> BackendFuture<'_, Result<AccountView, BackendError>>;
+
+    /// A new role, disabled or enabled, or a new password (administrators only). Refused with
+    /// `Conflict` when it would leave no enabled administrator.
+    fn update_account(
+        &self,
+        id: String,
+        patch: AccountPatch,
+    ) -> BackendFuture<'_, Result<AccountView, BackendError>>;
 }
 
 /// The backend provided as Leptos context by the server (pages and server functions).

@@ -119,6 +119,16 @@ impl Permissions {
         self.0 == 0
     }
 
+    /// This set and `p`.
+    pub const fn with(self, p: Permission) -> Permissions {
+        Permissions(self.0 | p.bit())
+    }
+
+    /// This set without `p`.
+    pub const fn without(self, p: Permission) -> Permissions {
+        Permissions(self.0 & !p.bit())
+    }
+
     pub fn iter(self) -> impl Iterator<Item = Permission> {
         Permission::ALL.into_iter().filter(move |p| self.contains(*p))
     }

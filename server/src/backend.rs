@@ -10,6 +10,7 @@
 
 use crate::{
     auth::{
+        accounts::ManageError,
         scope::{self, RouteUse},
         Actor, Auth, Principal,
     },
@@ -23,7 +24,10 @@ use policy::{
         ActionOutcome, DispatcherKind, ManualActionRequest, Profile, ProfileSummary, RouteDetail,
         RouteFilter, RouteSummary, RunnerOption,
     },
-    auth::{AuditEntry, Permission},
+    auth::{
+        AccountCreate, AccountPatch, AccountView, AuditEntry, Permission, RoleView, TokenCreate,
+        TokenCreated, TokenView,
+    },
     input::ValidatedProfile,
 };
 use std::sync::Arc;
@@ -187,6 +191,85 @@ impl Backend for EngineBackend {
                 })
         })
     }
+
+    fn tokens(&self) -> BackendFuture<'_, Result<Vec<TokenView>, BackendError>> {
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, _) = caller?;
+            let rows = self.auth.visible_tokens(&principal).await?;
+            Ok(rows.iter().map(|t| t.view()).collect())
+        })
+    }
+
+    fn create_token(&self, input: TokenCreate) -> BackendFuture<'_, Result<TokenCreated, BackendError>> {
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, actor) = caller?;
+            Ok(self.auth.create_token(&actor, &principal, &input).await?)
+        })
+    }
+
+    fn revoke_token(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>> {
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, actor) = caller?;
+            Ok(self.auth.revoke_token(&actor, &principal, &id).await?)
+        })
+    }
+
+    fn accounts(&self) -> BackendFuture<'_, Result<Vec<AccountView>, BackendError>> {
+        let caller = admin();
+        Box::pin(async move {
+            caller?;
+            let rows = self
+                .auth
+                .store()
+                .accounts()
+                .await
+                .map_err(|e| ManageError::from(e))?;
+            Ok(rows.iter().map(|a| a.view()).collect())
+        })
+    }
+
+    fn roles(&self) -> BackendFuture<'_, Result<Vec<RoleView>, BackendError>> {
+        let caller = admin();
+        Box::pin(async move {
+            caller?;
+            Ok(self.auth.roles().await?)
+        })
+    }
+
+    fn create_account(&self, input: AccountCreate) -> BackendFuture<'_, Result<AccountView, BackendError>> {
+        let caller = admin();
+        Box::pin(async move {
+            let actor = caller?;
+            Ok(self.auth.create_account(&actor, &input, false).await?.view())
+        })
+    }
+
+    fn update_account(
+        &self,
+        id: String,
+        patch: AccountPatch,
+    ) -> BackendFuture<'_, Result<AccountView, BackendError>> {
+        let caller = admin();
+        Box::pin(async move {
+            let actor = caller?;
+            Ok(self.auth.update_account(&actor, &id, &patch).await?.view())
+        })
+    }
+}
+
+/// The actor of the request being served, when its principal holds `admin` (the rules layer
+/// said so already; the port checks again). Call it before the first `.await`.
+fn admin() -> Result<Actor, BackendError> {
+    let (principal, actor) = caller()?;
+    if !principal.has(Permission::Admin) {
+        return Err(BackendError::Forbidden(
+            "This needs the `admin` permission.".to_owned(),
+        ));
+    }
+    Ok(actor)
 }
 
 #[cfg(test)]

@@ -11,6 +11,10 @@ use policy::{
         ActionOutcome, Caller, CallerKind, DispatcherKind, ManualActionRequest, Profile, ProfileSummary,
         RouteDetail, RouteFilter, RouteSummary, RunnerOption,
     },
+    auth::{
+        AccountCreate, AccountPatch, AccountView, Permission, Permissions, RoleView, TokenCreate,
+        TokenCreated, TokenView,
+    },
     document::PolicyDocument,
     input::ValidatedProfile,
     route::{start, CandidateOption},
@@ -35,6 +39,16 @@ pub(crate) enum Call {
     GetRoute(String),
     PerformAction(String, ManualActionRequest),
     AuditPage(Option<i64>),
+    Tokens,
+    /// The token's name and permissions.
+    CreateToken(String, Vec<String>),
+    RevokeToken(String),
+    Accounts,
+    Roles,
+    /// The account's name and role (never its password).
+    CreateAccount(String, String),
+    /// The id, and the patch as its `Debug` shows it (never a password).
+    UpdateAccount(String, String),
 }
 
 /// What the fake answers. Each success value is returned as is, whatever the arguments.
@@ -49,6 +63,9 @@ struct Script {
     action: ActionOutcome,
     runners: Vec<RunnerOption>,
     audit: Vec<policy::auth::AuditEntry>,
+    tokens: Vec<TokenView>,
+    accounts: Vec<AccountView>,
+    roles: Vec<RoleView>,
 }
 
 #[derive(Clone)]
@@ -72,6 +89,13 @@ impl Default for FakeBackend {
                 action: ActionOutcome::Applied(snapshot(StateName::ActionRequired, 4)),
                 runners: FakeBackend::runners(),
                 audit: Vec::new(),
+                tokens: vec![FakeBackend::token()],
+                accounts: vec![FakeBackend::account()],
+                roles: vec![RoleView {
+                    name: "viewer".into(),
+                    permissions: Permissions::of(&[Permission::ViewRoutes]),
+                    builtin: true,
+                }],
             })),
         }
     }
@@ -97,6 +121,34 @@ impl FakeBackend {
         let fake = FakeBackend::default();
         fake.script().runners = runners;
         fake
+    }
+
+    /// The token `tokens` lists and `create_token` answers (with the secret `rct_stored`).
+    pub(crate) fn token() -> TokenView {
+        TokenView {
+            id: "tok-stored".into(),
+            name: "stored".into(),
+            account: "ada".into(),
+            permissions: Permissions::of(&[Permission::ViewRoutes]),
+            profile_ids: None,
+            created_at: at(10),
+            expires_at: at(10 + 86_400),
+            last_used_at: None,
+            revoked_at: None,
+        }
+    }
+
+    /// The account `accounts`, `create_account` and `update_account` answer.
+    pub(crate) fn account() -> AccountView {
+        AccountView {
+            id: "acct-stored".into(),
+            name: "stored".into(),
+            role: "viewer".into(),
+            disabled: false,
+            demo: false,
+            created_at: at(10),
+            updated_at: at(20),
+        }
     }
 
     /// Every call so far, in order.
@@ -287,6 +339,46 @@ impl Backend for FakeBackend {
         before: Option<i64>,
     ) -> BackendFuture<'_, Result<Vec<policy::auth::AuditEntry>, BackendError>> {
         self.answer(Call::AuditPage(before), |s| s.audit.clone())
+    }
+
+    fn tokens(&self) -> BackendFuture<'_, Result<Vec<TokenView>, BackendError>> {
+        self.answer(Call::Tokens, |s| s.tokens.clone())
+    }
+
+    fn create_token(&self, input: TokenCreate) -> BackendFuture<'_, Result<TokenCreated, BackendError>> {
+        let permissions = input.permissions.iter().map(|p| p.to_string()).collect();
+        self.answer(Call::CreateToken(input.name, permissions), |s| TokenCreated {
+            secret: "rct_stored".into(),
+            token: s.tokens[0].clone(),
+        })
+    }
+
+    fn revoke_token(&self, id: String) -> BackendFuture<'_, Result<(), BackendError>> {
+        self.answer(Call::RevokeToken(id), |_| ())
+    }
+
+    fn accounts(&self) -> BackendFuture<'_, Result<Vec<AccountView>, BackendError>> {
+        self.answer(Call::Accounts, |s| s.accounts.clone())
+    }
+
+    fn roles(&self) -> BackendFuture<'_, Result<Vec<RoleView>, BackendError>> {
+        self.answer(Call::Roles, |s| s.roles.clone())
+    }
+
+    fn create_account(&self, input: AccountCreate) -> BackendFuture<'_, Result<AccountView, BackendError>> {
+        self.answer(Call::CreateAccount(input.name, input.role), |s| {
+            s.accounts[0].clone()
+        })
+    }
+
+    fn update_account(
+        &self,
+        id: String,
+        patch: AccountPatch,
+    ) -> BackendFuture<'_, Result<AccountView, BackendError>> {
+        self.answer(Call::UpdateAccount(id, format!("{patch:?}")), |s| {
+            s.accounts[0].clone()
+        })
     }
 }
 

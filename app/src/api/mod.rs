@@ -5,6 +5,7 @@
 //! context -> map the port's error to the wire [`AppError`](crate::error::AppError). No SQL,
 //! no logic beyond that.
 
+pub mod access;
 pub mod profiles;
 pub mod routes;
 pub mod runners;

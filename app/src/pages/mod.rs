@@ -1,5 +1,6 @@
 //! One module per route.
 
+pub mod access;
 pub mod audit;
 pub mod home;
 pub mod login;

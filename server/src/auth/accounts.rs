@@ -94,6 +94,25 @@ fn builtin_is_fixed(name: &str) -> Result<(), ManageError> {
     }
 }
 
+/// The same refusals, as the pages' port says them (the pages and the API agree).
+impl From<ManageError> for app::backend::BackendError {
+    fn from(e: ManageError) -> Self {
+        use app::backend::BackendError;
+        match e {
+            ManageError::Invalid(errors) => BackendError::Invalid(errors),
+            ManageError::Conflict(m) => BackendError::Conflict(m),
+            ManageError::NotFound(what) => BackendError::NotFound { what },
+            ManageError::Forbidden(m) | ManageError::Auth(AuthError::Forbidden(m)) => {
+                BackendError::Forbidden(m)
+            }
+            ManageError::Auth(e) => {
+                tracing::error!(error = %e, "an account, role or token change failed");
+                BackendError::Unavailable
+            }
+        }
+    }
+}
+
 fn invalid(path: &str, code: ValidationCode, message: &str) -> ManageError {
     ManageError::Invalid(ValidationErrors {
         errors: vec![FieldError::new(code, message).at(path)],

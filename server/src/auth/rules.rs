@@ -98,6 +98,7 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/profiles/{id}", Surface::Page, READ_PROFILES),
     ("GET", "/routes/{id}", Surface::Page, VIEW),
     ("GET", "/audit", Surface::Page, ADMIN),
+    ("GET", "/access", Surface::Page, Access::Authenticated),
     // Profiles.
     ("GET", "/api/v1/profiles", Surface::Api, READ_PROFILES),
     ("POST", "/api/v1/profiles", Surface::Api, MANAGE),
@@ -165,6 +166,14 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("get_route", VIEW),
     ("act_on_route", STEER),
     ("list_audit", ADMIN),
+    // The caller's own API tokens (administrators: every token).
+    ("list_tokens", Access::Authenticated),
+    ("create_token", Access::Authenticated),
+    ("revoke_token", Access::Authenticated),
+    ("list_accounts", ADMIN),
+    ("list_roles", ADMIN),
+    ("create_account", ADMIN),
+    ("update_account", ADMIN),
 ];
 
 /// The route every server function is served under.
