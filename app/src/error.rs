@@ -48,6 +48,18 @@ impl AppError {
         }
     }
 
+    /// The HTTP status a server function answers with this error: what the REST API answers
+    /// for the same refusal (a refusal is never a 500).
+    pub const fn status(&self) -> u16 {
+        match self {
+            AppError::Invalid { .. } => 422,
+            AppError::NotFound => 404,
+            AppError::Conflict { .. } | AppError::RouteChanged { .. } => 409,
+            AppError::Forbidden { .. } => 403,
+            AppError::Unavailable | AppError::Unreachable => 500,
+        }
+    }
+
     /// The errors addressed to `path`, if this is a validation failure.
     pub fn at<'a>(&'a self, path: &'a str) -> impl Iterator<Item = &'a ValidationError> + 'a {
         let errors: &[ValidationError] = match self {
@@ -95,6 +107,18 @@ impl FromServerFnError for AppError {
             ServerFnErrorErr::Request(_) | ServerFnErrorErr::UnsupportedRequestMethod(_) => {
                 AppError::Unreachable
             }
+            // The arguments sent do not read as the function's (a hand-made request): the
+            // sender's mistake, said without echoing what was sent.
+            ServerFnErrorErr::Args(_)
+            | ServerFnErrorErr::MissingArg(_)
+            | ServerFnErrorErr::Deserialization(_) => AppError::Invalid {
+                errors: vec![ValidationError {
+                    path: String::new(),
+                    code: policy::wire::ValidationCode::WrongType,
+                    message: "The request's arguments are not this function's (names and JSON types)."
+                        .to_owned(),
+                }],
+            },
             _ => AppError::Unavailable,
         }
     }

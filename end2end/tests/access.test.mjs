@@ -48,7 +48,7 @@ for (const viewport of ['phone', 'desktop']) {
       // Nothing chosen: the page says so at the field, and nothing is made.
       await page.getByRole('button', { name: 'Make token' }).click();
       await page.locator('#token-permissions-error', { hasText: 'Give at least one permission.' }).waitFor();
-      await page.getByLabel('view_routes').check();
+      await page.getByRole('switch', { name: /^view_routes/ }).click();
       await page.getByRole('button', { name: 'Make token' }).click();
       const shown = page.getByTestId('token-secret');
       await shown.waitFor();
@@ -115,7 +115,8 @@ test('an administrator makes an account, changes its role, and cannot disable th
       await me.getByRole('alert').filter({ hasText: 'no enabled administrator' }).waitFor();
       assert.equal((await me.getByTestId('account-state').textContent()).trim(), 'enabled');
     }
-    assert.deepEqual(errors, []);
+    // The refusal is an answer (409), which the browser logs as a failed load; nothing else.
+    assert.deepEqual(errors.filter((e) => !/status of 409/.test(e)), []);
 
     // A viewer opens the page: tokens, but no accounts, and a note saying whose they are.
     const viewer = await openPage(browser, 'phone', { session: cookie });
@@ -125,7 +126,8 @@ test('an administrator makes an account, changes its role, and cannot disable th
       await viewer.page.getByRole('heading', { name: 'New API token' }).waitFor();
       await viewer.page.getByText('Accounts and roles are managed by administrators.').waitFor();
       assert.equal(await viewer.page.getByRole('heading', { name: 'Accounts' }).count(), 0);
-      assert.equal(await viewer.page.getByLabel('admin').count(), 0, 'only permissions the viewer holds are offered');
+      await viewer.page.getByRole('switch', { name: /^view_routes/ }).waitFor();
+      assert.equal(await viewer.page.getByRole('switch', { name: /^admin/ }).count(), 0, 'only permissions the viewer holds are offered');
       assert.deepEqual(viewer.errors, []);
     } finally {
       await viewer.context.close();

@@ -33,7 +33,7 @@ use axum::{
     extract::{FromRef, Request, State},
     http::StatusCode,
     middleware,
-    response::IntoResponse,
+    response::{IntoResponse, Response},
     routing::get,
     Json, Router,
 };
@@ -155,6 +155,7 @@ pub fn router(state: AppState) -> Router {
         .leptos_routes_with_context(&state, routes, pages.clone(), move || shell(leptos.clone()))
         .merge(crate::auth::layer::form_routes())
         .route_layer(enforce)
+        .route_layer(axum::middleware::from_fn(server_fn_status))
         .merge(crate::assets::routes())
         .fallback_service(fallback)
         .layer(DefaultBodyLimit::max(policy::limits::MAX_REQUEST_BODY_BYTES))
@@ -206,9 +207,29 @@ pub async fn run(
 /// How long a graceful stop waits for in-flight requests.
 pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Leptos server functions, with the same backend context as the pages.
+/// Leptos server functions, with the same backend context as the pages (a name nobody
+/// registered; Leptos routes the registered ones itself, see [`server_fn_status`]).
 async fn server_fn(State(state): State<AppState>, req: Request<Body>) -> impl IntoResponse {
     handle_server_fns_with_context(backend_context(state.backend.clone()), req).await
+}
+
+/// Leptos answers every server function error with 500; a refusal gets the status the REST
+/// API gives it instead ([`app::error::AppError::status`]): 422, 404, 409, 403. Only the
+/// error bodies of `/api/ui/` are read (a few hundred bytes).
+async fn server_fn_status(request: Request<Body>, next: axum::middleware::Next) -> Response {
+    let ui = request.uri().path().starts_with("/api/ui/");
+    let response = next.run(request).await;
+    if !ui || response.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    if let Ok(error) = serde_json::from_slice::<app::error::AppError>(&bytes) {
+        parts.status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    }
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 #[derive(Serialize)]

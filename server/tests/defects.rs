@@ -464,3 +464,46 @@ fn concurrent_profile_writes_never_fail_on_a_locked_database() {
         &bad[..bad.len().min(3)]
     );
 }
+
+/// The path a server function is registered under (Leptos appends a hash to its name).
+fn server_fn_path(name: &str) -> String {
+    leptos::server_fn::axum::server_fn_paths()
+        .map(|(path, _)| path)
+        .find(|path| server::auth::rules::server_fn_name(path) == name)
+        .unwrap_or_else(|| panic!("no server function {name}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_server_function_refuses_with_the_status_the_api_uses_never_a_500() {
+    let h = Harness::new().await;
+    let json = [("content-type", "application/json")];
+    let call = |name: &'static str, body: &'static str| {
+        let h = &h;
+        async move { h.call_raw(Method::POST, &server_fn_path(name), &json, body).await }
+    };
+    // Arguments that are not the function's, sent by hand: 422, without echoing them.
+    let (status, body) = call("create_profile", r#"{"input": "sk-live-4f9a8b7c6d5e4f3a2b1c"}"#).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["kind"], "invalid");
+    assert!(!body.to_string().contains("sk-live"), "{body}");
+    // A profile the policy refuses: 422 with its field paths.
+    let (status, body) = call(
+        "create_profile",
+        r#"{"input": {"name": "", "kind": "dynamic", "targets": [], "policy": {"version": 1, "candidates": []}}}"#,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(body["errors"].as_array().is_some_and(|e| !e.is_empty()), "{body}");
+    // Nothing there: 404. A name taken: 409.
+    let (status, body) = call("get_profile", r#"{"id": "no-such-profile"}"#).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["kind"], "not_found");
+    let account = r#"{"input": {"name": "twice", "role": "viewer", "password": "a long enough passphrase"}}"#;
+    assert_eq!(call("create_account", account).await.0, StatusCode::OK);
+    let (status, body) = call("create_account", account).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["kind"], "conflict");
+    // What succeeds is still 200.
+    assert_eq!(call("list_profiles", "{}").await.0, StatusCode::OK);
+}

@@ -13,7 +13,7 @@ use crate::{
     },
     auth::{IfAllowed, SessionResource},
     components::{
-        controls::{FieldMessage, FOCUS},
+        controls::{FieldMessage, Switch, FOCUS},
         status::{Empty, ErrorPanel, Loading},
         time::format_utc,
     },
@@ -181,27 +181,20 @@ fn NewToken(mine: Permissions, changed: RwSignal<u32>) -> impl IntoView {
                 </div>
                 <fieldset class="sm:col-span-2" aria-describedby="token-permissions-error">
                     <legend class="text-sm font-medium">"Permissions (yours to give)"</legend>
-                    <div class="mt-1 flex flex-wrap gap-x-4">
+                    <div class="mt-1 grid gap-2 sm:grid-cols-3">
                         {Permission::ALL
                             .into_iter()
                             .filter(|p| mine.contains(*p))
                             .map(|p| {
-                                let id = format!("token-permission-{}", p.as_str());
-                                let label_for = id.clone();
                                 view! {
-                                    <label for=label_for class="flex min-h-11 items-center gap-2 text-sm">
-                                        <input
-                                            id=id
-                                            type="checkbox"
-                                            class=format!("h-5 w-5 {FOCUS}")
-                                            prop:checked=move || chosen.with(|c| c.contains(p))
-                                            on:change=move |ev| {
-                                                let on = event_target_checked(&ev);
-                                                chosen.update(|c| *c = if on { c.with(p) } else { c.without(p) });
-                                            }
-                                        />
-                                        <code>{p.as_str()}</code>
-                                    </label>
+                                    <Switch
+                                        id=format!("token-permission-{}", p.as_str())
+                                        label=p.as_str()
+                                        checked=Signal::derive(move || chosen.with(|c| c.contains(p)))
+                                        on_change=Callback::new(move |on: bool| {
+                                            chosen.update(|c| *c = if on { c.with(p) } else { c.without(p) });
+                                        })
+                                    />
                                 }
                             })
                             .collect_view()}
@@ -355,7 +348,8 @@ fn TokenRow(token: TokenView, changed: RwSignal<u32>) -> impl IntoView {
 }
 
 /// Administrators: every account (role and enabled state changed in place), a form for a new
-/// one, and the roles.
+/// one, and the roles. The form and the roles stay put while the list is read again after a
+/// change (so the form's confirmation stays on screen).
 #[component]
 fn Accounts(
     accounts: Resource<Result<Vec<AccountView>, AppError>>,
@@ -369,8 +363,7 @@ fn Accounts(
                 {move || Suspend::new(async move {
                     match (accounts.await, roles.await) {
                         (Ok(list), Ok(roles)) => {
-                            let names: Vec<String> = roles.iter().map(|r| r.name.clone()).collect();
-                            let names = StoredValue::new(names);
+                            let names = StoredValue::new(roles.iter().map(|r| r.name.clone()).collect::<Vec<_>>());
                             view! {
                                 <ul class="mt-3 space-y-2" data-testid="account-list">
                                     {list
@@ -378,8 +371,6 @@ fn Accounts(
                                         .map(|a| view! { <AccountRow account=a roles=names changed=changed /> })
                                         .collect_view()}
                                 </ul>
-                                <NewAccount roles=names changed=changed />
-                                <RoleList roles=roles />
                             }
                                 .into_any()
                         }
@@ -390,6 +381,17 @@ fn Accounts(
                     }
                 })}
             </Transition>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    roles.await.ok().map(|roles| {
+                        let names = StoredValue::new(roles.iter().map(|r| r.name.clone()).collect::<Vec<_>>());
+                        view! {
+                            <NewAccount roles=names changed=changed />
+                            <RoleList roles=roles />
+                        }
+                    })
+                })}
+            </Suspense>
         </section>
     }
 }
