@@ -86,6 +86,19 @@ async fn add_account(h: &Harness, name: &str, role: &str) -> String {
     v["id"].as_str().unwrap().to_owned()
 }
 
+/// The id of the account named `name` in an account list.
+fn id_of(accounts: &Value, name: &str) -> String {
+    accounts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .unwrap_or_else(|| panic!("{name} in {accounts}"))["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 fn profile_body(name: &str) -> Value {
     json!({"name": name, "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}})
 }
@@ -793,15 +806,7 @@ async fn a_custom_role_is_changed_and_deleted_and_its_accounts_feel_it_at_once()
 async fn nothing_leaves_the_installation_without_an_enabled_administrator() {
     let h = Harness::new().await;
     let accounts = h.get("/api/v1/accounts").await;
-    let me = accounts
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == ADMIN)
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let me = id_of(&accounts, ADMIN);
     let me_uri = format!("/api/v1/accounts/{me}");
     for change in [json!({"role": "viewer"}), json!({"disabled": true})] {
         let (status, v) = h.call(Method::PATCH, &me_uri, Some(change.clone())).await;
@@ -848,15 +853,7 @@ async fn nothing_leaves_the_installation_without_an_enabled_administrator() {
         let (_, _, v) = send(&h, Method::GET, "/api/v1/accounts", &[("cookie", &root2)], None).await;
         v
     };
-    let root2_id = accounts
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == "root2")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let root2_id = id_of(&accounts, "root2");
     let (status, _, v) = send(
         &h,
         Method::PATCH,
@@ -893,17 +890,7 @@ async fn nothing_leaves_the_installation_without_an_enabled_administrator() {
 async fn two_administrators_demoting_each_other_at_once_leave_one() {
     let h = Harness::new().await;
     let other = add_account(&h, "second", "admin").await;
-    let me = h
-        .get("/api/v1/accounts")
-        .await
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == ADMIN)
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let me = id_of(&h.get("/api/v1/accounts").await, ADMIN);
     let second = sign_in(&h, "second", ADMIN_PASSWORD).await;
     let (me_uri, other_uri) = (
         format!("/api/v1/accounts/{me}"),

@@ -33,6 +33,43 @@ const BUTTON: &str =
     "min-h-11 rounded-md border border-slate-400 bg-white px-4 text-sm font-medium text-slate-900";
 const PRIMARY: &str = "min-h-11 rounded-md bg-indigo-700 px-4 text-sm font-semibold text-white";
 
+/// A labelled one-line input with its message below (`{id}-error`), pointed at by
+/// `aria-describedby` and flagged by `aria-invalid` while there is one.
+#[component]
+fn TextField(
+    id: &'static str,
+    label: &'static str,
+    value: RwSignal<String>,
+    error: Signal<Option<String>>,
+    #[prop(optional)] placeholder: &'static str,
+    /// Digits only: the phone shows its number pad.
+    #[prop(optional)]
+    numeric: bool,
+    /// A new password: hidden as typed, and offered to the password manager.
+    #[prop(optional)]
+    password: bool,
+) -> impl IntoView {
+    let error_id = format!("{id}-error");
+    view! {
+        <div>
+            <label for=id class="block text-sm font-medium">{label}</label>
+            <input
+                id=id
+                type=if password { "password" } else { "text" }
+                inputmode=numeric.then_some("numeric")
+                autocomplete=if password { "new-password" } else { "off" }
+                placeholder=(!placeholder.is_empty()).then_some(placeholder)
+                class=format!("{INPUT} {FOCUS}")
+                aria-describedby=error_id.clone()
+                aria-invalid=move || error.with(Option::is_some).to_string()
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+            />
+            <FieldMessage id=error_id message=error />
+        </div>
+    }
+}
+
 /// A server refusal for one field of a form, if there is one.
 fn field_error(failure: RwSignal<Option<AppError>>, path: &'static str) -> Signal<Option<String>> {
     Signal::derive(move || {
@@ -149,36 +186,8 @@ fn NewToken(mine: Permissions, changed: RwSignal<u32>) -> impl IntoView {
         <section aria-labelledby="new-token" class="mt-6 rounded-lg border border-slate-300 bg-white p-4">
             <h2 id="new-token" class="text-lg font-semibold">"New API token"</h2>
             <form on:submit=on_submit novalidate class="mt-3 grid gap-3 sm:grid-cols-2">
-                <div>
-                    <label for="token-name" class="block text-sm font-medium">"What it is for"</label>
-                    <input
-                        id="token-name"
-                        type="text"
-                        autocomplete="off"
-                        placeholder="e.g. ci-runner"
-                        class=format!("{INPUT} {FOCUS}")
-                        aria-describedby="token-name-error"
-                        aria-invalid=move || name_error.with(Option::is_some).to_string()
-                        prop:value=move || name.get()
-                        on:input=move |ev| name.set(event_target_value(&ev))
-                    />
-                    <FieldMessage id="token-name-error" message=name_error />
-                </div>
-                <div>
-                    <label for="token-days" class="block text-sm font-medium">"Expires after (days)"</label>
-                    <input
-                        id="token-days"
-                        type="text"
-                        inputmode="numeric"
-                        autocomplete="off"
-                        class=format!("{INPUT} {FOCUS}")
-                        aria-describedby="token-days-error"
-                        aria-invalid=move || days_error.with(Option::is_some).to_string()
-                        prop:value=move || days.get()
-                        on:input=move |ev| days.set(event_target_value(&ev))
-                    />
-                    <FieldMessage id="token-days-error" message=days_error />
-                </div>
+                <TextField id="token-name" label="What it is for" value=name error=name_error placeholder="e.g. ci-runner" />
+                <TextField id="token-days" label="Expires after (days)" value=days error=days_error numeric=true />
                 <fieldset class="sm:col-span-2" aria-describedby="token-permissions-error">
                     <legend class="text-sm font-medium">"Permissions (yours to give)"</legend>
                     <div class="mt-1 grid gap-2 sm:grid-cols-3">
@@ -522,20 +531,7 @@ fn NewAccount(roles: StoredValue<Vec<String>>, changed: RwSignal<u32>) -> impl I
         <section aria-labelledby="new-account" class="mt-6 rounded-lg border border-slate-300 bg-white p-4">
             <h3 id="new-account" class="text-base font-semibold">"New account"</h3>
             <form on:submit=on_submit novalidate class="mt-3 grid gap-3 sm:grid-cols-3">
-                <div>
-                    <label for="account-name" class="block text-sm font-medium">"Name"</label>
-                    <input
-                        id="account-name"
-                        type="text"
-                        autocomplete="off"
-                        class=format!("{INPUT} {FOCUS}")
-                        aria-describedby="account-name-error"
-                        aria-invalid=move || name_error.with(Option::is_some).to_string()
-                        prop:value=move || name.get()
-                        on:input=move |ev| name.set(event_target_value(&ev))
-                    />
-                    <FieldMessage id="account-name-error" message=name_error />
-                </div>
+                <TextField id="account-name" label="Name" value=name error=name_error />
                 <div>
                     <label for="account-role" class="block text-sm font-medium">"Role"</label>
                     <select
@@ -556,20 +552,7 @@ fn NewAccount(roles: StoredValue<Vec<String>>, changed: RwSignal<u32>) -> impl I
                     </select>
                     <FieldMessage id="account-role-error" message=role_error />
                 </div>
-                <div>
-                    <label for="account-password" class="block text-sm font-medium">"First password"</label>
-                    <input
-                        id="account-password"
-                        type="password"
-                        autocomplete="new-password"
-                        class=format!("{INPUT} {FOCUS}")
-                        aria-describedby="account-password-error"
-                        aria-invalid=move || password_error.with(Option::is_some).to_string()
-                        prop:value=move || password.get()
-                        on:input=move |ev| password.set(event_target_value(&ev))
-                    />
-                    <FieldMessage id="account-password-error" message=password_error />
-                </div>
+                <TextField id="account-password" label="First password" value=password error=password_error password=true />
                 <div class="sm:col-span-3">
                     <button type="submit" class=format!("{PRIMARY} {FOCUS}") disabled=move || create.pending().get()>
                         "Make account"
