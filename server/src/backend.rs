@@ -221,12 +221,7 @@ impl Backend for EngineBackend {
         let caller = admin();
         Box::pin(async move {
             caller?;
-            let rows = self
-                .auth
-                .store()
-                .accounts()
-                .await
-                .map_err(|e| ManageError::from(e))?;
+            let rows = self.auth.store().accounts().await.map_err(ManageError::from)?;
             Ok(rows.iter().map(|a| a.view()).collect())
         })
     }
