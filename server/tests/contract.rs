@@ -351,6 +351,14 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
         limits::RFC3339_PATTERN
     );
     assert_eq!(prop("HttpEvidence", "status")["maximum"], u16::MAX);
+    let scope = prop("TokenCreate", "profile_ids");
+    assert_eq!(scope["minItems"], 1);
+    assert_eq!(scope["maxItems"], limits::MAX_TOKEN_PROFILES);
+    assert_eq!(scope["uniqueItems"], true);
+    assert_eq!(
+        scope["items"],
+        json!({"type": "string", "minLength": 1, "maxLength": limits::MAX_ID_CHARS, "pattern": limits::TEXT_PATTERN})
+    );
     // Whole numbers stay within the type the server reads them into.
     assert_eq!(
         prop("ExpectedGeneration", "expected_generation")["maximum"],
@@ -522,4 +530,58 @@ async fn the_server_agrees_with_the_schema_at_its_edges() {
         .await;
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(body["error"]["code"], "unsupported_media_type");
+}
+
+/// A token request (found by Schemathesis): the schema excludes exactly the profile ids the
+/// server refuses, and a whole number of days written `30.0` is accepted.
+#[tokio::test]
+async fn a_token_request_is_refused_only_for_what_its_schema_excludes() {
+    let h = Harness::new().await;
+    let token = |days: Value, profile_ids: Option<Value>| {
+        let mut t = json!({"name": "ci", "permissions": ["view_routes"], "expires_in_days": days});
+        if let Some(ids) = profile_ids {
+            t["profile_ids"] = ids;
+        }
+        t
+    };
+    let (status, body) = h.post("/api/v1/tokens", token(json!(30.0), None)).await;
+    assert_eq!(status, StatusCode::CREATED, "an integer written 30.0: {body}");
+    let (status, body) = h.post("/api/v1/tokens", token(json!(1.5), None)).await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a fraction is no integer: {body}"
+    );
+
+    let id = h
+        .profile(json!({"name": "scoped", "policy": {"version": 1,
+            "candidates": [candidate("main", disabled(), disabled())]}}))
+        .await;
+    let (status, body) = h.post("/api/v1/tokens", token(json!(1), Some(json!([id])))).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    // Each list the server refuses at a path, the published schema already excludes.
+    let scope = &schema("TokenCreate")["properties"]["profile_ids"];
+    let pattern = regex::Regex::new(scope["items"]["pattern"].as_str().unwrap()).unwrap();
+    let long = "p".repeat(limits::MAX_ID_CHARS + 1);
+    for (ids, path, excluded) in [
+        (json!([]), "profile_ids", scope["minItems"] == 1),
+        (json!([""]), "profile_ids[0]", scope["items"]["minLength"] == 1),
+        (
+            json!([&id, long]),
+            "profile_ids[1]",
+            scope["items"]["maxLength"] == limits::MAX_ID_CHARS,
+        ),
+        (
+            json!([&id, "a\u{1}b"]),
+            "profile_ids[1]",
+            !pattern.is_match("a\u{1}b"),
+        ),
+        (json!([&id, &id]), "profile_ids[1]", scope["uniqueItems"] == true),
+    ] {
+        assert!(excluded, "the schema allows {ids}");
+        let (status, body) = h.post("/api/v1/tokens", token(json!(1), Some(ids.clone()))).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{ids}: {body}");
+        assert_eq!(body["errors"][0]["path"], path, "{ids}: {body}");
+    }
 }
