@@ -505,6 +505,7 @@ pub struct TokenCreate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_ids: Option<Vec<String>>,
     /// Days until the token expires (1 to 365; every token expires).
+    #[serde(deserialize_with = "crate::whole::u32")]
     pub expires_in_days: u32,
 }
 

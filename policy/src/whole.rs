@@ -107,6 +107,11 @@ pub fn u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     whole(d)
 }
 
+/// `deserialize_with` for a `u32` field.
+pub fn u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    whole(d)
+}
+
 /// `deserialize_with` for an `Option<u64>` field (`null` is `None`).
 pub fn option_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     optional(d)

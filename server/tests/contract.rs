@@ -365,6 +365,14 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
         limits::RFC3339_PATTERN
     );
     assert_eq!(prop("HttpEvidence", "status")["maximum"], u16::MAX);
+    let scope = prop("TokenCreate", "profile_ids");
+    assert_eq!(scope["minItems"], 1);
+    assert_eq!(scope["maxItems"], limits::MAX_TOKEN_PROFILES);
+    assert_eq!(scope["uniqueItems"], true);
+    assert_eq!(
+        scope["items"],
+        json!({"type": "string", "minLength": 1, "maxLength": limits::MAX_ID_CHARS, "pattern": limits::TEXT_PATTERN})
+    );
     // Whole numbers stay within the type the server reads them into.
     assert_eq!(
         prop("ExpectedGeneration", "expected_generation")["maximum"],
@@ -536,4 +544,105 @@ async fn the_server_agrees_with_the_schema_at_its_edges() {
         .await;
     assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(body["error"]["code"], "unsupported_media_type");
+}
+
+/// Whether `value` meets the bounds `schema` puts on it: lengths, pattern, list sizes and
+/// uniqueness, each item, ranges (the keywords the token request's schema uses).
+fn allows(schema: &Value, value: &Value) -> bool {
+    let bound = |k: &str| schema[k].as_f64();
+    let within =
+        |n: f64, min: &str, max: &str| bound(min).is_none_or(|m| n >= m) && bound(max).is_none_or(|m| n <= m);
+    match value {
+        Value::String(s) => {
+            within(s.chars().count() as f64, "minLength", "maxLength")
+                && schema["pattern"]
+                    .as_str()
+                    .is_none_or(|p| regex::Regex::new(p).unwrap().is_match(s))
+        }
+        Value::Array(items) => {
+            let unique = items.iter().enumerate().all(|(i, v)| !items[..i].contains(v));
+            within(items.len() as f64, "minItems", "maxItems")
+                && (schema["uniqueItems"] != true || unique)
+                && items.iter().all(|v| allows(&schema["items"], v))
+        }
+        Value::Number(n) => within(n.as_f64().unwrap(), "minimum", "maximum"),
+        _ => true,
+    }
+}
+
+/// A token request (found by Schemathesis): what the server refuses at a field's path, the
+/// published schema excludes, and what it allows is created, a whole number of days written
+/// `30.0` among them.
+#[tokio::test]
+async fn a_token_request_is_refused_only_for_what_its_schema_excludes() {
+    let h = Harness::new().await;
+    let id = h
+        .profile(json!({"name": "scoped", "policy": {"version": 1,
+            "candidates": [candidate("main", disabled(), disabled())]}}))
+        .await;
+    let request = |field: &str, value: &Value| {
+        let mut t = json!({"name": "ci", "permissions": ["view_routes"], "expires_in_days": 1});
+        t[field] = value.clone();
+        t
+    };
+    let property = |field: &str| &schema("TokenCreate")["properties"][field];
+    let accepted = [
+        ("name", json!("n".repeat(limits::MAX_TOKEN_NAME_CHARS))),
+        ("name", json!(" a ")),
+        ("expires_in_days", json!(limits::MAX_TOKEN_DAYS)),
+        ("expires_in_days", json!(30.0)),
+        ("profile_ids", json!([&id])),
+    ];
+    for (field, value) in &accepted {
+        assert!(
+            allows(property(field), value),
+            "the schema excludes {field}: {value}"
+        );
+        let (status, body) = h.post("/api/v1/tokens", request(field, value)).await;
+        assert_eq!(status, StatusCode::CREATED, "{field}: {value}: {body}");
+    }
+    let refused = [
+        ("name", json!(""), "name"),
+        ("name", json!(" \u{3000}"), "name"),
+        ("name", json!("a\u{1}b"), "name"),
+        (
+            "name",
+            json!("n".repeat(limits::MAX_TOKEN_NAME_CHARS + 1)),
+            "name",
+        ),
+        ("permissions", json!([]), "permissions"),
+        ("expires_in_days", json!(0), "expires_in_days"),
+        (
+            "expires_in_days",
+            json!(limits::MAX_TOKEN_DAYS + 1),
+            "expires_in_days",
+        ),
+        ("profile_ids", json!([]), "profile_ids"),
+        ("profile_ids", json!([""]), "profile_ids[0]"),
+        (
+            "profile_ids",
+            json!([&id, "p".repeat(limits::MAX_ID_CHARS + 1)]),
+            "profile_ids[1]",
+        ),
+        ("profile_ids", json!([&id, "a\u{1}b"]), "profile_ids[1]"),
+        ("profile_ids", json!([&id, &id]), "profile_ids[1]"),
+    ];
+    for (field, value, path) in &refused {
+        assert!(
+            !allows(property(field), value),
+            "the schema allows {field}: {value}"
+        );
+        let (status, body) = h.post("/api/v1/tokens", request(field, value)).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{field}: {value}: {body}"
+        );
+        assert_eq!(body["errors"][0]["path"], *path, "{field}: {value}: {body}");
+    }
+    // A fraction is no integer (the schema's `integer` excludes it): a malformed body.
+    let (status, body) = h
+        .post("/api/v1/tokens", request("expires_in_days", &json!(1.5)))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
 }

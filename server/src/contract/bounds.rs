@@ -85,10 +85,17 @@ pub fn bound(doc: &mut Value) {
         ("RoleUpdate", "permissions", json!({"minItems": 1})),
         ("TokenCreate", "name", line(MAX_TOKEN_NAME_CHARS)),
         ("TokenCreate", "permissions", json!({"minItems": 1})),
+        // `TokenCreate::check`: at least one, each named once, each an id without control
+        // characters (absent, not empty, means every profile).
         (
             "TokenCreate",
             "profile_ids",
-            json!({"maxItems": MAX_TOKEN_PROFILES}),
+            json!({
+                "minItems": 1,
+                "maxItems": MAX_TOKEN_PROFILES,
+                "uniqueItems": true,
+                "items": {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS, "pattern": TEXT_PATTERN}
+            }),
         ),
         (
             "TokenCreate",

@@ -14,9 +14,10 @@
 //!
 //! A request the published schema allows is one the server accepts (or answers 404/409 for,
 //! when the thing named is absent or has moved on), and one it refuses the schema excludes. The
-//! one exception is a profile write, 422 for rules JSON Schema cannot state (targets repeat the
+//! exceptions are a profile write, 422 for rules JSON Schema cannot state (targets repeat the
 //! policy's candidate ids in order, ids are unique, a `concrete` profile has one candidate, and
-//! the policy may be a legacy shape, so it is an open object there); `schemathesis.toml` says so.
+//! the policy may be a legacy shape, so it is an open object there), and a token request naming
+//! a profile that does not exist (422 at `profile_ids[i]`); `schemathesis.toml` says so.
 //! Schemathesis checks all this against a running server in `./dev test`;
 //! `server/tests/contract.rs` checks the document's shape in `cargo test`.
 
