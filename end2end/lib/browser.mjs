@@ -117,7 +117,7 @@ export async function seriousA11yViolations(page) {
 /** Visible interactive controls shorter than `min` px: `[{what, height}]`. */
 export async function shortControls(page, min = 44) {
   return page.evaluate((min) => {
-    const selector = 'a[href], button, input:not([type=hidden]), select, textarea, [role=switch], [role=button], [tabindex]:not([tabindex="-1"])';
+    const selector = 'a[href], button, summary, input:not([type=hidden]), select, textarea, [role=switch], [role=button], [tabindex]:not([tabindex="-1"])';
     const out = [];
     for (const el of document.querySelectorAll(selector)) {
       const r = el.getBoundingClientRect();

@@ -1,5 +1,6 @@
-// The UI shell is server-rendered and then hydrated: interactions that need the WASM work at
-// a desktop and at phone sizes, with no horizontal overflow on the phone.
+// The UI shell is server-rendered and then hydrated: what can work as served does before the
+// WASM arrives (the routes page's disclosure), interactions that need the WASM work once it has,
+// at a desktop and at phone sizes, with no horizontal overflow on the phone.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,10 +15,10 @@ after(async () => {
 });
 
 for (const viewport of ['desktop', 'phone', 'small-phone']) {
-  test(`the disclosure on the routes page opens only once hydrated (${viewport})`, async () => {
+  test(`the disclosure on the routes page works as served, before the WASM, and stays as the person left it once hydrated (${viewport})`, async () => {
     const { context, page, errors } = await openPage(browser, viewport);
     try {
-      // Hold the WASM back, so the page can be seen (and clicked) as served, before hydration.
+      // Hold the WASM back, so the page can be seen (and tapped) as served, before hydration.
       let loadWasm;
       const wasmAllowed = new Promise((ok) => {
         loadWasm = ok;
@@ -29,26 +30,37 @@ for (const viewport of ['desktop', 'phone', 'small-phone']) {
       await page.goto(BASE_URL, { waitUntil: 'domcontentloaded' });
       // The server-rendered page already shows its content before any WASM runs, closed.
       await page.getByRole('heading', { name: 'Routes', level: 1 }).waitFor();
-      const toggle = page.getByRole('button', { name: /How Recourse decides/ });
+      // A native disclosure: the browser opens and closes it and tells assistive technology
+      // whether it is expanded (the `open` state of its `<details>`).
+      const toggle = page.locator('summary').filter({ hasText: /How Recourse decides/ });
+      const expanded = () => toggle.evaluate((summary) => summary.parentElement.open);
       const panel = page.locator('#how-recourse-decides');
+      const explanation = page.getByText('Only a current failure that happened before any output');
       const hydrated = page.locator('#app[data-hydrated="true"]');
       await toggle.waitFor();
       assert.equal(await hydrated.count(), 0, 'not hydrated while the WASM is held');
-      assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
+      assert.equal(await expanded(), false);
       assert.equal(await panel.isVisible(), false, 'the panel is closed as served');
-      // Before hydration the button does nothing: it stays closed.
+      // Before hydration a tap already opens it, and another closes it.
       await toggle.click();
-      assert.equal(await toggle.getAttribute('aria-expanded'), 'false', 'inert before hydration');
-      assert.equal(await panel.isVisible(), false, 'still closed before hydration');
-      assert.equal(await hydrated.count(), 0, 'still not hydrated after the click');
+      assert.equal(await expanded(), true, 'opens before hydration');
+      await explanation.waitFor({ state: 'visible' });
+      await toggle.click();
+      assert.equal(await expanded(), false, 'closes before hydration');
+      assert.equal(await panel.isVisible(), false);
+      await toggle.click();
+      assert.equal(await hydrated.count(), 0, 'still not hydrated after the taps');
 
       loadWasm();
       await waitHydrated(page);
-      assert.equal(await toggle.getAttribute('aria-expanded'), 'false', 'hydration keeps it closed');
+      assert.equal(await expanded(), true, 'hydration keeps it open as the person left it');
+      await explanation.waitFor({ state: 'visible' });
+      await toggle.click();
+      assert.equal(await expanded(), false, 'closes once hydrated');
       assert.equal(await panel.isVisible(), false);
       await toggle.click();
-      assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
-      await page.getByText('Only a current failure that happened before any output').waitFor({ state: 'visible' });
+      assert.equal(await expanded(), true, 'opens again once hydrated');
+      await explanation.waitFor({ state: 'visible' });
       assert.ok((await documentOverflow(page)) <= 0, 'no horizontal overflow');
       await screenshot(page, `routes-${viewport}`);
       assert.deepEqual(errors, []);

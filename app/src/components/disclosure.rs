@@ -1,35 +1,36 @@
-//! A button that shows and hides a panel, with `aria-expanded` kept in step. Used for the
-//! policy areas of candidates and for explanations that must be visible text, not tooltips.
+//! A summary line that shows and hides a panel of explanation that must be visible text, not a
+//! tooltip.
+//!
+//! Built on the browser's own `<details>`/`<summary>`: the browser opens and closes it and tells
+//! assistive technology whether it is expanded, so it works on the page as served, before the
+//! WASM has arrived (on a slow phone network that is seconds earlier), and without it. It keeps
+//! no state of its own, so hydration leaves it open or closed as the person left it.
 
 use leptos::prelude::*;
 
+/// The summary line's look; the browser's triangle marker is replaced by `+` / `−`.
+const SUMMARY: &str = "flex min-h-11 cursor-pointer list-none items-center justify-between gap-3 \
+                       rounded-lg px-4 py-2 font-medium text-slate-900 [&::-webkit-details-marker]:hidden \
+                       focus-visible:outline focus-visible:outline-2 focus-visible:outline-indigo-600";
+
 #[component]
 pub fn Disclosure(
-    /// The id of the panel, referenced by `aria-controls`.
+    /// The id of the panel.
     id: &'static str,
-    /// The button's label.
+    /// The summary line's text.
     label: &'static str,
-    children: ChildrenFn,
+    children: Children,
 ) -> impl IntoView {
-    let (open, set_open) = signal(false);
     view! {
-        <div class="rounded-lg border border-slate-200 bg-white">
-            <button
-                type="button"
-                class="flex min-h-11 w-full items-center justify-between gap-3 rounded-lg px-4 py-2 text-left font-medium \
-                       text-slate-900 focus-visible:outline focus-visible:outline-2 focus-visible:outline-indigo-600"
-                aria-controls=id
-                aria-expanded=move || open.get().to_string()
-                on:click=move |_| set_open.update(|o| *o = !*o)
-            >
+        <details class="group rounded-lg border border-slate-200 bg-white">
+            <summary class=SUMMARY>
                 <span>{label}</span>
-                <span aria-hidden="true" class="text-slate-500">
-                    {move || if open.get() { "−" } else { "+" }}
-                </span>
-            </button>
-            <div id=id class="border-t border-slate-200 px-4 py-3 text-sm text-slate-700" hidden=move || !open.get()>
+                <span aria-hidden="true" class="text-slate-500 group-open:hidden">"+"</span>
+                <span aria-hidden="true" class="hidden text-slate-500 group-open:inline">"−"</span>
+            </summary>
+            <div id=id class="border-t border-slate-200 px-4 py-3 text-sm text-slate-700">
                 {children()}
             </div>
-        </div>
+        </details>
     }
 }
