@@ -36,8 +36,8 @@ pub mod pages;
 
 use components::nav::NavBar;
 use pages::{
-    access::AccessPage, audit::AuditPage, home::HomePage, login::LoginPage, not_found::NotFound,
-    profile::ProfilePage, profiles::ProfilesPage, route::RoutePage,
+    audit::AuditPage, home::HomePage, login::LoginPage, not_found::NotFound, profile::ProfilePage,
+    profiles::ProfilesPage, route::RoutePage,
 };
 
 /// The HTML document around the app, rendered by the server for every page.
@@ -96,7 +96,6 @@ pub fn App() -> impl IntoView {
                         <Route path=path!("/routes/:id") view=RoutePage ssr=SsrMode::InOrder />
                         <Route path=path!("/login") view=LoginPage ssr=SsrMode::InOrder />
                         <Route path=path!("/audit") view=AuditPage ssr=SsrMode::InOrder />
-                        <Route path=path!("/access") view=AccessPage ssr=SsrMode::InOrder />
                     </Routes>
                 </main>
             </div>

@@ -84,11 +84,6 @@ pub fn NavBar() -> impl IntoView {
                                                 </li>
                                             }
                                         })}
-                                    <li>
-                                        <A href="/access" attr:class=link_class on:click=move |_| set_open.set(false)>
-                                            "Access"
-                                        </A>
-                                    </li>
                                     <li class="flex items-center gap-2 sm:ml-2">
                                         <span class="px-3 text-sm text-slate-700" data-testid="signed-in-as">{who.name}</span>
                                         <form method="post" action="/logout">

@@ -1,6 +1,5 @@
 //! One module per route.
 
-pub mod access;
 pub mod audit;
 pub mod home;
 pub mod login;

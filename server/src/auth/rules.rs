@@ -98,7 +98,6 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/profiles/{id}", Surface::Page, READ_PROFILES),
     ("GET", "/routes/{id}", Surface::Page, VIEW),
     ("GET", "/audit", Surface::Page, ADMIN),
-    ("GET", "/access", Surface::Page, Access::Authenticated),
     // Profiles.
     ("GET", "/api/v1/profiles", Surface::Api, READ_PROFILES),
     ("POST", "/api/v1/profiles", Surface::Api, MANAGE),
