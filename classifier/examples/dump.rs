@@ -40,7 +40,10 @@ fn main() {
         println!("redact {i}: {:?}", redact::redact(t));
     }
     let texts: Vec<(&str, Vec<u8>)> = vec![
-        ("log_noise_64k", common::noise(64 * 1024, 3).join("\n").into_bytes()),
+        (
+            "log_noise_64k",
+            common::noise(64 * 1024, 3).join("\n").into_bytes(),
+        ),
         ("plain_words_64k", common::plain_text(64 * 1024).into_bytes()),
         ("fixture_text_64k", {
             let mut errors = Vec::new();
