@@ -72,6 +72,9 @@ pub(crate) struct Signal<'a> {
     pub(crate) text: Cow<'a, str>,
     /// The ACP error this signal stands for, if any (its JSON root, see [`SignalJson`]).
     pub(crate) acp_error: Option<&'a AcpErrorEvidence>,
+    /// A copy of the text with its control characters read as spaces, made only if the
+    /// signal's JSON is looked for and needs it (see [`SignalJson`]).
+    spaced: OnceCell<String>,
 }
 
 impl<'a> Signal<'a> {
@@ -86,6 +89,7 @@ impl<'a> Signal<'a> {
             headers: None,
             text,
             acp_error: None,
+            spaced: OnceCell::new(),
         }
     }
 
@@ -104,8 +108,9 @@ impl<'a> Signal<'a> {
 /// The JSON a rule may read in one signal, found on first use: the structured root (the ACP
 /// error object) first, then the JSON found in the text (an HTTP body, an object inside an
 /// agent's banner, see `crate::embedded`), then JSON nested in the string values of either
-/// (double encoding). Its strings borrow the evidence, or `spaced`, a copy of the text with
-/// its control characters read as spaces (kept by the caller, so nothing here borrows itself).
+/// (double encoding). Its strings borrow the evidence, or the signal's `spaced` copy of the
+/// text with its control characters read as spaces (kept by the signal, so nothing here
+/// borrows itself).
 pub(crate) struct SignalJson<'a> {
     text: &'a str,
     acp_error: Option<&'a AcpErrorEvidence>,
@@ -120,11 +125,11 @@ struct FoundJson<'a> {
 }
 
 impl<'a> SignalJson<'a> {
-    pub(crate) fn new(signal: &'a Signal<'_>, spaced: &'a OnceCell<String>) -> SignalJson<'a> {
+    pub(crate) fn new(signal: &'a Signal<'_>) -> SignalJson<'a> {
         SignalJson {
             text: &signal.text,
             acp_error: signal.acp_error,
-            spaced,
+            spaced: &signal.spaced,
             found: OnceCell::new(),
         }
     }
@@ -260,6 +265,36 @@ pub(crate) fn json_any(
     }
 }
 
+/// The buffers matching reuses from one envelope to the next (per thread): the literals found
+/// and the candidate rules. Taken for one classification and given back after it, so a
+/// classification never sees another's state (it resets both before each signal anyway).
+struct Scratch {
+    found: Found,
+    candidates: Vec<usize>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
+}
+
+impl Scratch {
+    /// This thread's buffers if they fit a catalogue of `literals` literals, else new ones.
+    fn take(literals: usize) -> Scratch {
+        match SCRATCH.try_with(std::cell::Cell::take) {
+            Ok(Some(s)) if s.found.bits.len() == literals.div_ceil(64) => s,
+            _ => Scratch {
+                found: Found::new(literals),
+                candidates: Vec::with_capacity(32),
+            },
+        }
+    }
+
+    fn give_back(self) {
+        // During thread teardown there is nowhere to keep them: they are dropped.
+        let _ = SCRATCH.try_with(|c| c.set(Some(self)));
+    }
+}
+
 /// Per-signal result of matching.
 #[derive(Debug, Clone)]
 enum SignalMatch {
@@ -391,18 +426,15 @@ impl Catalogue {
     /// [`crate::timing`]); nothing here reads a clock.
     pub fn classify(&self, env: &Envelope, now: DateTime<Utc>) -> Verdict {
         let sigs = signals(env);
-        // Per signal, the JSON rules read (found on first use) and the copy of the text it
-        // may need; kept here so the JSON can borrow both the signal and the copy.
-        let spaced: Vec<OnceCell<String>> = sigs.iter().map(|_| OnceCell::new()).collect();
-        let json: Vec<SignalJson<'_>> = sigs
-            .iter()
-            .zip(&spaced)
-            .map(|(s, sp)| SignalJson::new(s, sp))
-            .collect();
+        // Per signal, the JSON rules read (found on first use); kept here so the JSON can
+        // borrow the signal.
+        let json: Vec<SignalJson<'_>> = sigs.iter().map(SignalJson::new).collect();
         let mut matches = Vec::with_capacity(sigs.len());
         let mut starts = Vec::with_capacity(sigs.len());
-        let mut found = Found::new(self.literals.len());
-        let mut candidates: Vec<usize> = Vec::with_capacity(32);
+        let Scratch {
+            mut found,
+            mut candidates,
+        } = Scratch::take(self.literals.len());
         for (s, sj) in sigs.iter().zip(&json) {
             // Reset only what the previous signal set.
             found.clear();
@@ -438,6 +470,7 @@ impl Catalogue {
             });
             matches.push(m);
         }
+        Scratch::give_back(Scratch { found, candidates });
 
         let effects = combine_effects(env, &sigs, &matches, &starts);
         let base = self.base_classification(env);

@@ -278,7 +278,9 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut v = Vec::with_capacity(map.size_hint().unwrap_or(0).min(64));
+        // `serde_json` gives no size hint: objects here (envelopes, items, error bodies) mostly
+        // hold a handful of keys, so room for eight spares most of the regrowth.
+        let mut v = Vec::with_capacity(map.size_hint().unwrap_or(8).min(64));
         while let Some(Key(k)) = map.next_key()? {
             v.push((k, map.next_value()?));
         }

@@ -81,22 +81,33 @@ impl Open {
         if memchr::memchr3(b'{', b'[', b'"', b).is_none() && self.depth == 0 && !self.in_string {
             return;
         }
-        for &c in b {
+        let mut i = 0;
+        while i < b.len() {
             if self.in_string {
-                match (self.escaped, c) {
-                    (true, _) => self.escaped = false,
-                    (false, b'\\') => self.escaped = true,
-                    (false, b'"') => self.in_string = false,
-                    _ => {}
+                if self.escaped {
+                    self.escaped = false;
+                    i += 1;
+                    continue;
                 }
+                // Inside a string only a quote or a backslash matters: jump to the next one.
+                let Some(k) = memchr::memchr2(b'"', b'\\', &b[i..]) else {
+                    return;
+                };
+                if b[i + k] == b'"' {
+                    self.in_string = false;
+                } else {
+                    self.escaped = true;
+                }
+                i += k + 1;
                 continue;
             }
-            match c {
+            match b[i] {
                 b'"' => self.in_string = true,
                 b'{' | b'[' => self.depth = self.depth.saturating_add(1),
                 b'}' | b']' => self.depth = self.depth.saturating_sub(1),
                 _ => {}
             }
+            i += 1;
         }
     }
 }

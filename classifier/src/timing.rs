@@ -78,8 +78,7 @@ impl TimingExtractor {
     /// Runs this extractor on one signal; `base` is when the evidence was produced.
     #[cfg(test)]
     pub(crate) fn extract(self, s: &Signal<'_>, base: DateTime<Utc>, now: DateTime<Utc>) -> Option<Hint> {
-        let spaced = std::cell::OnceCell::new();
-        self.extract_with(s, &SignalJson::new(s, &spaced), base, now)
+        self.extract_with(s, &SignalJson::new(s), base, now)
     }
 
     /// Runs this extractor on one signal whose JSON is `json`; `base` is when the evidence was

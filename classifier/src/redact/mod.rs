@@ -64,6 +64,13 @@ pub fn redact(text: &str) -> String {
 /// independently, and the ranges are sorted and merged, so the order of the visits does not
 /// matter.
 fn secret_spans(text: &str) -> Vec<(usize, usize)> {
+    spans_and_shape(text).0
+}
+
+/// [`secret_spans`], and whether `text` is its own collapse (what [`is_collapsed`] says),
+/// read from the same bit planes: the excerpt needs both, and one pass over the bytes gives
+/// both.
+fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     let n = b.len();
@@ -82,12 +89,18 @@ fn secret_spans(text: &str) -> Vec<(usize, usize)> {
         *p = Planes::of(chunk);
     }
     let get = |w: usize| planes.get(w).copied().unwrap_or_default();
+    // Bytes the planes do not settle whether the text is collapsed (other whitespace,
+    // non-ASCII), two blanks in a row, and the bytes of the rare markers `whole` looks for.
+    let (mut unsettled, mut double_blank, mut rare) = (0u64, 0u64, 0u64);
     for w in 0..words {
         let (prev, cur, next) = (
             w.checked_sub(1).map(get).unwrap_or_default(),
             planes[w],
             get(w + 1),
         );
+        unsettled |= cur.unsettled;
+        double_blank |= cur.blank & ((cur.blank >> 1) | (next.blank << 63));
+        rare |= cur.rare;
         // The places detectors look at, in any order (see above).
         let mut bits = cur.marked;
         while bits != 0 {
@@ -122,9 +135,18 @@ fn secret_spans(text: &str) -> Vec<(usize, usize)> {
             context::scheme_before(b, p, &mut spans);
         }
     }
-    shapes::whole(b, &mut spans);
+    // Webhook markers hold `hook`, armor `BEGIN`: without a `k` or a `B` there is neither.
+    if rare != 0 {
+        shapes::whole(b, &mut spans);
+    }
+    let collapsed = if unsettled != 0 {
+        is_collapsed(b)
+    } else {
+        // Only spaces and tabs are blanks here, and no tab (a tab is unsettled).
+        double_blank == 0 && b.first() != Some(&b' ') && b.last() != Some(&b' ')
+    };
     if spans.is_empty() {
-        return spans;
+        return (spans, collapsed);
     }
     spans.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
@@ -137,7 +159,7 @@ fn secret_spans(text: &str) -> Vec<(usize, usize)> {
             _ => merged.push((s, e)),
         }
     }
-    merged
+    (merged, collapsed)
 }
 
 /// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ /`), it looks.
@@ -182,6 +204,11 @@ struct Planes {
     tb: u64,
     /// `b` or `d` (any case): where `bearer` and `digest` start.
     bd: u64,
+    /// `k` or `B`: a byte of the markers `shapes::whole` looks for (`hook`, `BEGIN`).
+    rare: u64,
+    /// Whitespace other than a space (`\t \n \r`, vertical tab, form feed) or a non-ASCII
+    /// byte: where the planes alone do not say whether the text is collapsed.
+    unsettled: u64,
 }
 
 const UNIT: u8 = 1;
@@ -189,6 +216,8 @@ const MARKED: u8 = 2;
 const BLANK: u8 = 4;
 const TB: u8 = 8;
 const BD: u8 = 16;
+const RARE: u8 = 32;
+const UNSETTLED: u8 = 64;
 /// Per byte, its planes (see [`Planes`]).
 static BYTE_FLAGS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -210,6 +239,12 @@ static BYTE_FLAGS: [u8; 256] = {
         if matches!(b, b'b' | b'B' | b'd' | b'D') {
             t[c] |= BD;
         }
+        if matches!(b, b'k' | b'B') {
+            t[c] |= RARE;
+        }
+        if matches!(b, b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) || b >= 0x80 {
+            t[c] |= UNSETTLED;
+        }
         c += 1;
     }
     t
@@ -219,23 +254,40 @@ impl Planes {
     /// The planes of up to 64 bytes: eight bytes' flags read into one word, then each plane's
     /// bits gathered with one multiplication.
     fn of(chunk: &[u8]) -> Planes {
+        let mut p = Planes::default();
+        let mut groups = chunk.chunks_exact(8);
+        let mut at = 0;
+        for g in &mut groups {
+            let mut group = [0u8; 8];
+            group.copy_from_slice(g);
+            p.add(group, at);
+            at += 8;
+        }
+        let rest = groups.remainder();
+        if !rest.is_empty() {
+            // Padded with NUL bytes, which have no flags.
+            let mut group = [0u8; 8];
+            group[..rest.len()].copy_from_slice(rest);
+            p.add(group, at);
+        }
+        p
+    }
+
+    /// Adds the flags of the eight bytes at `at`.
+    #[inline(always)]
+    fn add(&mut self, group: [u8; 8], at: u32) {
         const LOW: u64 = 0x0101_0101_0101_0101;
         // Gathers the low bit of each byte of `x` (whose bytes are 0 or 1) into 8 bits.
         let gather = |x: u64| x.wrapping_mul(0x0102_0408_1020_4080) >> 56;
-        let mut p = Planes::default();
-        for (g, group) in chunk.chunks(8).enumerate() {
-            let mut f = 0u64;
-            for (j, &c) in group.iter().enumerate() {
-                f |= u64::from(BYTE_FLAGS[usize::from(c)]) << (8 * j);
-            }
-            let at = 8 * g;
-            p.unit |= gather(f & LOW) << at;
-            p.marked |= gather((f >> 1) & LOW) << at;
-            p.blank |= gather((f >> 2) & LOW) << at;
-            p.tb |= gather((f >> 3) & LOW) << at;
-            p.bd |= gather((f >> 4) & LOW) << at;
-        }
-        p
+        let t = |k: usize| BYTE_FLAGS[usize::from(group[k])];
+        let f = u64::from_le_bytes([t(0), t(1), t(2), t(3), t(4), t(5), t(6), t(7)]);
+        self.unit |= gather(f & LOW) << at;
+        self.marked |= gather((f >> 1) & LOW) << at;
+        self.blank |= gather((f >> 2) & LOW) << at;
+        self.tb |= gather((f >> 3) & LOW) << at;
+        self.bd |= gather((f >> 4) & LOW) << at;
+        self.rare |= gather((f >> 5) & LOW) << at;
+        self.unsettled |= gather((f >> 6) & LOW) << at;
     }
 }
 
@@ -279,8 +331,8 @@ pub fn safe_excerpt(text: &str) -> String {
     let mut out = String::new();
     for pass in 0..CUT_PASSES {
         let (head, cut, head_chars, collapsed) = cut(text, budget);
-        let spans = secret_spans(head);
-        out = collapse_redacted(head, &spans, collapsed);
+        let (spans, shape_collapsed) = spans_and_shape(head);
+        out = collapse_redacted(head, &spans, collapsed || shape_collapsed);
         if cut {
             out.push('…');
         }
