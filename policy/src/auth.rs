@@ -448,16 +448,9 @@ pub struct RoleCreate {
 impl RoleCreate {
     pub fn check(&self) -> Result<(), ValidationErrors> {
         let mut list = Vec::new();
+        // A built-in role's name is taken (409 when the role is made), like a custom role's.
         if let Err(e) = check_name(&self.name, "the role name") {
             list.push(e.at("name"));
-        } else if BuiltinRole::parse(&self.name).is_some() {
-            list.push(
-                FieldError::new(
-                    ValidationCode::Duplicate,
-                    "That is a built-in role's name; choose another.",
-                )
-                .at("name"),
-            );
         }
         if self.permissions.is_empty() {
             list.push(

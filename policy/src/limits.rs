@@ -141,6 +141,9 @@ pub const LEGACY_RETRY_SAME_INITIAL_INTERVAL_SECONDS: u64 = 5;
 
 /// Longest account or role name.
 pub const MAX_ACCOUNT_NAME_CHARS: usize = 64;
+/// An account or role name: letters, digits and `. _ @ -`, starting with a letter or digit
+/// (`auth::check_name`).
+pub const ACCOUNT_NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._@-]*$";
 /// Shortest password (NIST SP 800-63B asks for at least 8; we ask for a passphrase).
 pub const MIN_PASSWORD_CHARS: usize = 12;
 /// Longest password (argon2 hashes any length; this bounds the work a request can ask for).

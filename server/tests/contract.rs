@@ -299,6 +299,21 @@ fn created_profiles_and_routes_link_to_the_operations_that_take_their_id() {
             "$response.body#/lease_id"
         );
     }
+    // A made account's id and a made role's name are what their changes take.
+    for (path, key, targets) in [
+        ("/api/v1/accounts", "id", &["update_account"][..]),
+        ("/api/v1/roles", "name", &["update_role", "delete_role"][..]),
+    ] {
+        let links = &doc()["paths"][path]["post"]["responses"]["201"]["links"];
+        for target in targets {
+            assert!(operation_ids.contains(target), "{target} is an operation");
+            assert_eq!(
+                links[target]["parameters"][key],
+                format!("$response.body#/{key}"),
+                "{path} -> {target}: {links}"
+            );
+        }
+    }
     let route_links = &doc()["paths"]["/api/v1/routes"]["post"]["responses"]["201"]["links"];
     for fenced in ["manual_action", "submit_work", "complete_route", "abandon_route"] {
         assert_eq!(
@@ -460,6 +475,33 @@ fn the_text_patterns_accept_exactly_what_the_server_accepts() {
             text.is_match(sample),
             policy::input::check_optional_line(sample, "it", 1_000).is_ok(),
             "TEXT_PATTERN and check_optional_line disagree on {sample:?}"
+        );
+    }
+    let name = regex::Regex::new(limits::ACCOUNT_NAME_PATTERN).unwrap();
+    for sample in [
+        "a",
+        "A9",
+        "bob.smith",
+        "x_y",
+        "me@host",
+        "a-b",
+        "9",
+        "",
+        "-a",
+        ".a",
+        "_a",
+        "@a",
+        "a b",
+        "a/b",
+        "a+b",
+        "ünï",
+        "a\nb",
+        "a:b",
+    ] {
+        assert_eq!(
+            name.is_match(sample),
+            policy::auth::check_name(sample, "it").is_ok(),
+            "ACCOUNT_NAME_PATTERN and check_name disagree on {sample:?}"
         );
     }
 }
@@ -645,4 +687,139 @@ async fn a_token_request_is_refused_only_for_what_its_schema_excludes() {
         .post("/api/v1/tokens", request("expires_in_days", &json!(1.5)))
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}
+
+/// Accounts and roles (found by hand: their schemas published none of the server's rules): what
+/// the server refuses at a field's path the published schema excludes, and what it allows is
+/// made. A name another account or role holds, a built-in role's among them, is 409.
+#[tokio::test]
+async fn an_account_or_role_request_is_refused_only_for_what_its_schema_excludes() {
+    let h = Harness::new().await;
+    let max_name = "a".repeat(limits::MAX_ACCOUNT_NAME_CHARS);
+    let max_password = "p".repeat(limits::MAX_PASSWORD_CHARS);
+    let min_password = "p".repeat(limits::MIN_PASSWORD_CHARS);
+    let property = |name: &str, field: &str| &schema(name)["properties"][field];
+    let accepted = [
+        ("name", json!(max_name)),
+        ("name", json!("b.o_b@x-1")),
+        ("password", json!(max_password)),
+        ("password", json!(min_password)),
+        ("role", json!("VIEWER")),
+    ];
+    for (i, (field, value)) in accepted.iter().enumerate() {
+        assert!(
+            allows(property("AccountCreate", field), value),
+            "the schema excludes {field}: {value}"
+        );
+        let mut body = json!({"name": format!("user{i}"), "role": "viewer", "password": min_password});
+        body[field] = value.clone();
+        let (status, answer) = h.post("/api/v1/accounts", body).await;
+        assert_eq!(status, StatusCode::CREATED, "{field}: {value}: {answer}");
+    }
+    let refused = [
+        ("name", json!("")),
+        ("name", json!("-lead")),
+        ("name", json!("has space")),
+        ("name", json!(format!("{max_name}a"))),
+        ("role", json!("no/such")),
+        ("password", json!("p".repeat(limits::MIN_PASSWORD_CHARS - 1))),
+        ("password", json!(format!("{max_password}p"))),
+    ];
+    for (field, value) in &refused {
+        assert!(
+            !allows(property("AccountCreate", field), value),
+            "the schema allows {field}: {value}"
+        );
+        let mut body = json!({"name": "fresh", "role": "viewer", "password": min_password});
+        body[field] = value.clone();
+        let (status, answer) = h.post("/api/v1/accounts", body).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{field}: {value}: {answer}"
+        );
+        assert_eq!(answer["errors"][0]["path"], *field, "{field}: {value}: {answer}");
+    }
+    // A patch: the same rules for its role and password, and it changes something.
+    let (_, made) = h
+        .post(
+            "/api/v1/accounts",
+            json!({"name": "patched", "role": "viewer",
+        "password": min_password}),
+        )
+        .await;
+    let patch = format!("/api/v1/accounts/{}", made["id"].as_str().unwrap());
+    assert_eq!(schema("AccountPatch")["minProperties"], 1);
+    let (status, answer) = h.call(Method::PATCH, &patch, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    for (field, value) in [("role", json!("bad name")), ("password", json!("short"))] {
+        assert!(
+            !allows(property("AccountPatch", field), &value),
+            "{field}: {value}"
+        );
+        let (status, answer) = h.call(Method::PATCH, &patch, Some(json!({field: value}))).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{field}: {answer}");
+        assert_eq!(answer["errors"][0]["path"], field, "{answer}");
+    }
+    let (status, answer) = h
+        .call(
+            Method::PATCH,
+            &patch,
+            Some(json!({"role": "operator", "password": max_password})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    // Roles: a name by the same rules; a taken one, custom or built-in, is a conflict.
+    assert!(allows(property("RoleCreate", "name"), &json!(max_name)));
+    assert!(!allows(property("RoleCreate", "name"), &json!("a b")));
+    let role = |name: &str| json!({"name": name, "permissions": ["view_routes"]});
+    assert_eq!(
+        h.post("/api/v1/roles", role(&max_name)).await.0,
+        StatusCode::CREATED
+    );
+    let (status, answer) = h.post("/api/v1/roles", role("a b")).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert_eq!(answer["errors"][0]["path"], "name");
+    for taken in [max_name.to_uppercase(), "Admin".to_owned(), "runner".to_owned()] {
+        let (status, answer) = h.post("/api/v1/roles", role(&taken)).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{taken}: {answer}");
+    }
+}
+
+/// The audit log's page (found by hand: `limit=5.0`, `limit=x` and `before=1.5` were a
+/// plain-text 400, and `limit` was published with no maximum): whole numbers as the schema
+/// says, the rest 422 at the parameter's name in the shared error shape.
+#[tokio::test]
+async fn the_audit_query_takes_what_its_schema_allows_and_names_what_it_refuses() {
+    let h = Harness::new().await;
+    let params = doc()["paths"]["/api/v1/audit"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    let param = |name: &str| &params.iter().find(|p| p["name"] == name).unwrap()["schema"];
+    assert_eq!(param("limit")["minimum"], 1);
+    assert_eq!(param("limit")["maximum"], limits::MAX_AUDIT_PAGE);
+    assert_eq!(param("before")["type"], "integer");
+    for ok in [
+        "limit=5.0",
+        "limit=1",
+        "limit=500",
+        "before=3",
+        "before=-1&limit=2e0",
+        "",
+    ] {
+        let (status, body) = h.call(Method::GET, &format!("/api/v1/audit?{ok}"), None).await;
+        assert_eq!(status, StatusCode::OK, "{ok}: {body}");
+        assert!(body.is_array(), "{ok}: {body}");
+    }
+    for (bad, at) in [
+        ("limit=0", "limit"),
+        ("limit=501", "limit"),
+        ("limit=x", "limit"),
+        ("before=1.5", "before"),
+        ("before=x", "before"),
+    ] {
+        let (status, body) = h.call(Method::GET, &format!("/api/v1/audit?{bad}"), None).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
+        assert_eq!(body["errors"][0]["path"], at, "{bad}: {body}");
+    }
 }

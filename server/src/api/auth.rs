@@ -1,7 +1,7 @@
 //! Sessions, accounts, roles, API tokens and the audit log under `/api/v1`. What each endpoint
 //! needs is in `crate::auth::rules`; these handlers parse, call `crate::auth`, answer.
 
-use super::json_body;
+use super::{extract::AuditQuery, json_body};
 use crate::{
     auth::{Actor, AuthError, Principal, Via},
     guard::json_only,
@@ -9,18 +9,13 @@ use crate::{
 };
 use axum::{
     body::Bytes,
-    extract::{Path, Query, State},
+    extract::{Path, State},
     http::StatusCode,
     response::{IntoResponse, Response},
     routing::{get, patch, put},
     Extension, Json, Router,
 };
-use policy::{
-    auth::{AccountCreate, AccountPatch, LoginRequest, RoleCreate, RoleUpdate, TokenCreate},
-    document::{FieldError, ValidationCode, ValidationErrors},
-    limits::{DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE},
-};
-use serde::Deserialize;
+use policy::auth::{AccountCreate, AccountPatch, LoginRequest, RoleCreate, RoleUpdate, TokenCreate};
 use tower_sessions::Session;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -212,26 +207,9 @@ async fn revoke_token(
     }
 }
 
-#[derive(Deserialize)]
-struct AuditQuery {
-    before: Option<i64>,
-    limit: Option<u32>,
-}
-
 /// The audit log, newest first: `?before=seq` pages back, `limit` rows (at most 500).
-async fn audit(State(s): State<AppState>, Query(q): Query<AuditQuery>) -> Response {
-    let limit = q.limit.unwrap_or(DEFAULT_AUDIT_PAGE);
-    if !(1..=MAX_AUDIT_PAGE).contains(&limit) {
-        let errors = ValidationErrors {
-            errors: vec![FieldError::new(
-                ValidationCode::OutOfRange,
-                format!("Ask for 1 to {MAX_AUDIT_PAGE} rows."),
-            )
-            .at("limit")],
-        };
-        return (StatusCode::UNPROCESSABLE_ENTITY, Json(errors)).into_response();
-    }
-    match s.auth.store().audit_page(q.before, limit).await {
+async fn audit(State(s): State<AppState>, q: AuditQuery) -> Response {
+    match s.auth.store().audit_page(q.before, q.limit).await {
         Ok(rows) => Json(rows).into_response(),
         Err(e) => AuthError::from(e).into_response(),
     }
@@ -388,6 +366,6 @@ mod openapi_paths {
         ("before" = Option<i64>, Query, description = "Only rows before this `seq`"),
         ("limit" = Option<u32>, Query, description = "Rows to return, 1 to 500 (default 100)")),
         responses((status = 200, body = [AuditEntry], description = "Newest first"),
-        (status = 422, description = "`limit` out of range")))]
+        (status = 422, description = "`before` not a whole number, or `limit` not one from 1 to 500, at the parameter's name")))]
     pub(crate) fn audit() {}
 }

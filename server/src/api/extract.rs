@@ -10,6 +10,7 @@
 //! - [`Id`] and [`LeasePath`]: path parameters (400 when unreadable).
 //! - [`RouteQuery`]: the route list's query string, every parameter bounded as the document
 //!   says (422 at the parameter's name otherwise).
+//! - [`AuditQuery`]: the audit log's page (`before`, `limit`), the same way.
 
 use crate::failure::Failure;
 use axum::{
@@ -21,7 +22,10 @@ use policy::{
     api::{CallerKind, RouteFilter},
     document::{ValidationCode, ValidationError, ValidationErrors},
     input::shape_message,
-    limits::{DEFAULT_ROUTE_LIST_LIMIT, MAX_CALLER_REFERENCE_CHARS, MAX_ID_CHARS, MAX_ROUTE_LIST_LIMIT},
+    limits::{
+        DEFAULT_AUDIT_PAGE, DEFAULT_ROUTE_LIST_LIMIT, MAX_AUDIT_PAGE, MAX_CALLER_REFERENCE_CHARS,
+        MAX_ID_CHARS, MAX_ROUTE_LIST_LIMIT,
+    },
     route::StateName,
 };
 use serde::de::DeserializeOwned;
@@ -119,11 +123,85 @@ impl<S: Send + Sync> FromRequestParts<S> for RouteQuery {
     type Rejection = Failure;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Failure> {
-        let Query(pairs) = Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
-            .map_err(|_| Failure::BadRequest("The query string could not be read.".to_owned()))?;
-        parse_route_query(&pairs)
+        parse_route_query(&query_pairs(parts)?)
             .map(RouteQuery)
             .map_err(Failure::Invalid)
+    }
+}
+
+/// The query string's pairs, percent-decoded (400 when it cannot be read).
+fn query_pairs(parts: &Parts) -> Result<Vec<(String, String)>, Failure> {
+    Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+        .map(|Query(pairs)| pairs)
+        .map_err(|_| Failure::BadRequest("The query string could not be read.".to_owned()))
+}
+
+/// One page of the audit log: rows with a `seq` below `before` (every row when absent), newest
+/// first, at most `limit` of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AuditQuery {
+    pub before: Option<i64>,
+    pub limit: u32,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for AuditQuery {
+    type Rejection = Failure;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Failure> {
+        parse_audit_query(&query_pairs(parts)?).map_err(Failure::Invalid)
+    }
+}
+
+fn parse_audit_query(pairs: &[(String, String)]) -> Result<AuditQuery, ValidationErrors> {
+    let mut errors = Vec::new();
+    let mut query = AuditQuery {
+        before: None,
+        limit: DEFAULT_AUDIT_PAGE,
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    for (key, value) in pairs {
+        let key = key.as_str();
+        if !["before", "limit"].contains(&key) {
+            continue;
+        }
+        let problem = if seen.contains(&key) {
+            Some((ValidationCode::Duplicate, format!("Give `{key}` once.")))
+        } else if key == "before" {
+            match policy::whole::parse::<i64>(value) {
+                Some(seq) => {
+                    query.before = Some(seq);
+                    None
+                }
+                None => Some((
+                    ValidationCode::WrongType,
+                    "before is a whole number (a row's seq).".to_owned(),
+                )),
+            }
+        } else {
+            match policy::whole::parse::<u32>(value) {
+                Some(n) if (1..=MAX_AUDIT_PAGE).contains(&n) => {
+                    query.limit = n;
+                    None
+                }
+                _ => Some((
+                    ValidationCode::OutOfRange,
+                    format!("limit is a whole number from 1 to {MAX_AUDIT_PAGE}."),
+                )),
+            }
+        };
+        seen.push(key);
+        if let Some((code, message)) = problem {
+            errors.push(ValidationError {
+                path: key.to_owned(),
+                code,
+                message,
+            });
+        }
+    }
+    if errors.is_empty() {
+        Ok(query)
+    } else {
+        Err(ValidationErrors { errors })
     }
 }
 
@@ -224,6 +302,11 @@ mod tests {
         parse_route_query(&Query::<Vec<(String, String)>>::try_from_uri(&uri).unwrap().0)
     }
 
+    fn audit(q: &str) -> Result<AuditQuery, ValidationErrors> {
+        let uri: axum::http::Uri = format!("/api/v1/audit?{q}").parse().unwrap();
+        parse_audit_query(&Query::<Vec<(String, String)>>::try_from_uri(&uri).unwrap().0)
+    }
+
     fn paths(e: ValidationErrors) -> Vec<String> {
         e.errors.into_iter().map(|e| e.path).collect()
     }
@@ -262,6 +345,32 @@ mod tests {
         );
         for bad in ["limit=1001", "limit=2.5", "limit=-1", "limit=1&limit=2"] {
             assert_eq!(paths(query(bad).unwrap_err()), ["limit"], "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_audit_query_reads_whole_numbers_in_range_and_names_the_parameter_it_refuses() {
+        assert_eq!(
+            audit("").unwrap(),
+            AuditQuery {
+                before: None,
+                limit: DEFAULT_AUDIT_PAGE
+            }
+        );
+        assert_eq!(
+            audit("before=1.5e1&limit=5.0&x=y").unwrap(),
+            AuditQuery {
+                before: Some(15),
+                limit: 5
+            }
+        );
+        assert_eq!(audit("before=-3").unwrap().before, Some(-3));
+        assert_eq!(audit("limit=500").unwrap().limit, MAX_AUDIT_PAGE);
+        for bad in ["limit=0", "limit=501", "limit=x", "limit=2.5", "limit=1&limit=2"] {
+            assert_eq!(paths(audit(bad).unwrap_err()), ["limit"], "{bad}");
+        }
+        for bad in ["before=1.5", "before=x", "before=", "before=99999999999999999999"] {
+            assert_eq!(paths(audit(bad).unwrap_err()), ["before"], "{bad}");
         }
     }
 }

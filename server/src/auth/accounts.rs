@@ -249,6 +249,11 @@ impl Auth {
 
     pub async fn create_role(&self, actor: &Actor, input: &RoleCreate) -> Result<RoleView, ManageError> {
         input.check()?;
+        if BuiltinRole::parse(&input.name).is_some() {
+            return Err(ManageError::Conflict(
+                "That is a built-in role's name (names ignore case); choose another.".to_owned(),
+            ));
+        }
         self.store()
             .insert_role(&input.name, input.permissions, self.now())
             .await

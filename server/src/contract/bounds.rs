@@ -36,6 +36,16 @@ fn text(max: usize) -> Value {
     json!({"maxLength": max, "pattern": limits::TEXT_PATTERN})
 }
 
+/// An account or role name (`policy::auth::check_name`).
+fn account_name() -> Value {
+    json!({"minLength": 1, "maxLength": limits::MAX_ACCOUNT_NAME_CHARS, "pattern": limits::ACCOUNT_NAME_PATTERN})
+}
+
+/// A new password (`policy::auth::check_password`).
+fn password() -> Value {
+    json!({"minLength": limits::MIN_PASSWORD_CHARS, "maxLength": limits::MAX_PASSWORD_CHARS})
+}
+
 fn identifier() -> Value {
     json!({"minLength": 1, "maxLength": limits::MAX_IDENTIFIER_CHARS, "pattern": limits::IDENTIFIER_PATTERN})
 }
@@ -81,6 +91,24 @@ pub fn bound(doc: &mut Value) {
         ),
         ("StartRouteRequest", "profile_id", line(MAX_ID_CHARS)),
         ("StartRouteRequest", "title", text(MAX_TITLE_CHARS)),
+        ("AccountCreate", "name", account_name()),
+        ("AccountCreate", "role", account_name()),
+        ("AccountCreate", "password", password()),
+        ("AccountPatch", "role", account_name()),
+        ("AccountPatch", "password", password()),
+        // Signing in answers one 401 for every wrong name or password, so only the lengths any
+        // account could have are published.
+        (
+            "LoginRequest",
+            "name",
+            json!({"maxLength": MAX_ACCOUNT_NAME_CHARS}),
+        ),
+        (
+            "LoginRequest",
+            "password",
+            json!({"maxLength": MAX_PASSWORD_CHARS}),
+        ),
+        ("RoleCreate", "name", account_name()),
         ("RoleCreate", "permissions", json!({"minItems": 1})),
         ("RoleUpdate", "permissions", json!({"minItems": 1})),
         ("TokenCreate", "name", line(MAX_TOKEN_NAME_CHARS)),
@@ -193,6 +221,8 @@ pub fn bound(doc: &mut Value) {
         &mut schema(doc, "PolicyDocument")["properties"]["candidates"]["items"]["properties"]["id"],
         line(MAX_CANDIDATE_ID_CHARS),
     );
+    // A patch changes something (`AccountPatch::check`: `missing` at the body otherwise).
+    merge(schema(doc, "AccountPatch"), json!({"minProperties": 1}));
     // A success carries no envelope; a failure carries one and no result.
     merge(
         schema(doc, "RunnerReport"),
@@ -237,6 +267,20 @@ pub fn bound(doc: &mut Value) {
                 _ => continue,
             };
             p["schema"] = schema;
+        }
+    }
+    // The audit log's page, as `api::extract::AuditQuery` reads it.
+    if let Some(params) = doc["paths"]["/api/v1/audit"]["get"]["parameters"].as_array_mut() {
+        for p in params {
+            match p["name"].as_str() {
+                Some("before") => p["schema"] = json!({"type": "integer", "format": "int64"}),
+                Some("limit") => {
+                    p["schema"] = json!({
+                        "type": "integer", "minimum": 1, "maximum": MAX_AUDIT_PAGE, "default": DEFAULT_AUDIT_PAGE
+                    })
+                }
+                _ => {}
+            }
         }
     }
     // Whole numbers: in range of the type the server reads them into (`policy::whole`), so a

@@ -65,6 +65,24 @@ pub fn links(doc: &mut Value) {
         }
         doc["paths"][path][method]["responses"][status]["links"] = links;
     }
+    // A made account's id is the one its changes take; a made role's name, those of the role's.
+    let made = [
+        ("/api/v1/accounts", "id", &["update_account"][..]),
+        ("/api/v1/roles", "name", &["update_role", "delete_role"][..]),
+    ];
+    for (path, key, targets) in made {
+        let links: Map<String, Value> = targets
+            .iter()
+            .map(|&target| {
+                let link = json!({
+                    "operationId": target,
+                    "parameters": {key: format!("$response.body#/{key}")},
+                });
+                (target.to_owned(), link)
+            })
+            .collect();
+        doc["paths"][path]["post"]["responses"]["201"]["links"] = Value::Object(links);
+    }
     // A lease names the dispatch its runner acknowledges, renews and reports.
     let mut lease = Map::new();
     for target in ["ack_dispatch", "heartbeat_dispatch", "report_dispatch"] {
