@@ -3,7 +3,8 @@
 //!
 //! Map:
 //! - [`cli`]: the command line (subcommands and their flags, with env equivalents).
-//! - [`telemetry`]: structured logging with `tracing`.
+//! - [`telemetry`]: structured logging with `tracing` (JSON lines carry the [`replica`] id).
+//! - [`replica`]: this process's name among replicas (`serve --replica-id`).
 //! - [`db`]: opening the SQLite pool with the pragmas the invariants need, and migrations.
 //! - [`clock`]: the injected clock (system, or manual for tests and `--test-clock`).
 //! - [`store`]: every SQL statement, behind `Store` (reads, profile writes) and the writer's
@@ -45,6 +46,7 @@ pub mod guard;
 pub mod headers;
 pub mod openapi;
 pub mod profiles;
+pub mod replica;
 pub mod revalidate;
 pub mod scheduler;
 pub mod serve;
