@@ -5,6 +5,7 @@
 //! - [`cli`]: the command line (subcommands and their flags, with env equivalents).
 //! - [`telemetry`]: structured logging with `tracing` (JSON lines carry the [`replica`] id).
 //! - [`replica`]: this process's name among replicas (`serve --replica-id`).
+//! - [`metrics`]: the Prometheus metrics of one server (a recorder of its own, no global one).
 //! - [`db`]: opening the SQLite pool with the pragmas the invariants need, and migrations.
 //! - [`clock`]: the injected clock (system, or manual for tests and `--test-clock`).
 //! - [`store`]: every SQL statement, behind `Store` (reads, profile writes) and the writer's
@@ -44,6 +45,7 @@ pub mod engine;
 pub mod failure;
 pub mod guard;
 pub mod headers;
+pub mod metrics;
 pub mod openapi;
 pub mod profiles;
 pub mod replica;

@@ -39,6 +39,7 @@ mod work;
 mod writes;
 
 pub(crate) use agents::{AgentProcessRow, ResumableRow};
+pub(crate) use dispatches::outcome_str;
 pub(crate) use leases::Lease;
 pub(crate) use profiles::{ProfileDelete, ProfileUpdate};
 pub(crate) use routes::RouteRow;
