@@ -22,7 +22,8 @@
 //! - [`backend`]: `app::backend::Backend` over the engine (pages and server functions).
 //! - [`api`]: the REST API under `/api/v1`, the SSE stream; [`openapi`]: its document.
 //! - [`demo`]: the demo workspace of `recourse serve --demo`.
-//! - [`web`]: the axum router (UI, API, `/healthz`) and [`web::run`], which tests call directly.
+//! - [`web`]: the axum router (UI, API, operations) and [`web::run`], which tests call directly;
+//!   [`ops`]: `/healthz`, `/readyz` and `/metrics`.
 //! - [`assets`]: the built UI embedded in the binary, served with content negotiation and
 //!   cache headers; [`headers`]: the security headers (CSP with the page's nonce);
 //!   [`revalidate`]: ETag and `no-cache` on pages.
@@ -47,6 +48,7 @@ pub mod guard;
 pub mod headers;
 pub mod metrics;
 pub mod openapi;
+pub mod ops;
 pub mod profiles;
 pub mod replica;
 pub mod revalidate;
