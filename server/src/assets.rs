@@ -320,11 +320,11 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// What a page request gets from a binary built without its UI: 503 and how to build it. The
-/// API, server functions and `/healthz` answer as usual.
+/// API, server functions, `/healthz`, `/readyz` and `/metrics` answer as usual.
 pub async fn ui_missing(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let page = matches!(*req.method(), Method::GET | Method::HEAD)
-        && path != "/healthz"
+        && !matches!(path, "/healthz" | "/readyz" | "/metrics")
         && !path.starts_with("/api/")
         && !path.starts_with(&format!("/{PKG_DIR}/"));
     if !page {

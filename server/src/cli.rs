@@ -1,6 +1,7 @@
 //! The command line. Every flag of `serve` has an environment variable so the same binary
 //! runs from a terminal, a service manager or a test harness.
 
+use crate::replica::ReplicaId;
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::{
@@ -157,6 +158,11 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<IpAddr>,
+    /// This process's name in logs and metrics (`replica_id` on every JSON log line, the
+    /// `recourse_replica_info` metric): 1 to 64 ASCII letters, digits, `.`, `_`, `-`. Default:
+    /// the host name and the process id (`HOSTNAME-PID`).
+    #[arg(long, env = "RECOURSE_REPLICA_ID", value_name = "ID")]
+    pub replica_id: Option<ReplicaId>,
     /// Test only: run on a manual clock starting at this UTC time, moved by
     /// `POST /api/v1/test/clock`.
     #[arg(long, hide = true)]
@@ -209,6 +215,22 @@ mod tests {
     fn a_bad_classify_instant_is_rejected_with_the_flag_named() {
         let err = Cli::try_parse_from(["recourse", "classify", "--now", "yesterday"]).unwrap_err();
         assert!(err.to_string().contains("--now"), "{err}");
+    }
+
+    #[test]
+    fn serve_takes_a_replica_id_and_refuses_one_that_is_not_plain() {
+        let cli = Cli::try_parse_from(["recourse", "serve", "--replica-id", "eu-1"]).unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("expected serve")
+        };
+        assert_eq!(args.replica_id.map(|r| r.to_string()), Some("eu-1".to_owned()));
+        let err = Cli::try_parse_from(["recourse", "serve", "--replica-id", "a b"]).unwrap_err();
+        assert!(err.to_string().contains("--replica-id"), "{err}");
+        let cli = Cli::try_parse_from(["recourse", "serve"]).unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("expected serve")
+        };
+        assert_eq!(args.replica_id, None, "resolved at start: host name and pid");
     }
 
     #[test]

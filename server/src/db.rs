@@ -82,9 +82,130 @@ pub async fn open_with(database: &str, options: SqliteConnectOptions) -> anyhow:
     Ok(pool)
 }
 
+/// Whether a database holds every migration this binary embeds ([`MIGRATOR`]), as `/readyz`
+/// reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationStatus {
+    /// Every embedded migration is applied, successfully and with this binary's checksum.
+    Current { embedded: usize },
+    /// Embedded migrations the database does not have (it is older than the binary).
+    Pending {
+        embedded: usize,
+        missing: usize,
+        first: i64,
+    },
+    /// A migration began and failed: sqlx left the database dirty.
+    Failed { version: i64 },
+    /// A migration was applied with other contents than this binary's (an edited migration).
+    Changed { version: i64 },
+}
+
+impl MigrationStatus {
+    pub fn is_current(self) -> bool {
+        matches!(self, MigrationStatus::Current { .. })
+    }
+}
+
+/// Compares what the database recorded with what the binary embeds. Versions the database has
+/// and the binary does not (a newer binary migrated it) are not this check's business: the
+/// binary's own schema is all there.
+pub fn migration_status(applied: &[crate::store::AppliedMigration]) -> MigrationStatus {
+    if let Some(m) = applied.iter().find(|m| !m.success) {
+        return MigrationStatus::Failed { version: m.version };
+    }
+    let embedded: Vec<_> = MIGRATOR
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .collect();
+    let mut missing = Vec::new();
+    for m in &embedded {
+        match applied.iter().find(|a| a.version == m.version) {
+            Some(a) if *a.checksum != *m.checksum => return MigrationStatus::Changed { version: m.version },
+            Some(_) => {}
+            None => missing.push(m.version),
+        }
+    }
+    match missing.first() {
+        None => MigrationStatus::Current {
+            embedded: embedded.len(),
+        },
+        Some(first) => MigrationStatus::Pending {
+            embedded: embedded.len(),
+            missing: missing.len(),
+            first: *first,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::AppliedMigration;
+
+    fn all_applied() -> Vec<AppliedMigration> {
+        MIGRATOR
+            .iter()
+            .map(|m| AppliedMigration {
+                version: m.version,
+                success: true,
+                checksum: m.checksum.to_vec(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn migrations_are_current_only_when_every_embedded_one_applied_as_embedded() {
+        let n = MIGRATOR.iter().count();
+        assert!(n > 1);
+        assert_eq!(
+            migration_status(&all_applied()),
+            MigrationStatus::Current { embedded: n }
+        );
+        let mut older = all_applied();
+        let last = older.pop().unwrap();
+        assert_eq!(
+            migration_status(&older),
+            MigrationStatus::Pending {
+                embedded: n,
+                missing: 1,
+                first: last.version
+            }
+        );
+        assert_eq!(
+            migration_status(&[]),
+            MigrationStatus::Pending {
+                embedded: n,
+                missing: n,
+                first: MIGRATOR.iter().next().unwrap().version
+            }
+        );
+        let mut dirty = all_applied();
+        dirty[1].success = false;
+        assert_eq!(
+            migration_status(&dirty),
+            MigrationStatus::Failed {
+                version: dirty[1].version
+            }
+        );
+        let mut edited = all_applied();
+        edited[0].checksum = vec![0; 48];
+        assert_eq!(
+            migration_status(&edited),
+            MigrationStatus::Changed {
+                version: edited[0].version
+            }
+        );
+        let mut newer = all_applied();
+        newer.push(AppliedMigration {
+            version: i64::MAX,
+            success: true,
+            checksum: vec![1],
+        });
+        assert!(
+            migration_status(&newer).is_current(),
+            "a newer database still has our schema"
+        );
+    }
 
     #[tokio::test]
     async fn a_new_database_file_is_created_in_wal_mode_with_full_sync_and_foreign_keys_on() {

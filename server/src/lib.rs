@@ -3,7 +3,9 @@
 //!
 //! Map:
 //! - [`cli`]: the command line (subcommands and their flags, with env equivalents).
-//! - [`telemetry`]: structured logging with `tracing`.
+//! - [`telemetry`]: structured logging with `tracing` (JSON lines carry the [`replica`] id).
+//! - [`replica`]: this process's name among replicas (`serve --replica-id`).
+//! - [`metrics`]: the Prometheus metrics of one server (a recorder of its own, no global one).
 //! - [`db`]: opening the SQLite pool with the pragmas the invariants need, and migrations.
 //! - [`clock`]: the injected clock (system, or manual for tests and `--test-clock`).
 //! - [`store`]: every SQL statement, behind `Store` (reads, profile writes) and the writer's
@@ -20,7 +22,8 @@
 //! - [`backend`]: `app::backend::Backend` over the engine (pages and server functions).
 //! - [`api`]: the REST API under `/api/v1`, the SSE stream; [`openapi`]: its document.
 //! - [`demo`]: the demo workspace of `recourse serve --demo`.
-//! - [`web`]: the axum router (UI, API, `/healthz`) and [`web::run`], which tests call directly.
+//! - [`web`]: the axum router (UI, API, operations) and [`web::run`], which tests call directly;
+//!   [`ops`]: `/healthz`, `/readyz` and `/metrics`.
 //! - [`assets`]: the built UI embedded in the binary, served with content negotiation and
 //!   cache headers; [`headers`]: the security headers (CSP with the page's nonce);
 //!   [`revalidate`]: ETag and `no-cache` on pages.
@@ -43,8 +46,11 @@ pub mod engine;
 pub mod failure;
 pub mod guard;
 pub mod headers;
+pub mod metrics;
 pub mod openapi;
+pub mod ops;
 pub mod profiles;
+pub mod replica;
 pub mod revalidate;
 pub mod scheduler;
 pub mod serve;

@@ -6,8 +6,17 @@ use server::cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    server::telemetry::init(cli.log_format);
+    let mut cli = Cli::parse();
+    // `serve` names its replica before the first log line, so every line carries it.
+    let replica = match &mut cli.command {
+        Command::Serve(args) => Some(
+            args.replica_id
+                .get_or_insert_with(server::replica::ReplicaId::of_this_process)
+                .clone(),
+        ),
+        _ => None,
+    };
+    server::telemetry::init(cli.log_format, replica.as_ref());
     let result = match cli.command {
         Command::Serve(args) => run_async(server::serve::serve(args)),
         Command::Migrate(args) => run_async(server::serve::migrate(args)),

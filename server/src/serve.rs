@@ -7,6 +7,8 @@ use crate::{
     config::{RunnerConfig, Runners},
     db,
     engine::Engine,
+    metrics::Metrics,
+    replica::ReplicaId,
     store::Store,
     web::{self, AppState},
 };
@@ -77,7 +79,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         reload_on_sighup(runners.clone(), path)?;
     }
     let store = Store::new(pool);
-    let engine = Engine::with_runners(store.clone(), clock, runners);
+    // `main` resolved it before the first log line; a caller of its own gets the default.
+    let replica = args.replica_id.clone().unwrap_or_else(ReplicaId::of_this_process);
+    let metrics = Metrics::new(&replica);
+    let engine = Engine::with_metrics(store.clone(), clock, runners, metrics);
     let report = engine
         .reconcile()
         .await
@@ -106,7 +111,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
-    tracing::info!(addr = %local, database = %args.db.database, "recourse is serving on http://{local}");
+    tracing::info!(addr = %local, database = %args.db.database, replica_id = %replica, "recourse is serving on http://{local}");
     let state = AppState::new(engine.clone(), leptos, test_clock).with_auth(crate::auth::AuthSettings {
         demo: args.demo,
         trusted_proxies: args.trusted_proxies.clone(),
@@ -129,6 +134,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     crate::auth::password::warm_up();
     let housekeeping = tokio::spawn(auth_housekeeping(state.auth.clone(), state.shutdown.clone()));
+    let upkeep = tokio::spawn(metrics_upkeep(engine.clone(), state.shutdown.clone()));
     let stopping = state.shutdown.clone();
     let mut app = web::router(state);
     if site.ui().is_none() {
@@ -142,6 +148,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     };
     web::run(listener, app, shutdown).await.context("server failed")?;
     housekeeping.abort();
+    upkeep.abort();
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
     store.close().await;
@@ -164,6 +171,18 @@ async fn auth_housekeeping(auth: crate::auth::Auth, stopping: web::Shutdown) {
             tracing::warn!(error = %e, "expired sessions could not be deleted");
         }
         auth.limiter().tidy();
+    }
+}
+
+/// Every five seconds: folds the metrics' recorded histogram samples into their buckets, so
+/// their memory stays flat however rarely Prometheus scrapes.
+async fn metrics_upkeep(engine: Arc<Engine>, stopping: web::Shutdown) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = every.tick() => engine.metrics().upkeep(),
+            () = stopping.wait() => return,
+        }
     }
 }
 

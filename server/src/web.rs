@@ -1,5 +1,6 @@
 //! The HTTP surface: the server-rendered UI, its server functions, its static assets
-//! ([`crate::assets`], embedded in the binary), the REST API ([`crate::api`]) and `/healthz`.
+//! ([`crate::assets`], embedded in the binary), the REST API ([`crate::api`]) and the
+//! operations endpoints ([`crate::ops`]: `/healthz`, `/readyz`, `/metrics`).
 //! Every response passes the layers of [`crate::revalidate`] (pages), compression (pages and
 //! JSON; the event stream and precompressed assets pass through as they are) and
 //! [`crate::headers`] (security headers).
@@ -35,14 +36,13 @@ use axum::{
     middleware,
     response::{IntoResponse, Response},
     routing::get,
-    Json, Router,
+    Router,
 };
 use axum::{extract::DefaultBodyLimit, handler::HandlerWithoutStateExt};
 use leptos::{config::LeptosOptions, prelude::provide_context};
 use leptos_axum::{
     generate_route_list, handle_server_fns_with_context, render_app_to_stream_with_context, LeptosRoutes,
 };
-use serde::Serialize;
 use std::{future::Future, sync::Arc};
 use tokio::{net::TcpListener, sync::watch};
 use tower_http::{compression::CompressionLayer, trace::TraceLayer};
@@ -146,7 +146,9 @@ pub fn router(state: AppState) -> Router {
             ));
     let sessions = crate::auth::layer::session_layer(&state.auth);
     Router::new()
-        .route("/healthz", get(healthz))
+        .route("/healthz", get(crate::ops::healthz))
+        .route("/readyz", get(crate::ops::readyz))
+        .route("/metrics", get(crate::ops::metrics))
         .merge(crate::api::routes(state.test_clock.is_some()))
         .route(
             "/api/{*fn_name}",
@@ -230,33 +232,4 @@ async fn server_fn_status(request: Request<Body>, next: axum::middleware::Next) 
         parts.status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     }
     Response::from_parts(parts, Body::from(bytes))
-}
-
-#[derive(Serialize)]
-struct Health {
-    status: &'static str,
-    database: &'static str,
-}
-
-/// Liveness and readiness: the process answers and the database takes a query.
-async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    match state.engine.store().ping().await {
-        Ok(()) => (
-            StatusCode::OK,
-            Json(Health {
-                status: "ok",
-                database: "ok",
-            }),
-        ),
-        Err(err) => {
-            tracing::warn!(error = %err, "health check: database unavailable");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(Health {
-                    status: "degraded",
-                    database: "unavailable",
-                }),
-            )
-        }
-    }
 }

@@ -27,6 +27,7 @@ async fn app(dir: &tempfile::TempDir) -> (axum::Router, String) {
         trusted_proxies: Vec::new(),
         test_clock: None,
         config: None,
+        replica_id: None,
     };
     let pool = db::open(&database).await.unwrap();
     let engine = Engine::new(server::store::Store::new(pool), Arc::new(SystemClock));

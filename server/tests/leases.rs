@@ -96,6 +96,11 @@ async fn a_claim_never_acknowledged_lapses_and_the_attempt_is_offered_again_not_
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert!(body.to_string().contains("lease_lost"), "{body}");
     assert_eq!(h.snapshot(&r).await["state"], "active");
+    let metrics = h.engine.metrics().render();
+    assert!(
+        metrics.contains("recourse_leases_expired_total 0"),
+        "a lapsed claim is not an expired lease:\n{metrics}"
+    );
 }
 
 #[tokio::test]
@@ -122,6 +127,13 @@ async fn an_acknowledged_lease_that_runs_out_is_ambiguous_and_never_repeated() {
     assert!(history_events(&route)
         .iter()
         .any(|e| e == "lease_expired->action_required"));
+    let metrics = h.engine.metrics().render();
+    for line in [
+        "recourse_leases_expired_total 1",
+        "recourse_dispatch_outcomes_total{outcome=\"ambiguous\",class=\"none\",code=\"none\"} 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in:\n{metrics}");
+    }
     // The late runner is told to stop; nothing else claims the attempt.
     let (status, _) = h
         .post(

@@ -416,7 +416,14 @@ async fn events(
     let updates = scoped(&s, &p, s.engine.subscribe_updates(), |u| u.route_id.clone());
     let stream = futures_util::stream::select(sse_stream(routes, "route"), sse_stream(updates, "update"));
     let stopping = s.shutdown.clone();
-    Sse::new(stream.take_until(async move { stopping.wait().await })).keep_alive(KeepAlive::default())
+    // Counted in `recourse_sse_clients` while the stream lives: the guard belongs to the stream's
+    // end condition, dropped with the response body when the client goes away, or at the stop.
+    let client = s.engine.metrics().sse_client();
+    let end = async move {
+        stopping.wait().await;
+        drop(client);
+    };
+    Sse::new(stream.take_until(end)).keep_alive(KeepAlive::default())
 }
 
 /// A broadcast receiver as a stream of what it delivers (`Err(n)`: `n` items were missed), keeping

@@ -74,6 +74,7 @@ const ADMIN: Access = Access::Permission(Admin);
 pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     // Public.
     ("GET", "/healthz", Surface::Api, Access::Public),
+    ("GET", "/readyz", Surface::Api, Access::Public),
     ("GET", "/login", Surface::Page, Access::Public),
     ("POST", "/login", Surface::Form, Access::Public),
     // Signing out without a session does nothing and shows the login page (a stale page's
@@ -118,6 +119,8 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("POST", "/api/v1/routes/{id}/abandon", Surface::Api, STEER),
     ("GET", "/api/v1/circuits", Surface::Api, VIEW),
     ("GET", "/api/v1/events", Surface::Api, VIEW),
+    // Operations: Prometheus scrapes with an API token.
+    ("GET", "/metrics", Surface::Api, VIEW),
     // External runners.
     ("POST", "/api/v1/dispatches/claim", Surface::Api, RUN),
     (

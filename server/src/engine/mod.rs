@@ -37,6 +37,7 @@ pub mod dispatch;
 mod effects;
 mod error;
 mod leases;
+mod observe;
 mod pending;
 mod reconcile;
 mod tx;
@@ -48,6 +49,8 @@ pub use reconcile::ReconcileReport;
 use crate::{
     clock::Clock,
     config::Runners,
+    metrics::Metrics,
+    replica::ReplicaId,
     store::{DueTimer, Store},
 };
 use chrono::{DateTime, Utc};
@@ -173,6 +176,8 @@ pub struct Engine {
     jobs: StdMutex<Option<mpsc::UnboundedSender<Vec<Job>>>>,
     stats: Stats,
     checkpointing: AtomicBool,
+    /// This server's metrics (a recorder of its own).
+    metrics: Metrics,
     me: Weak<Engine>,
 }
 
@@ -182,8 +187,20 @@ impl Engine {
         Engine::with_runners(store, clock, Runners::none())
     }
 
-    /// An engine that runs the agents and endpoints of `runners`.
+    /// An engine that runs the agents and endpoints of `runners`, its metrics naming this
+    /// process's default replica id.
     pub fn with_runners(store: Store, clock: Arc<dyn Clock>, runners: Runners) -> Arc<Engine> {
+        let metrics = Metrics::new(&ReplicaId::of_this_process());
+        Engine::with_metrics(store, clock, runners, metrics)
+    }
+
+    /// [`Engine::with_runners`] recording into `metrics` (`serve` names its replica there).
+    pub fn with_metrics(
+        store: Store,
+        clock: Arc<dyn Clock>,
+        runners: Runners,
+        metrics: Metrics,
+    ) -> Arc<Engine> {
         let (events, _) = broadcast::channel(1024);
         let (updates, _) = broadcast::channel(1024);
         Arc::new_cyclic(|me| Engine {
@@ -199,6 +216,7 @@ impl Engine {
             jobs: StdMutex::new(None),
             stats: Stats::default(),
             checkpointing: AtomicBool::new(false),
+            metrics,
             me: me.clone(),
         })
     }
@@ -209,6 +227,11 @@ impl Engine {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// This server's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// The server configuration's agents and endpoints.

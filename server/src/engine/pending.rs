@@ -33,6 +33,8 @@ pub(crate) struct Pending {
     /// A flush gave back a probe lease and released the holds: wake the scheduler after the
     /// commit.
     pub(crate) released: bool,
+    /// What the jobs did, for the log and the metrics once the transaction commits.
+    pub(crate) observed: super::observe::Observed,
     /// Routes (and their profiles) read or written in this transaction, by id.
     routes: HashMap<String, (RouteRow, Option<Profile>)>,
     /// The circuits that are not closed, read at most once between two circuit writes; `None`

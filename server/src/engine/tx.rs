@@ -11,6 +11,7 @@ use super::{
     pending::Pending,
     EngineError, Input,
 };
+use crate::metrics::FailureCause;
 use crate::store::{
     due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, Lease, RouteRow, TimerKind, Tx, Writes,
 };
@@ -240,6 +241,7 @@ pub(crate) async fn fire(
     );
     if !early {
         pending.writes.delete_fired_timer(&timer.route_id, timer.kind, g);
+        pending.observed.timer_fired(timer.due, now);
     }
     Ok(stepped)
 }
@@ -423,6 +425,9 @@ pub(crate) async fn start_route(
             at: now,
         });
     }
+    pending
+        .observed
+        .transition(&id, None, &transition.next, EventKind::Started, None);
     let started_outcome = TxOutcome::Committed {
         prev: transition.next.clone(),
         transition: transition.clone(),
@@ -487,6 +492,13 @@ pub(crate) async fn transact(
         }
     };
     let kind = event.kind();
+    let cause = match &event {
+        RouteEvent::Failed(report) => Some(FailureCause {
+            class: report.classification.class,
+            code: report.classification.code,
+        }),
+        _ => None,
+    };
     let transition = match step(&prev, event, now) {
         Ok(t) => t,
         Err(error) => {
@@ -544,7 +556,8 @@ pub(crate) async fn transact(
         decision_json: transition.decision.as_ref().map(crate::store::to_json),
         classification_json: verdict.as_ref().map(|v| crate::store::to_json(&v.classification)),
     });
-    maintain_dispatches(writes, route_id, &prev, &transition.next, kind, profile, now);
+    let settled = maintain_dispatches(writes, route_id, &prev, &transition.next, kind, profile, now)
+        .map(|outcome| (outcome, cause));
     maintain_timer(writes, route_id, &prev, &transition.next);
     if let Some(work) = &new_work {
         writes.put_work(route_id, work, now);
@@ -555,6 +568,9 @@ pub(crate) async fn transact(
     if changes.release {
         writes.release_holds(now);
     }
+    pending
+        .observed
+        .transition(route_id, Some(&prev), &transition.next, kind, settled);
     let launch = transition
         .effects
         .iter()
@@ -594,6 +610,8 @@ fn maintain_timer(writes: &mut Writes, route_id: &str, prev: &RouteState, next: 
     }
 }
 
+/// Keeps the dispatch records in step with the transition; returns the outcome of the record it
+/// settled, if any.
 fn maintain_dispatches(
     writes: &mut Writes,
     route_id: &str,
@@ -602,9 +620,10 @@ fn maintain_dispatches(
     kind: EventKind,
     profile: &Profile,
     now: DateTime<Utc>,
-) {
+) -> Option<DispatchOutcome> {
     let p = prev.attempt();
     let n = next.attempt();
+    let mut settled = None;
     if let Some(p) = p {
         if n.map(|n| n.number) != Some(p.number) {
             let outcome = match (p.dispatch, kind) {
@@ -617,6 +636,7 @@ fn maintain_dispatches(
                 (DispatchState::Started, _) => DispatchOutcome::Aborted,
             };
             writes.settle_dispatch(route_id, p.number, outcome, now);
+            settled = Some(outcome);
             if p.dispatch == DispatchState::Started
                 && dispatcher_of(profile, prev) == DispatcherKind::External
             {
@@ -644,4 +664,5 @@ fn maintain_dispatches(
             writes.mark_dispatch_started(route_id, n.number, next.generation(), now);
         }
     }
+    settled
 }

@@ -269,6 +269,7 @@ impl Engine {
             return None;
         }
         tx.commit().await.ok()?;
+        self.observe(&pending.observed);
         if pending.released {
             self.wake();
         }
@@ -297,6 +298,7 @@ impl Engine {
         match tx.commit().await {
             Ok(()) => {
                 self.committed();
+                self.observe(&pending.observed);
                 if pending.released {
                     self.wake();
                 }

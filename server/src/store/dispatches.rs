@@ -21,7 +21,7 @@ pub(super) fn attempt_kind_str(k: AttemptKind) -> &'static str {
     }
 }
 
-pub(super) fn outcome_str(o: DispatchOutcome) -> &'static str {
+pub(crate) fn outcome_str(o: DispatchOutcome) -> &'static str {
     match o {
         DispatchOutcome::Succeeded => "succeeded",
         DispatchOutcome::Failed => "failed",

@@ -12,9 +12,10 @@
 //! a placeholder style or a connection type. By table: [`agents`] (agent processes Recourse
 //! started, for cleanup after a crash), [`routes`] (route rows, summaries,
 //! lists), [`history`], [`dispatches`], [`timers`], [`circuits`], [`profiles`], [`work`] (the
-//! work a route carries and its result), [`leases`] (external runners' leases), and
-//! [`writes`] (the batch). Accounts and custom roles ([`accounts`]), API tokens ([`tokens`]),
-//! the append-only audit log ([`audit`]) and the browser-session table ([`Store::session_store`])
+//! work a route carries and its result), [`leases`] (external runners' leases),
+//! [`migrations`] (what sqlx recorded as applied, for `/readyz`), and [`writes`] (the batch).
+//! Accounts and custom roles ([`accounts`]), API tokens ([`tokens`]), the append-only audit
+//! log ([`audit`]) and the browser-session table ([`Store::session_store`])
 //! belong to `crate::auth`.
 //!
 //! Stored tags (timer kinds, circuit states, dispatcher kinds, state names) are enums; a value
@@ -31,6 +32,7 @@ mod circuits;
 mod dispatches;
 mod history;
 mod leases;
+mod migrations;
 mod profiles;
 mod routes;
 mod timers;
@@ -39,7 +41,9 @@ mod work;
 mod writes;
 
 pub(crate) use agents::{AgentProcessRow, ResumableRow};
+pub(crate) use dispatches::outcome_str;
 pub(crate) use leases::Lease;
+pub use migrations::AppliedMigration;
 pub(crate) use profiles::{ProfileDelete, ProfileUpdate};
 pub(crate) use routes::RouteRow;
 pub use timers::{DueTimer, TimerKind};

@@ -58,13 +58,15 @@ pub struct DueTimer {
     pub kind: TimerKind,
     pub generation: u64,
     pub payload: Option<String>,
+    /// When it was due (its lateness is measured from here).
+    pub due: DateTime<Utc>,
 }
 
 impl Store {
     /// Up to `limit` timers due at `now`, earliest first.
     pub async fn due_timers(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<DueTimer>, StoreError> {
         let rows = sqlx::query(
-            "SELECT route_id, kind, generation, payload FROM timers WHERE due_ms <= ? ORDER BY due_ms LIMIT ?",
+            "SELECT route_id, kind, generation, payload, due_ms FROM timers WHERE due_ms <= ? ORDER BY due_ms LIMIT ?",
         )
         .bind(ms(now))
         .bind(limit)
@@ -85,10 +87,20 @@ impl Store {
                         r.try_get::<i64, _>("generation")?,
                     )?,
                     payload: r.try_get("payload")?,
+                    due: from_ms(r.try_get("due_ms")?),
                     route_id,
                 })
             })
             .collect()
+    }
+
+    /// How many timers are due at `now` and not yet fired (the `recourse_due_timers` gauge).
+    pub async fn due_timer_count(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers WHERE due_ms <= ?")
+            .bind(ms(now))
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     /// When the earliest timer is due.

@@ -146,6 +146,7 @@ pub fn leptos_options() -> LeptosOptions {
         trusted_proxies: Vec::new(),
         test_clock: None,
         config: None,
+        replica_id: None,
     };
     server::serve::leptos_options(&args).unwrap()
 }
