@@ -41,6 +41,17 @@ fn account_name() -> Value {
     json!({"minLength": 1, "maxLength": limits::MAX_ACCOUNT_NAME_CHARS, "pattern": limits::ACCOUNT_NAME_PATTERN})
 }
 
+/// A role an account holds: a name by the same rules, which must name a built-in or a made
+/// role (examples from the built-in ones, so generated requests can succeed).
+fn role_name() -> Value {
+    let mut v = account_name();
+    v["examples"] = json!([
+        policy::auth::BuiltinRole::Viewer.name(),
+        policy::auth::BuiltinRole::Operator.name()
+    ]);
+    v
+}
+
 /// A new password (`policy::auth::check_password`).
 fn password() -> Value {
     json!({"minLength": limits::MIN_PASSWORD_CHARS, "maxLength": limits::MAX_PASSWORD_CHARS})
@@ -92,9 +103,9 @@ pub fn bound(doc: &mut Value) {
         ("StartRouteRequest", "profile_id", line(MAX_ID_CHARS)),
         ("StartRouteRequest", "title", text(MAX_TITLE_CHARS)),
         ("AccountCreate", "name", account_name()),
-        ("AccountCreate", "role", account_name()),
+        ("AccountCreate", "role", role_name()),
         ("AccountCreate", "password", password()),
-        ("AccountPatch", "role", account_name()),
+        ("AccountPatch", "role", role_name()),
         ("AccountPatch", "password", password()),
         // Signing in answers one 401 for every wrong name or password, so only the lengths any
         // account could have are published.
