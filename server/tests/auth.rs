@@ -926,3 +926,131 @@ async fn two_administrators_demoting_each_other_at_once_leave_one() {
         .count();
     assert_eq!(admins, 1, "{accounts}");
 }
+
+/// A token scoped to profiles with `admin`, stored as it could be before such tokens were
+/// refused (straight into the table, past every check of `issue_token`).
+async fn stored_scoped_admin_token(h: &Harness, profile_id: &str) -> String {
+    let account = h.auth.store().account_by_name(ADMIN).await.unwrap().unwrap();
+    let secret = server::auth::token::generate().unwrap();
+    let scope = vec![profile_id.to_owned()];
+    h.auth
+        .store()
+        .insert_token(
+            server::store::tokens::NewToken {
+                id: "tok_scoped_admin",
+                account_id: &account.id,
+                name: "scoped admin",
+                secret_hash: &server::auth::token::digest(&secret),
+                permissions: policy::auth::Permissions::ALL,
+                profile_ids: Some(&scope),
+                expires: h.now() + TimeDelta::days(30),
+            },
+            h.now(),
+        )
+        .await
+        .unwrap();
+    secret
+}
+
+#[tokio::test]
+async fn a_token_scoped_to_profiles_cannot_carry_admin() {
+    let h = Harness::new().await;
+    let a = h.profile(profile_body("a")).await;
+    let (status, v) = h
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "scoped admin", "permissions": ["admin", "view_routes"],
+                   "profile_ids": [a], "expires_in_days": 30}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    let errors = v["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{v}");
+    assert_eq!(errors[0]["path"], "profile_ids", "{v}");
+    let message = errors[0]["message"].as_str().unwrap();
+    assert!(message.contains("admin"), "{message}");
+    assert!(!message.contains(&a), "echoes nothing: {message}");
+    // Without the scope, or without `admin`, the same request is fine.
+    let (status, v) = h
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "scoped", "permissions": ["view_routes"], "profile_ids": [a],
+                   "expires_in_days": 30}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+}
+
+#[test]
+fn the_command_line_refuses_a_scoped_admin_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cli.db");
+    let _ = served_token(&db); // the administrator `tester`
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
+        .args([
+            "token",
+            "add",
+            "--account",
+            ADMIN,
+            "--name",
+            "x",
+            "--permissions",
+            "all",
+        ])
+        .args(["--profile", "pA", "--database"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "no secret printed");
+    assert!(
+        stderr.contains("profile_ids") && stderr.contains("admin"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_stored_scoped_admin_token_administers_nothing() {
+    let h = Harness::new().await;
+    let a = h.profile(profile_body("a")).await;
+    let t = stored_scoped_admin_token(&h, &a).await;
+    // Its profile is still in reach.
+    assert_eq!(
+        h.call_as(Some(&t), Method::GET, &format!("/api/v1/profiles/{a}"), None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let account = json!({"name": "escapee", "role": "admin", "password": ADMIN_PASSWORD});
+    let role = json!({"name": "custom", "permissions": ["view_routes"]});
+    for (method, uri, body) in [
+        (Method::POST, "/api/v1/accounts", Some(account)),
+        (Method::GET, "/api/v1/accounts", None),
+        (Method::GET, "/api/v1/roles", None),
+        (Method::POST, "/api/v1/roles", Some(role)),
+        (Method::GET, "/api/v1/audit", None),
+    ] {
+        let (status, v) = h.call_as(Some(&t), method.clone(), uri, body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {uri}: {v}");
+        assert_eq!(v["error"]["code"], "forbidden", "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("profile scope"),
+            "{v}"
+        );
+    }
+    // The token list holds only its own account's tokens, not every account's.
+    account_token(&h.auth, "other", "viewer", ADMIN_PASSWORD).await;
+    let (status, list) = h.call_as(Some(&t), Method::GET, "/api/v1/tokens", None).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert!(
+        list.as_array().unwrap().iter().all(|t| t["account"] == ADMIN),
+        "{list}"
+    );
+    // The unscoped administrator still sees every token.
+    let all = h.get("/api/v1/tokens").await;
+    assert!(
+        all.as_array().unwrap().iter().any(|t| t["account"] == "other"),
+        "{all}"
+    );
+}

@@ -171,6 +171,14 @@ impl Principal {
         self.permissions.contains(p)
     }
 
+    /// Whether this principal may administer the installation (accounts, roles, every
+    /// token, the audit log): `admin`, and no profile scope. Administration reaches every
+    /// profile, so a token scoped to profiles never administers, even one stored with `admin`
+    /// before such tokens were refused.
+    pub fn administers(&self) -> bool {
+        self.has(Permission::Admin) && self.profile_ids.is_none()
+    }
+
     pub fn who_am_i(&self) -> WhoAmI {
         WhoAmI {
             name: self.account.clone(),
