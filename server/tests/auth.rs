@@ -1054,3 +1054,64 @@ async fn a_stored_scoped_admin_token_administers_nothing() {
         "{all}"
     );
 }
+
+/// The router of a second server on the harness's database, started with `--demo`.
+async fn demo_server(h: &Harness) -> axum::Router {
+    let state = server::web::AppState::new(h.engine.clone(), leptos_options(), None).with_auth(
+        server::auth::AuthSettings {
+            demo: true,
+            ..Default::default()
+        },
+    );
+    state.auth.ensure_demo_account().await.unwrap();
+    server::web::router(state)
+}
+
+async fn send_to(app: &axum::Router, uri: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap) {
+    let mut req = Request::builder().uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = app
+        .clone()
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    (resp.status(), resp.headers().clone())
+}
+
+#[tokio::test]
+async fn the_demo_accounts_sessions_and_tokens_end_with_demo_mode() {
+    let h = Harness::new().await;
+    let demo = demo_server(&h).await;
+    // A visitor of the demo server is signed in; the demo account makes a token.
+    let (status, headers) = send_to(&demo, "/", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let cookie = session_cookie(&headers).0;
+    let token = account_token(&h.auth, "demo", "profile_manager", ADMIN_PASSWORD).await;
+    let bearer = format!("Bearer {token}");
+    for credentials in [("cookie", cookie.as_str()), ("authorization", bearer.as_str())] {
+        let (status, _) = send_to(&demo, "/api/v1/session", &[credentials]).await;
+        assert_eq!(status, StatusCode::OK, "{} on the demo server", credentials.0);
+        // The same database, served without --demo (the harness's server): nobody.
+        let (status, _) = send_to(&h.app, "/api/v1/session", &[credentials]).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "{} without --demo",
+            credentials.0
+        );
+        let (status, _) = send_to(&h.app, "/api/v1/profiles", &[credentials]).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "{} without --demo",
+            credentials.0
+        );
+    }
+    // Other accounts' tokens are unaffected.
+    assert_eq!(
+        h.call(Method::GET, "/api/v1/session", None).await.0,
+        StatusCode::OK
+    );
+}
