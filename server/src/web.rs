@@ -164,6 +164,8 @@ pub fn router(state: AppState) -> Router {
         .layer(sessions)
         .layer(middleware::from_fn(crate::auth::layer::secure_cookie))
         .layer(middleware::from_fn(crate::guard::writes))
+        // Outside the sessions: a foreign `Host` never reaches a session or a demo sign-in.
+        .layer(middleware::from_fn_with_state(state.clone(), crate::guard::hosts))
         .layer(middleware::from_fn(crate::revalidate::html))
         .layer(CompressionLayer::new()) // pages and JSON; not SSE, not precompressed assets
         .layer(middleware::from_fn(crate::headers::security))

@@ -1115,3 +1115,154 @@ async fn the_demo_accounts_sessions_and_tokens_end_with_demo_mode() {
         StatusCode::OK
     );
 }
+
+/// A router on the harness's database that answers only loopback names and `allowed` (what
+/// `serve` sets up on a loopback address), with or without `--demo`.
+async fn host_checked(h: &Harness, demo: bool, allowed: &[&str]) -> axum::Router {
+    let state = server::web::AppState::new(h.engine.clone(), leptos_options(), None).with_auth(
+        server::auth::AuthSettings {
+            demo,
+            allowed_hosts: Some(allowed.iter().map(|a| a.to_string()).collect()),
+            ..Default::default()
+        },
+    );
+    if demo {
+        state.auth.ensure_demo_account().await.unwrap();
+    }
+    server::web::router(state)
+}
+
+async fn post_to(
+    app: &axum::Router,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: Value,
+) -> (StatusCode, HeaderMap) {
+    let mut req = Request::builder().method(Method::POST).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    (resp.status(), resp.headers().clone())
+}
+
+const REBIND: &str = "rebind.attacker.example:3000";
+const REBIND_ORIGIN: &str = "http://rebind.attacker.example:3000";
+
+#[tokio::test]
+async fn a_rebinding_host_is_refused_before_any_session_or_demo_sign_in() {
+    let h = Harness::new().await;
+    for demo in [false, true] {
+        let app = host_checked(&h, demo, &[]).await;
+        // The page: no demo sign-in, no cookie.
+        let (status, headers) = send_to(&app, "/", &[("host", REBIND)]).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "demo {demo}");
+        assert!(headers.get(header::SET_COOKIE).is_none(), "demo {demo}");
+        // A same-origin write from the rebinding page, with a cookie the server gave out.
+        let (status, headers) = send_to(&app, "/", &[("host", "127.0.0.1:3000")]).await;
+        let cookie = if demo {
+            assert_eq!(status, StatusCode::OK);
+            session_cookie(&headers).0
+        } else {
+            sign_in(&h, ADMIN, ADMIN_PASSWORD).await
+        };
+        let write = [
+            ("host", REBIND),
+            ("origin", REBIND_ORIGIN),
+            ("sec-fetch-site", "same-origin"),
+            ("cookie", cookie.as_str()),
+        ];
+        let (status, _) = post_to(&app, "/api/v1/profiles", &write, profile_body("rebound")).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "demo {demo}");
+        // A token does not help either.
+        let bearer = format!("Bearer {}", h.token);
+        let (status, _) = send_to(
+            &app,
+            "/api/v1/session",
+            &[("host", REBIND), ("authorization", &bearer)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "demo {demo}");
+    }
+    let profiles = h.get("/api/v1/profiles").await;
+    assert_eq!(profiles.as_array().unwrap().len(), 0, "{profiles}");
+}
+
+#[tokio::test]
+async fn loopback_names_and_allowed_hosts_are_answered() {
+    let h = Harness::new().await;
+    let app = host_checked(&h, false, &["recourse.internal"]).await;
+    let bearer = format!("Bearer {}", h.token);
+    for host in [
+        "localhost",
+        "localhost:3000",
+        "ui.localhost:8080",
+        "127.0.0.1",
+        "127.0.0.1:3000",
+        "[::1]",
+        "[::1]:3000",
+        "recourse.internal",
+        "recourse.internal:443",
+    ] {
+        let (status, _) = send_to(
+            &app,
+            "/api/v1/session",
+            &[("host", host), ("authorization", &bearer)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+    }
+    let (status, _) = send_to(
+        &app,
+        "/api/v1/session",
+        &[("host", "other.internal"), ("authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    // A same-origin write from an allowed name passes the guard.
+    let write = [
+        ("host", "recourse.internal:8443"),
+        ("origin", "https://recourse.internal:8443"),
+        ("authorization", &bearer),
+    ];
+    let (status, _) = post_to(&app, "/api/v1/profiles", &write, profile_body("proxied")).await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+/// A raw HTTP/1.1 request to a served process with this `Host`; the status.
+fn status_for_host(addr: &str, host: &str, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    out.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn recourse_serve_on_loopback_answers_only_loopback_names_and_allowed_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hosts.db");
+    let (mut child, addr, _) = spawn_serve(&db, &["--demo", "--allowed-host", "recourse.internal"], false);
+    let port = addr.rsplit(':').next().unwrap().to_owned();
+    assert_eq!(
+        status_for_host(&addr, &format!("rebind.attacker.example:{port}"), "/api/v1/profiles"),
+        421
+    );
+    assert_eq!(
+        status_for_host(&addr, &format!("localhost:{port}"), "/healthz"),
+        200
+    );
+    assert_eq!(status_for_host(&addr, &addr, "/healthz"), 200);
+    assert_eq!(status_for_host(&addr, "recourse.internal", "/healthz"), 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -69,6 +69,10 @@ pub struct AuthSettings {
     /// Peers whose `X-Forwarded-For` names the client (reverse proxies the operator runs).
     pub trusted_proxies: Vec<IpAddr>,
     pub login_limits: LoginLimits,
+    /// The `Host` names this server answers ([`crate::guard::hosts`], against DNS rebinding):
+    /// `None` answers any; `Some(names)` answers loopback names and addresses and these.
+    /// `serve` sets it when it listens on a loopback address or is given `--allowed-host`.
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 /// The authentication service. Cheap to clone.
