@@ -44,9 +44,21 @@ pub async fn writes(request: Request<Body>, next: Next) -> Response {
         if let Err(refused) = check_origin(request.headers()) {
             return refused.into_response();
         }
+        // Leptos routes the registered server functions itself, ahead of the `/api/{*fn_name}`
+        // route that carries [`json_only`], so their JSON-only rule is here. (The UI's server
+        // functions are all `input = Json`: the browser posts `application/json`.)
+        let path = request.uri().path();
+        if path.starts_with(SERVER_FNS) {
+            if let Err(refused) = check_json(request.method(), path, request.headers()) {
+                return refused.into_response();
+            }
+        }
     }
     next.run(request).await
 }
+
+/// Where the UI's server functions live.
+const SERVER_FNS: &str = "/api/ui/";
 
 /// The `Host` rule (DNS rebinding), as an axum middleware on every request
 /// (`axum::middleware::from_fn_with_state(state, guard::hosts)`), outside the session layer.

@@ -1254,7 +1254,11 @@ fn recourse_serve_on_loopback_answers_only_loopback_names_and_allowed_hosts() {
     let (mut child, addr, _) = spawn_serve(&db, &["--demo", "--allowed-host", "recourse.internal"], false);
     let port = addr.rsplit(':').next().unwrap().to_owned();
     assert_eq!(
-        status_for_host(&addr, &format!("rebind.attacker.example:{port}"), "/api/v1/profiles"),
+        status_for_host(
+            &addr,
+            &format!("rebind.attacker.example:{port}"),
+            "/api/v1/profiles"
+        ),
         421
     );
     assert_eq!(
