@@ -547,3 +547,33 @@ async fn a_server_function_takes_only_json() {
         .await;
     assert_eq!(status, StatusCode::OK, "{out}");
 }
+
+#[tokio::test]
+async fn an_unknown_api_path_is_a_json_404_that_does_not_repeat_it() {
+    let h = Harness::new().await;
+    for (method, path) in [
+        (Method::GET, "/api/v1/rct_PROBEsecret"),
+        (Method::POST, "/api/v1/rct_PROBEsecret"),
+        (Method::GET, "/api/ui/no_such_functionPROBE"),
+        (Method::POST, "/api/ui/no_such_functionPROBE"),
+        (Method::GET, "/api/PROBE/deeper/still"),
+    ] {
+        let (status, out) = h
+            .call_raw(
+                method.clone(),
+                path,
+                &[("content-type", "application/json")],
+                "{}",
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {out}");
+        assert_eq!(out["error"]["code"], "not_found", "{method} {path}: {out}");
+        assert!(!out.to_string().contains("PROBE"), "{method} {path}: {out}");
+    }
+    // Without credentials, still nothing learned: 401.
+    let (status, out) = h
+        .call_as(None, Method::GET, "/api/v1/rct_PROBEsecret", None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{out}");
+    assert!(!out.to_string().contains("PROBE"), "{out}");
+}
