@@ -1270,3 +1270,42 @@ fn recourse_serve_on_loopback_answers_only_loopback_names_and_allowed_hosts() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[tokio::test]
+async fn api_answers_are_never_stored_by_a_cache_and_pages_still_revalidate() {
+    let h = Harness::new().await;
+    let bearer = format!("Bearer {}", h.token);
+    let auth = [("authorization", bearer.as_str())];
+    let (status, headers, created) = send(
+        &h,
+        Method::POST,
+        "/api/v1/tokens",
+        &auth,
+        Some(json!({"name": "cached?", "permissions": ["view_routes"], "expires_in_days": 1})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(headers[header::CACHE_CONTROL], "no-store", "the secret's answer");
+    for uri in [
+        "/api/v1/profiles",
+        "/api/v1/tokens",
+        "/api/v1/session",
+        "/api/openapi.json",
+        "/api/v1/no-such-thing",
+    ] {
+        let (_, headers, _) = send(&h, Method::GET, uri, &auth, None).await;
+        assert_eq!(headers[header::CACHE_CONTROL], "no-store", "{uri}");
+    }
+    let (_, headers, _) = send(&h, Method::GET, "/api/v1/profiles", &[], None).await;
+    assert_eq!(headers[header::CACHE_CONTROL], "no-store", "a 401 too");
+    let (status, headers, _) = send(
+        &h,
+        Method::GET,
+        "/",
+        &[("cookie", &sign_in(&h, ADMIN, ADMIN_PASSWORD).await)],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CACHE_CONTROL], "no-cache", "pages revalidate");
+}
