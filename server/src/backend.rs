@@ -25,8 +25,7 @@ use policy::{
         RouteFilter, RouteSummary, RunnerOption,
     },
     auth::{
-        AccountCreate, AccountPatch, AccountView, AuditEntry, Permission, RoleView, TokenCreate,
-        TokenCreated, TokenView,
+        AccountCreate, AccountPatch, AccountView, AuditEntry, RoleView, TokenCreate, TokenCreated, TokenView,
     },
     input::ValidatedProfile,
 };
@@ -176,7 +175,7 @@ impl Backend for EngineBackend {
         let caller = caller();
         Box::pin(async move {
             let (principal, _) = caller?;
-            if !principal.has(Permission::Admin) {
+            if !principal.administers() {
                 return Err(BackendError::Forbidden(
                     "This needs the `admin` permission.".to_owned(),
                 ));
@@ -259,7 +258,7 @@ impl Backend for EngineBackend {
 /// said so already; the port checks again). Call it before the first `.await`.
 fn admin() -> Result<Actor, BackendError> {
     let (principal, actor) = caller()?;
-    if !principal.has(Permission::Admin) {
+    if !principal.administers() {
         return Err(BackendError::Forbidden(
             "This needs the `admin` permission.".to_owned(),
         ));

@@ -158,6 +158,18 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub trusted_proxies: Vec<IpAddr>,
+    /// Another name (`HOST` or `HOST:PORT`) this server answers for, besides `localhost`,
+    /// `*.localhost` and loopback addresses: the name a proxy reaches a loopback-bound server
+    /// by. Repeat or comma-separate for several. On a loopback address, requests for any other
+    /// `Host` get 421 (the DNS rebinding defence); on another address, the check applies only
+    /// when this is given.
+    #[arg(
+        long = "allowed-host",
+        env = "RECOURSE_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "HOST"
+    )]
+    pub allowed_hosts: Vec<String>,
     /// This process's name in logs and metrics (`replica_id` on every JSON log line, the
     /// `recourse_replica_info` metric): 1 to 64 ASCII letters, digits, `.`, `_`, `-`. Default:
     /// the host name and the process id (`HOSTNAME-PID`).
@@ -187,6 +199,27 @@ mod tests {
         };
         assert_eq!(args.addr, "127.0.0.1:3000".parse().unwrap());
         assert_eq!(args.db.database, "recourse.db");
+        assert!(args.allowed_hosts.is_empty());
+    }
+
+    #[test]
+    fn allowed_hosts_repeat_and_comma_separate() {
+        let cli = Cli::try_parse_from([
+            "recourse",
+            "serve",
+            "--allowed-host",
+            "recourse.internal",
+            "--allowed-host",
+            "a.example,b.example:8443",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command else {
+            panic!("expected serve")
+        };
+        assert_eq!(
+            args.allowed_hosts,
+            ["recourse.internal", "a.example", "b.example:8443"]
+        );
     }
 
     #[test]

@@ -18,10 +18,17 @@
 //! "This server's own origin" is the authority (`host:port`) the request was sent to, from
 //! `Host`; the scheme is not compared, so the check holds behind a TLS-terminating proxy that
 //! keeps `Host`.
+//!
+//! That makes `Host` itself matter: a page on `rebind.attacker.example` whose name the attacker
+//! re-points at 127.0.0.1 (DNS rebinding) is same-origin to those rules. So [`hosts`], on every
+//! request and before any session or demo sign-in, answers only the names this server is for
+//! (`AuthSettings::allowed_hosts`): on a loopback address, `localhost`, `*.localhost`,
+//! 127.0.0.0/8 and `[::1]` (any port) plus each `--allowed-host`; others get 421.
 
+use crate::web::AppState;
 use axum::{
     body::Body,
-    extract::Request,
+    extract::{Request, State},
     http::{header, HeaderMap, Method, StatusCode},
     middleware::Next,
     response::{IntoResponse, Response},
@@ -37,8 +44,93 @@ pub async fn writes(request: Request<Body>, next: Next) -> Response {
         if let Err(refused) = check_origin(request.headers()) {
             return refused.into_response();
         }
+        // Leptos routes the registered server functions itself, ahead of the `/api/{*fn_name}`
+        // route that carries [`json_only`], so their JSON-only rule is here. (The UI's server
+        // functions are all `input = Json`: the browser posts `application/json`.)
+        let path = request.uri().path();
+        if path.starts_with(SERVER_FNS) {
+            if let Err(refused) = check_json(request.method(), path, request.headers()) {
+                return refused.into_response();
+            }
+        }
     }
     next.run(request).await
+}
+
+/// Where the UI's server functions live.
+const SERVER_FNS: &str = "/api/ui/";
+
+/// The `Host` rule (DNS rebinding), as an axum middleware on every request
+/// (`axum::middleware::from_fn_with_state(state, guard::hosts)`), outside the session layer.
+pub async fn hosts(State(state): State<AppState>, request: Request<Body>, next: Next) -> Response {
+    if let Some(allowed) = &state.auth.settings().allowed_hosts {
+        let host = request
+            .headers()
+            .get(header::HOST)
+            // Not text: refused below, as an empty name.
+            .map(|h| h.to_str().unwrap_or_default())
+            .or_else(|| request.uri().authority().map(|a| a.as_str()));
+        // A request without any host is no browser's (browsers always send one): not a
+        // rebinding page.
+        if host.is_some_and(|h| !host_allowed(h, allowed)) {
+            // 421 Misdirected Request, not 403: the request is not refused for who sent it
+            // but because this server is not the one for that name, and a client (or a proxy
+            // configured with the wrong name) may retry elsewhere. The body never echoes the
+            // name.
+            return (
+                StatusCode::MISDIRECTED_REQUEST,
+                [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+                "This server does not answer for this host name.\n",
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+/// Whether `host` (a `Host` header: `name[:port]`, `[v6][:port]`) is a loopback name or
+/// address, or one of `allowed` (`name` for any port, or `name:port`).
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let Some((name, port)) = split_host(host) else {
+        return false;
+    };
+    if port.is_some_and(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return false;
+    }
+    let name = name.strip_suffix('.').unwrap_or(name);
+    let loopback = if let Some(v6) = name.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+        v6.parse::<std::net::Ipv6Addr>().is_ok_and(|a| a.is_loopback())
+    } else if let Ok(v4) = name.parse::<std::net::Ipv4Addr>() {
+        v4.is_loopback()
+    } else {
+        let lower = name.to_ascii_lowercase();
+        lower == "localhost" || lower.ends_with(".localhost")
+    };
+    loopback
+        || allowed.iter().any(|a| {
+            let a = a.trim();
+            a.eq_ignore_ascii_case(name) || a.eq_ignore_ascii_case(host)
+        })
+}
+
+/// `name` and the port text after `:` (IPv6 literals keep their brackets).
+fn split_host(host: &str) -> Option<(&str, Option<&str>)> {
+    if host.is_empty() || host.contains(['/', '@', '?', '#', ' ']) {
+        return None;
+    }
+    if host.starts_with('[') {
+        let end = host.find(']')?;
+        let (name, rest) = host.split_at(end + 1);
+        return match rest {
+            "" => Some((name, None)),
+            _ => Some((name, Some(rest.strip_prefix(':')?))),
+        };
+    }
+    match host.split_once(':') {
+        None => Some((host, None)),
+        Some((_, port)) if port.contains(':') => None,
+        Some((name, port)) => Some((name, Some(port))),
+    }
 }
 
 /// The JSON-only rule on one route's methods under `/api/` (`.route(path, json_only(post(h)))`):
@@ -228,6 +320,47 @@ mod tests {
             check(&Method::PUT, "/api/v1/profiles/p", &headers(&[HOST])),
             Err(Refused::NotJson)
         );
+    }
+
+    #[test]
+    fn loopback_names_and_allowed_hosts_pass_and_rebinding_names_do_not() {
+        let none: &[String] = &[];
+        for ok in [
+            "localhost",
+            "localhost:3000",
+            "LocalHost.:3000",
+            "app.localhost:8080",
+            "127.0.0.1",
+            "127.0.0.1:3000",
+            "127.1.2.3:80",
+            "[::1]",
+            "[::1]:3000",
+        ] {
+            assert!(host_allowed(ok, none), "{ok}");
+        }
+        for refused in [
+            "rebind.attacker.example",
+            "rebind.attacker.example:3000",
+            "localhost.attacker.example",
+            "127.0.0.1.attacker.example",
+            "localhostx",
+            "10.0.0.1:3000",
+            "[::2]:3000",
+            "[::1]x",
+            "localhost:",
+            "localhost:3000:1",
+            "localhost:abc",
+            "user@localhost",
+            "",
+        ] {
+            assert!(!host_allowed(refused, none), "{refused}");
+        }
+        let allowed = ["recourse.internal".to_owned(), "b.example:8443".to_owned()];
+        assert!(host_allowed("recourse.internal", &allowed));
+        assert!(host_allowed("RECOURSE.internal:9000", &allowed));
+        assert!(host_allowed("b.example:8443", &allowed));
+        assert!(!host_allowed("b.example:8444", &allowed));
+        assert!(!host_allowed("evil.internal", &allowed));
     }
 
     #[test]

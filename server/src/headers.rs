@@ -14,6 +14,10 @@
 //!   `Forwarded: proto=https`). Browsers ignore HSTS received over plain HTTP, so a client that
 //!   forges the header gains nothing.
 //!
+//! - `Cache-Control: no-store` on every response under `/api/` that sets no `Cache-Control`
+//!   of its own: authenticated JSON, and a new token's secret, stay out of every cache. Pages
+//!   keep `no-cache` with their ETag ([`crate::revalidate`]) and assets `immutable`.
+//!
 //! A 304 gets no CSP: the browser keeps the policy it stored with the page, whose nonce matches
 //! the page it keeps (see [`crate::revalidate`]); a new nonce would block that page's scripts.
 
@@ -21,7 +25,7 @@ use axum::{
     extract::Request,
     http::{
         header::{
-            CONTENT_SECURITY_POLICY, FORWARDED, REFERRER_POLICY, STRICT_TRANSPORT_SECURITY,
+            CACHE_CONTROL, CONTENT_SECURITY_POLICY, FORWARDED, REFERRER_POLICY, STRICT_TRANSPORT_SECURITY,
             X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
         },
         HeaderMap, HeaderValue, StatusCode,
@@ -110,8 +114,14 @@ pub fn secure(headers: &mut HeaderMap, over_tls: bool) {
 /// The middleware that puts the security headers on every response.
 pub async fn security(req: Request, next: Next) -> Response {
     let tls = over_tls(req.headers());
+    let api = req.uri().path().starts_with("/api/");
     let mut response = next.run(req).await;
     secure(response.headers_mut(), tls);
+    if api && !response.headers().contains_key(CACHE_CONTROL) {
+        response
+            .headers_mut()
+            .insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     if response.status() == StatusCode::NOT_MODIFIED {
         response.headers_mut().remove(CONTENT_SECURITY_POLICY);
     }

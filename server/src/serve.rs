@@ -115,6 +115,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let state = AppState::new(engine.clone(), leptos, test_clock).with_auth(crate::auth::AuthSettings {
         demo: args.demo,
         trusted_proxies: args.trusted_proxies.clone(),
+        allowed_hosts: (local.ip().is_loopback() || !args.allowed_hosts.is_empty())
+            .then(|| args.allowed_hosts.clone()),
         ..Default::default()
     });
     if args.demo {

@@ -164,6 +164,8 @@ pub fn router(state: AppState) -> Router {
         .layer(sessions)
         .layer(middleware::from_fn(crate::auth::layer::secure_cookie))
         .layer(middleware::from_fn(crate::guard::writes))
+        // Outside the sessions: a foreign `Host` never reaches a session or a demo sign-in.
+        .layer(middleware::from_fn_with_state(state.clone(), crate::guard::hosts))
         .layer(middleware::from_fn(crate::revalidate::html))
         .layer(CompressionLayer::new()) // pages and JSON; not SSE, not precompressed assets
         .layer(middleware::from_fn(crate::headers::security))
@@ -210,9 +212,20 @@ pub async fn run(
 pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Leptos server functions, with the same backend context as the pages (a name nobody
-/// registered; Leptos routes the registered ones itself, see [`server_fn_status`]).
-async fn server_fn(State(state): State<AppState>, req: Request<Body>) -> impl IntoResponse {
-    handle_server_fns_with_context(backend_context(state.backend.clone()), req).await
+/// registered; Leptos routes the registered ones itself, see [`server_fn_status`]). Any other
+/// path under `/api/` is the API's JSON 404, never Leptos's text answer, which repeats the
+/// path (and a path may carry a secret pasted in the wrong place).
+async fn server_fn(State(state): State<AppState>, req: Request<Body>) -> Response {
+    if crate::auth::rules::registered_server_fn(req.uri().path()).is_none() {
+        return crate::auth::error_body(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "Nothing is served at this path: see /api/openapi.json.".to_owned(),
+        );
+    }
+    handle_server_fns_with_context(backend_context(state.backend.clone()), req)
+        .await
+        .into_response()
 }
 
 /// Leptos answers every server function error with 500; a refusal gets the status the REST

@@ -926,3 +926,386 @@ async fn two_administrators_demoting_each_other_at_once_leave_one() {
         .count();
     assert_eq!(admins, 1, "{accounts}");
 }
+
+/// A token scoped to profiles with `admin`, stored as it could be before such tokens were
+/// refused (straight into the table, past every check of `issue_token`).
+async fn stored_scoped_admin_token(h: &Harness, profile_id: &str) -> String {
+    let account = h.auth.store().account_by_name(ADMIN).await.unwrap().unwrap();
+    let secret = server::auth::token::generate().unwrap();
+    let scope = vec![profile_id.to_owned()];
+    h.auth
+        .store()
+        .insert_token(
+            server::store::tokens::NewToken {
+                id: "tok_scoped_admin",
+                account_id: &account.id,
+                name: "scoped admin",
+                secret_hash: &server::auth::token::digest(&secret),
+                permissions: policy::auth::Permissions::ALL,
+                profile_ids: Some(&scope),
+                expires: h.now() + TimeDelta::days(30),
+            },
+            h.now(),
+        )
+        .await
+        .unwrap();
+    secret
+}
+
+#[tokio::test]
+async fn a_token_scoped_to_profiles_cannot_carry_admin() {
+    let h = Harness::new().await;
+    let a = h.profile(profile_body("a")).await;
+    let (status, v) = h
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "scoped admin", "permissions": ["admin", "view_routes"],
+                   "profile_ids": [a], "expires_in_days": 30}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    let errors = v["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{v}");
+    assert_eq!(errors[0]["path"], "profile_ids", "{v}");
+    let message = errors[0]["message"].as_str().unwrap();
+    assert!(message.contains("admin"), "{message}");
+    assert!(!message.contains(&a), "echoes nothing: {message}");
+    // Without the scope, or without `admin`, the same request is fine.
+    let (status, v) = h
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "scoped", "permissions": ["view_routes"], "profile_ids": [a],
+                   "expires_in_days": 30}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+}
+
+#[test]
+fn the_command_line_refuses_a_scoped_admin_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cli.db");
+    let _ = served_token(&db); // the administrator `tester`
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
+        .args([
+            "token",
+            "add",
+            "--account",
+            ADMIN,
+            "--name",
+            "x",
+            "--permissions",
+            "all",
+        ])
+        .args(["--profile", "pA", "--database"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "no secret printed");
+    assert!(
+        stderr.contains("profile_ids") && stderr.contains("admin"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_stored_scoped_admin_token_administers_nothing() {
+    let h = Harness::new().await;
+    let a = h.profile(profile_body("a")).await;
+    let t = stored_scoped_admin_token(&h, &a).await;
+    // Its profile is still in reach.
+    assert_eq!(
+        h.call_as(Some(&t), Method::GET, &format!("/api/v1/profiles/{a}"), None)
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let account = json!({"name": "escapee", "role": "admin", "password": ADMIN_PASSWORD});
+    let role = json!({"name": "custom", "permissions": ["view_routes"]});
+    for (method, uri, body) in [
+        (Method::POST, "/api/v1/accounts", Some(account)),
+        (Method::GET, "/api/v1/accounts", None),
+        (Method::GET, "/api/v1/roles", None),
+        (Method::POST, "/api/v1/roles", Some(role)),
+        (Method::GET, "/api/v1/audit", None),
+    ] {
+        let (status, v) = h.call_as(Some(&t), method.clone(), uri, body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {uri}: {v}");
+        assert_eq!(v["error"]["code"], "forbidden", "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("profile scope"),
+            "{v}"
+        );
+    }
+    // The token list holds only its own account's tokens, not every account's.
+    account_token(&h.auth, "other", "viewer", ADMIN_PASSWORD).await;
+    let (status, list) = h.call_as(Some(&t), Method::GET, "/api/v1/tokens", None).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    assert!(
+        list.as_array().unwrap().iter().all(|t| t["account"] == ADMIN),
+        "{list}"
+    );
+    // The unscoped administrator still sees every token.
+    let all = h.get("/api/v1/tokens").await;
+    assert!(
+        all.as_array().unwrap().iter().any(|t| t["account"] == "other"),
+        "{all}"
+    );
+}
+
+/// The router of a second server on the harness's database, started with `--demo`.
+async fn demo_server(h: &Harness) -> axum::Router {
+    let state = server::web::AppState::new(h.engine.clone(), leptos_options(), None).with_auth(
+        server::auth::AuthSettings {
+            demo: true,
+            ..Default::default()
+        },
+    );
+    state.auth.ensure_demo_account().await.unwrap();
+    server::web::router(state)
+}
+
+async fn send_to(app: &axum::Router, uri: &str, headers: &[(&str, &str)]) -> (StatusCode, HeaderMap) {
+    let mut req = Request::builder().uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let resp = app
+        .clone()
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    (resp.status(), resp.headers().clone())
+}
+
+#[tokio::test]
+async fn the_demo_accounts_sessions_and_tokens_end_with_demo_mode() {
+    let h = Harness::new().await;
+    let demo = demo_server(&h).await;
+    // A visitor of the demo server is signed in; the demo account makes a token.
+    let (status, headers) = send_to(&demo, "/", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let cookie = session_cookie(&headers).0;
+    let token = account_token(&h.auth, "demo", "profile_manager", ADMIN_PASSWORD).await;
+    let bearer = format!("Bearer {token}");
+    for credentials in [("cookie", cookie.as_str()), ("authorization", bearer.as_str())] {
+        let (status, _) = send_to(&demo, "/api/v1/session", &[credentials]).await;
+        assert_eq!(status, StatusCode::OK, "{} on the demo server", credentials.0);
+        // The same database, served without --demo (the harness's server): nobody.
+        let (status, _) = send_to(&h.app, "/api/v1/session", &[credentials]).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "{} without --demo",
+            credentials.0
+        );
+        let (status, _) = send_to(&h.app, "/api/v1/profiles", &[credentials]).await;
+        assert_eq!(
+            status,
+            StatusCode::UNAUTHORIZED,
+            "{} without --demo",
+            credentials.0
+        );
+    }
+    // Other accounts' tokens are unaffected.
+    assert_eq!(
+        h.call(Method::GET, "/api/v1/session", None).await.0,
+        StatusCode::OK
+    );
+}
+
+/// A router on the harness's database that answers only loopback names and `allowed` (what
+/// `serve` sets up on a loopback address), with or without `--demo`.
+async fn host_checked(h: &Harness, demo: bool, allowed: &[&str]) -> axum::Router {
+    let state = server::web::AppState::new(h.engine.clone(), leptos_options(), None).with_auth(
+        server::auth::AuthSettings {
+            demo,
+            allowed_hosts: Some(allowed.iter().map(|a| a.to_string()).collect()),
+            ..Default::default()
+        },
+    );
+    if demo {
+        state.auth.ensure_demo_account().await.unwrap();
+    }
+    server::web::router(state)
+}
+
+async fn post_to(
+    app: &axum::Router,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: Value,
+) -> (StatusCode, HeaderMap) {
+    let mut req = Request::builder().method(Method::POST).uri(uri);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    (resp.status(), resp.headers().clone())
+}
+
+const REBIND: &str = "rebind.attacker.example:3000";
+const REBIND_ORIGIN: &str = "http://rebind.attacker.example:3000";
+
+#[tokio::test]
+async fn a_rebinding_host_is_refused_before_any_session_or_demo_sign_in() {
+    let h = Harness::new().await;
+    for demo in [false, true] {
+        let app = host_checked(&h, demo, &[]).await;
+        // The page: no demo sign-in, no cookie.
+        let (status, headers) = send_to(&app, "/", &[("host", REBIND)]).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "demo {demo}");
+        assert!(headers.get(header::SET_COOKIE).is_none(), "demo {demo}");
+        // A same-origin write from the rebinding page, with a cookie the server gave out.
+        let (status, headers) = send_to(&app, "/", &[("host", "127.0.0.1:3000")]).await;
+        let cookie = if demo {
+            assert_eq!(status, StatusCode::OK);
+            session_cookie(&headers).0
+        } else {
+            sign_in(&h, ADMIN, ADMIN_PASSWORD).await
+        };
+        let write = [
+            ("host", REBIND),
+            ("origin", REBIND_ORIGIN),
+            ("sec-fetch-site", "same-origin"),
+            ("cookie", cookie.as_str()),
+        ];
+        let (status, _) = post_to(&app, "/api/v1/profiles", &write, profile_body("rebound")).await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "demo {demo}");
+        // A token does not help either.
+        let bearer = format!("Bearer {}", h.token);
+        let (status, _) = send_to(
+            &app,
+            "/api/v1/session",
+            &[("host", REBIND), ("authorization", &bearer)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::MISDIRECTED_REQUEST, "demo {demo}");
+    }
+    let profiles = h.get("/api/v1/profiles").await;
+    assert_eq!(profiles.as_array().unwrap().len(), 0, "{profiles}");
+}
+
+#[tokio::test]
+async fn loopback_names_and_allowed_hosts_are_answered() {
+    let h = Harness::new().await;
+    let app = host_checked(&h, false, &["recourse.internal"]).await;
+    let bearer = format!("Bearer {}", h.token);
+    for host in [
+        "localhost",
+        "localhost:3000",
+        "ui.localhost:8080",
+        "127.0.0.1",
+        "127.0.0.1:3000",
+        "[::1]",
+        "[::1]:3000",
+        "recourse.internal",
+        "recourse.internal:443",
+    ] {
+        let (status, _) = send_to(
+            &app,
+            "/api/v1/session",
+            &[("host", host), ("authorization", &bearer)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{host}");
+    }
+    let (status, _) = send_to(
+        &app,
+        "/api/v1/session",
+        &[("host", "other.internal"), ("authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::MISDIRECTED_REQUEST);
+    // A same-origin write from an allowed name passes the guard.
+    let write = [
+        ("host", "recourse.internal:8443"),
+        ("origin", "https://recourse.internal:8443"),
+        ("authorization", &bearer),
+    ];
+    let (status, _) = post_to(&app, "/api/v1/profiles", &write, profile_body("proxied")).await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+/// A raw HTTP/1.1 request to a served process with this `Host`; the status.
+fn status_for_host(addr: &str, host: &str, path: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    out.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn recourse_serve_on_loopback_answers_only_loopback_names_and_allowed_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hosts.db");
+    let (mut child, addr, _) = spawn_serve(&db, &["--demo", "--allowed-host", "recourse.internal"], false);
+    let port = addr.rsplit(':').next().unwrap().to_owned();
+    assert_eq!(
+        status_for_host(
+            &addr,
+            &format!("rebind.attacker.example:{port}"),
+            "/api/v1/profiles"
+        ),
+        421
+    );
+    assert_eq!(
+        status_for_host(&addr, &format!("localhost:{port}"), "/healthz"),
+        200
+    );
+    assert_eq!(status_for_host(&addr, &addr, "/healthz"), 200);
+    assert_eq!(status_for_host(&addr, "recourse.internal", "/healthz"), 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[tokio::test]
+async fn api_answers_are_never_stored_by_a_cache_and_pages_still_revalidate() {
+    let h = Harness::new().await;
+    let bearer = format!("Bearer {}", h.token);
+    let auth = [("authorization", bearer.as_str())];
+    let (status, headers, created) = send(
+        &h,
+        Method::POST,
+        "/api/v1/tokens",
+        &auth,
+        Some(json!({"name": "cached?", "permissions": ["view_routes"], "expires_in_days": 1})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!(headers[header::CACHE_CONTROL], "no-store", "the secret's answer");
+    for uri in [
+        "/api/v1/profiles",
+        "/api/v1/tokens",
+        "/api/v1/session",
+        "/api/openapi.json",
+        "/api/v1/no-such-thing",
+    ] {
+        let (_, headers, _) = send(&h, Method::GET, uri, &auth, None).await;
+        assert_eq!(headers[header::CACHE_CONTROL], "no-store", "{uri}");
+    }
+    let (_, headers, _) = send(&h, Method::GET, "/api/v1/profiles", &[], None).await;
+    assert_eq!(headers[header::CACHE_CONTROL], "no-store", "a 401 too");
+    let (status, headers, _) = send(
+        &h,
+        Method::GET,
+        "/",
+        &[("cookie", &sign_in(&h, ADMIN, ADMIN_PASSWORD).await)],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers[header::CACHE_CONTROL], "no-cache", "pages revalidate");
+}

@@ -507,3 +507,73 @@ async fn a_server_function_refuses_with_the_status_the_api_uses_never_a_500() {
     // What succeeds is still 200.
     assert_eq!(call("list_profiles", "{}").await.0, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_server_function_takes_only_json() {
+    let h = Harness::new().await;
+    let path = server_fn_path("create_profile");
+    let body = json!({"input": {"name": "plain", "kind": "dynamic", "targets": [],
+        "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}}})
+    .to_string();
+    for content_type in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+    ] {
+        let headers: Vec<(&str, &str)> = content_type.map(|c| ("content-type", c)).into_iter().collect();
+        let (status, out) = h.call_raw(Method::POST, &path, &headers, body.clone()).await;
+        assert_eq!(
+            status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{content_type:?}: {out}"
+        );
+        assert_eq!(out["error"]["code"], "unsupported_media_type", "{out}");
+        // An unregistered name too (that route had the rule already).
+        let (status, _) = h
+            .call_raw(Method::POST, "/api/ui/no_such_function", &headers, body.clone())
+            .await;
+        assert_eq!(status, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{content_type:?}");
+    }
+    assert_eq!(h.get("/api/v1/profiles").await, json!([]), "nothing was created");
+    // JSON still reaches it.
+    let (status, out) = h
+        .call_raw(
+            Method::POST,
+            &server_fn_path("list_profiles"),
+            &[("content-type", "application/json")],
+            "{}",
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+}
+
+#[tokio::test]
+async fn an_unknown_api_path_is_a_json_404_that_does_not_repeat_it() {
+    let h = Harness::new().await;
+    for (method, path) in [
+        (Method::GET, "/api/v1/rct_PROBEsecret"),
+        (Method::POST, "/api/v1/rct_PROBEsecret"),
+        (Method::GET, "/api/ui/no_such_functionPROBE"),
+        (Method::POST, "/api/ui/no_such_functionPROBE"),
+        (Method::GET, "/api/PROBE/deeper/still"),
+    ] {
+        let (status, out) = h
+            .call_raw(
+                method.clone(),
+                path,
+                &[("content-type", "application/json")],
+                "{}",
+            )
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {out}");
+        assert_eq!(out["error"]["code"], "not_found", "{method} {path}: {out}");
+        assert!(!out.to_string().contains("PROBE"), "{method} {path}: {out}");
+    }
+    // Without credentials, still nothing learned: 401.
+    let (status, out) = h
+        .call_as(None, Method::GET, "/api/v1/rct_PROBEsecret", None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{out}");
+    assert!(!out.to_string().contains("PROBE"), "{out}");
+}

@@ -25,6 +25,7 @@ async fn app(dir: &tempfile::TempDir) -> (axum::Router, String) {
         },
         demo: false,
         trusted_proxies: Vec::new(),
+        allowed_hosts: Vec::new(),
         test_clock: None,
         config: None,
         replica_id: None,

@@ -373,6 +373,14 @@ impl Auth {
         input: &TokenCreate,
     ) -> Result<TokenCreated, ManageError> {
         input.check()?;
+        if input.profile_ids.is_some() && input.permissions.contains(Permission::Admin) {
+            return Err(invalid(
+                "profile_ids",
+                ValidationCode::OutOfRange,
+                "A token scoped to profiles cannot carry `admin`: administration reaches every profile. \
+                 Leave profile_ids out, or leave `admin` out.",
+            ));
+        }
         let role = self.role_permissions(&account.role).await?;
         if !input.permissions.is_subset_of(role) {
             return Err(ManageError::Forbidden(
@@ -425,7 +433,7 @@ impl Auth {
 
     /// Tokens the principal may see: every token for administrators, else its account's.
     pub async fn visible_tokens(&self, principal: &Principal) -> Result<Vec<TokenRow>, ManageError> {
-        let only = (!principal.has(Permission::Admin)).then_some(principal.account_id.as_str());
+        let only = (!principal.administers()).then_some(principal.account_id.as_str());
         Ok(self.store().tokens(only).await?)
     }
 
@@ -441,7 +449,7 @@ impl Auth {
             .store()
             .token(id)
             .await?
-            .filter(|t| principal.has(Permission::Admin) || t.account_id == principal.account_id)
+            .filter(|t| principal.administers() || t.account_id == principal.account_id)
             .ok_or(ManageError::NotFound("token"))?;
         self.store().revoke_token(&row.id, self.now()).await?;
         self.audit(

@@ -69,6 +69,10 @@ pub struct AuthSettings {
     /// Peers whose `X-Forwarded-For` names the client (reverse proxies the operator runs).
     pub trusted_proxies: Vec<IpAddr>,
     pub login_limits: LoginLimits,
+    /// The `Host` names this server answers ([`crate::guard::hosts`], against DNS rebinding):
+    /// `None` answers any; `Some(names)` answers loopback names and addresses and these.
+    /// `serve` sets it when it listens on a loopback address or is given `--allowed-host`.
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 /// The authentication service. Cheap to clone.
@@ -169,6 +173,14 @@ pub struct Principal {
 impl Principal {
     pub fn has(&self, p: Permission) -> bool {
         self.permissions.contains(p)
+    }
+
+    /// Whether this principal may administer the installation (accounts, roles, every
+    /// token, the audit log): `admin`, and no profile scope. Administration reaches every
+    /// profile, so a token scoped to profiles never administers, even one stored with `admin`
+    /// before such tokens were refused.
+    pub fn administers(&self) -> bool {
+        self.has(Permission::Admin) && self.profile_ids.is_none()
     }
 
     pub fn who_am_i(&self) -> WhoAmI {

@@ -39,6 +39,10 @@ impl Access {
         };
         match self {
             Access::Public | Access::Authenticated => Ok(()),
+            // Administration reaches every profile: never through a token scoped to some.
+            Access::Permission(Admin) if principal.profile_ids.is_some() => Err(AuthError::Forbidden(
+                "Administration needs a token without a profile scope.".to_owned(),
+            )),
             Access::Permission(p) if principal.has(p) => Ok(()),
             Access::Permission(p) => Err(AuthError::needs(p)),
             Access::AnyOf(list) if principal.permissions.contains_any(list) => Ok(()),
@@ -249,6 +253,25 @@ mod tests {
     fn server_function_names_drop_the_module_hash() {
         assert_eq!(server_fn_name("/api/ui/list_profiles1473829"), "list_profiles");
         assert_eq!(server_fn_name("/api/ui/act_on_route"), "act_on_route");
+    }
+
+    #[test]
+    fn a_principal_scoped_to_profiles_never_administers() {
+        use crate::auth::Via;
+        let mut p = Principal {
+            account_id: "a".into(),
+            account: "ada".into(),
+            role: "admin".into(),
+            via: Via::Session,
+            permissions: policy::auth::Permissions::ALL,
+            profile_ids: None,
+            demo: false,
+        };
+        assert!(ADMIN.check(Some(&p)).is_ok());
+        p.profile_ids = Some(vec!["p1".into()]);
+        assert!(matches!(ADMIN.check(Some(&p)), Err(AuthError::Forbidden(_))));
+        assert!(!p.administers());
+        assert!(MANAGE.check(Some(&p)).is_ok(), "its other rights stay");
     }
 
     #[test]

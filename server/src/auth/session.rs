@@ -87,7 +87,9 @@ impl Auth {
         let Some(account) = self.store().account(&row.account_id).await? else {
             return Err(invalid);
         };
-        if account.disabled {
+        // The demo account's tokens hold only while this server runs `--demo`: started
+        // without it, the demo account is nobody, like an unknown token.
+        if account.disabled || (account.demo && !self.settings().demo) {
             return Err(invalid);
         }
         let role = self.role_permissions(&account.role).await?;
@@ -133,10 +135,13 @@ impl Auth {
         } else {
             self.store().account(&data.account_id).await?
         };
-        let Some(account) = account
-            .filter(|a| !a.disabled && data.credentials_ms == a.credentials_changed.timestamp_millis())
-        else {
-            // Expired, disabled, deleted, or the password changed since: the session ends.
+        let Some(account) = account.filter(|a| {
+            !a.disabled
+                && (!a.demo || self.settings().demo)
+                && data.credentials_ms == a.credentials_changed.timestamp_millis()
+        }) else {
+            // Expired, disabled, deleted, the password changed since, or the demo account's
+            // session on a server that no longer runs `--demo`: the session ends.
             session.flush().await?;
             return Ok(None);
         };

@@ -144,6 +144,7 @@ pub fn leptos_options() -> LeptosOptions {
         },
         demo: false,
         trusted_proxies: Vec::new(),
+        allowed_hosts: Vec::new(),
         test_clock: None,
         config: None,
         replica_id: None,
