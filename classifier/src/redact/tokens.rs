@@ -11,6 +11,8 @@
 //!   error names five or more), and so is a piece of one letter case whose letters are not
 //!   distributed like words (fewer than one vowel in five, or more than one in eight of
 //!   `j k q v w x z`). Pieces are split at `-` and `_`; base64's `+ / =` are glued back.
+//!   A unit of both letter cases is also judged whole, across its pieces (base64url keys
+//!   such as Recourse's own `rct_` tokens often have no long piece; see `random_joined`).
 //!   Known key prefixes (`sk-`, `csk-`, `AKIA`, `ghp_`, ...) with enough characters after them
 //!   go too;
 //! - it is a number of [`MIN_ACCOUNT_DIGITS`] digits or more, or groups of digits joined by
@@ -34,7 +36,7 @@ fn prefixes(first: u8) -> &'static [&'static str] {
     match first {
         b's' => &["sk-", "sk_", "sub_", "sess-", "sgp_", "shpat_", "sq0atp-"],
         b'p' => &["pk_", "pplx-", "pypi-", "proj_", "proj-"],
-        b'r' => &["rk_", "r8_", "req_"],
+        b'r' => &["rct_", "rk_", "r8_", "req_"],
         b'c' => &["csk-", "cus_"],
         b'f' => &["fw_"],
         b'g' => &[
@@ -204,6 +206,9 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
     if st.hex >= MIN_HEX && only_dashes_besides(st.hex) && st.digits > 0 && st.digits < st.hex {
         return true;
     }
+    if random_joined(u, st) {
+        return true;
+    }
     if st.longest_piece < MIN_RANDOM_PIECE {
         return false;
     }
@@ -219,6 +224,74 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
     })
 }
 
+/// A base64url secret (`A-Z a-z 0-9 - _`) whose `-` and `_` happen to fall every few
+/// characters has no long piece, and a short random piece can read as words by chance, so a
+/// unit of at least [`MIN_RANDOM_PIECE`] letters and digits holding both letter cases is also
+/// judged whole. It is noise when any of these holds:
+///
+/// - no piece (split at `_ - + / =`) reads as a word (see [`dictionary_piece`]), and its
+///   words, counted piece by piece, average fewer than [`MAX_NOISE_WORD`] characters;
+/// - it switches between lower case and a capital, or a letter and a digit, at
+///   [`SWITCH_TENTHS`] tenths of its places or more;
+/// - more than one letter in five is one of `j k q v w x z`.
+///
+/// Identifiers agents print fail all three: they hold words (`Mixtral-8x7B-Instruct-v0`,
+/// `X-RateLimit-Remaining`, `GenerateRequestsPerDayPerProjectPerModel-FreeTier`) or one
+/// letter case (`claude-sonnet-4-5-20250929`, `provider_overloaded`, `RESOURCE_EXHAUSTED`).
+fn random_joined(u: &[u8], st: &Stats) -> bool {
+    if st.alnum < MIN_RANDOM_PIECE {
+        return false;
+    }
+    let (mut upper, mut lower, mut words, mut dictionary) = (false, false, 0usize, false);
+    let (mut pairs, mut switches) = (0usize, 0usize);
+    for piece in u.split(|c| is_piece_sep(*c)) {
+        dictionary |= dictionary_piece(piece);
+        upper |= piece.iter().any(u8::is_ascii_uppercase);
+        lower |= piece.iter().any(u8::is_ascii_lowercase);
+        words += word_count(piece);
+        pairs += piece.len().saturating_sub(1);
+        switches += piece.windows(2).filter(|w| switch(w[0], w[1])).count();
+    }
+    if !(upper && lower) {
+        return false;
+    }
+    #[allow(clippy::cast_precision_loss)] // lengths are at most a few hundred
+    let average = st.alnum as f64 / words.max(1) as f64;
+    // Letters drawn at random hold `j k q v w x z` at about one in four; words, at one in
+    // thirty.
+    let letters = u.iter().filter(|c| c.is_ascii_alphabetic()).count();
+    let rare = u
+        .iter()
+        .filter(|c| b"jkqvwxz".contains(&c.to_ascii_lowercase()))
+        .count();
+    (!dictionary && average < MAX_NOISE_WORD)
+        || switches * 10 >= pairs * SWITCH_TENTHS
+        || (letters >= 12 && rare * 5 > letters)
+}
+
+/// A unit whose letters and digits switch (lower case to a capital, a letter to a digit or
+/// back) at this many tenths of its places reads as noise: random base64url switches at
+/// about 45 of every hundred, camel-case words and version numbers at 5 to 25.
+const SWITCH_TENTHS: usize = 3;
+
+fn switch(a: u8, b: u8) -> bool {
+    (a.is_ascii_lowercase() && b.is_ascii_uppercase()) || (a.is_ascii_digit() != b.is_ascii_digit())
+}
+
+/// Whether a piece reads as a word or a number: three letters or more of one case
+/// (`sonnet`, `API`) or capitalized (`Instruct`), or four digits or more (`2025`).
+fn dictionary_piece(p: &[u8]) -> bool {
+    if p.len() < 3 {
+        return false;
+    }
+    if p.iter().all(u8::is_ascii_digit) {
+        return p.len() >= 4;
+    }
+    p.iter().all(u8::is_ascii_lowercase)
+        || p.iter().all(u8::is_ascii_uppercase)
+        || (p[0].is_ascii_uppercase() && p[1..].iter().all(u8::is_ascii_lowercase))
+}
+
 /// `sk-proj` alone, `user-agent`, `api-version-2024-05-01`: ordinary words and short numbers
 /// after a prefix are not a key.
 fn plain_words(u: &[u8]) -> bool {
@@ -228,14 +301,10 @@ fn plain_words(u: &[u8]) -> bool {
     })
 }
 
-/// Whether one piece (no separators) reads as noise.
-pub(super) fn random_piece(p: &[u8]) -> bool {
-    if p.len() < MIN_RANDOM_PIECE || !p.iter().all(u8::is_ascii_alphanumeric) {
-        return false;
-    }
-    if p.iter().all(u8::is_ascii_digit) {
-        return false; // numbers are judged as account numbers
-    }
+/// How many words a piece (letters and digits) reads as: runs of digits, of lower case, a
+/// capital with the lower case after it (`Generate`), or a capital run (`HTTPS`, whose last
+/// letter starts the next word when lower case follows).
+fn word_count(p: &[u8]) -> usize {
     let mut words = 0usize;
     let mut i = 0;
     while i < p.len() {
@@ -266,6 +335,18 @@ pub(super) fn random_piece(p: &[u8]) -> bool {
         words += 1;
         i = j;
     }
+    words
+}
+
+/// Whether one piece (no separators) reads as noise.
+pub(super) fn random_piece(p: &[u8]) -> bool {
+    if p.len() < MIN_RANDOM_PIECE || !p.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    if p.iter().all(u8::is_ascii_digit) {
+        return false; // numbers are judged as account numbers
+    }
+    let words = word_count(p);
     #[allow(clippy::cast_precision_loss)] // lengths are at most a few hundred
     let average = p.len() as f64 / words as f64;
     if average < MAX_NOISE_WORD {
@@ -389,6 +470,11 @@ mod tests {
             "AKIAtraining",
             "sk-proj",
             "Asian",
+            "X-RateLimit-Remaining",
+            "AI_TypeValidationError",
+            "run-sendMessageStream-2025-07-23T09-10-46-934Z",
+            "provider_overloaded",
+            "rate_limit_exceeded",
         ] {
             assert!(!secret_unit(unit.as_bytes()), "{unit}");
         }
@@ -408,6 +494,12 @@ mod tests {
             "0123456789abcdef01234567",
             "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
             "q8Zk2+XyWv/Ab3+Cd9e/Fg7H+iJkL/mN0p",
+            // Recourse's own API token, and base64url whose `-` and `_` leave no long piece.
+            "rct_il4s5oq3bXNfJKZ-R6pMiLwJ9z1n_qhh2Tz__LK-2HN",
+            "LJeC2iCNQE5ptR-RNI-fd2Hpm2A",
+            "tsb-Hz6erTDk1yV2-nTXF9tMm",
+            "QBjvoqpKe-a84ESFimhgi-bkeTUJFT",
+            "GbrxRrYlacJNUIthqXH-",
         ] {
             assert!(secret_unit(unit.as_bytes()), "{unit}");
         }
