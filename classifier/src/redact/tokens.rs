@@ -77,6 +77,11 @@ const DIGIT: u8 = 2;
 const HEX: u8 = 4;
 const DASH: u8 = 8; // `-` or `_`: splits pieces
 const B64: u8 = 16; // `+`, `/` or `=`: glued within a piece
+const UPPER: u8 = 32;
+const LOWER: u8 = 64;
+const RARE: u8 = 128; // `j k q v w x z`, either case
+/// The classes of a letter or digit (none for a separator).
+const ALNUM_KINDS: u8 = ALNUM | DIGIT | UPPER | LOWER;
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut c = 0;
@@ -97,6 +102,18 @@ static CLASS: [u8; 256] = {
         }
         if b == b'+' || b == b'/' || b == b'=' {
             k |= B64;
+        }
+        if b.is_ascii_uppercase() {
+            k |= UPPER;
+        }
+        if b.is_ascii_lowercase() {
+            k |= LOWER;
+        }
+        if matches!(
+            b.to_ascii_lowercase(),
+            b'j' | b'k' | b'q' | b'v' | b'w' | b'x' | b'z'
+        ) {
+            k |= RARE;
         }
         t[c] = k;
         c += 1;
@@ -148,6 +165,8 @@ struct Stats {
     hex: usize,
     /// `-` and `_`.
     dashes: usize,
+    upper: usize,
+    lower: usize,
     /// The longest piece between dashes, in letters and digits (base64's `+ / =` glued).
     longest_piece: usize,
 }
@@ -171,6 +190,8 @@ fn stats(u: &[u8]) -> Stats {
         st.digits += usize::from(k & DIGIT != 0);
         st.hex += usize::from(k & HEX != 0);
         st.dashes += dash;
+        st.upper += usize::from(k & UPPER != 0);
+        st.lower += usize::from(k & LOWER != 0);
         // A dash ends the piece; `+ / =` neither count nor end it.
         piece = (piece + alnum) * (1 - dash);
         st.longest_piece = st.longest_piece.max(piece);
@@ -239,44 +260,43 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
 /// `X-RateLimit-Remaining`, `GenerateRequestsPerDayPerProjectPerModel-FreeTier`) or one
 /// letter case (`claude-sonnet-4-5-20250929`, `provider_overloaded`, `RESOURCE_EXHAUSTED`).
 fn random_joined(u: &[u8], st: &Stats) -> bool {
-    if st.alnum < MIN_RANDOM_PIECE {
+    if st.alnum < MIN_RANDOM_PIECE || st.upper == 0 || st.lower == 0 {
         return false;
     }
-    let (mut upper, mut lower, mut words, mut dictionary) = (false, false, 0usize, false);
-    let (mut pairs, mut switches) = (0usize, 0usize);
+    // One pass: case and digit switches between neighbours within a piece, rare letters.
+    let (mut rare, mut pairs, mut switches) = (0usize, 0usize, 0usize);
+    // The class of the byte before, within the piece (0 at a piece's start).
+    let mut prev = 0u8;
+    for &c in u {
+        let k = class(c);
+        rare += usize::from(k & RARE != 0);
+        let inside = usize::from(prev != 0 && k & ALNUM != 0);
+        pairs += inside;
+        switches += inside * usize::from((prev & LOWER != 0 && k & UPPER != 0) || (prev ^ k) & DIGIT != 0);
+        prev = k & ALNUM_KINDS;
+    }
+    let letters = st.upper + st.lower;
+    // Letters drawn at random hold `j k q v w x z` at about one in four; words, at one in
+    // thirty.
+    if switches * 10 >= pairs * SWITCH_TENTHS || (letters >= 12 && rare * 5 > letters) {
+        return true;
+    }
+    let mut words = 0usize;
     for piece in u.split(|c| is_piece_sep(*c)) {
-        dictionary |= dictionary_piece(piece);
-        upper |= piece.iter().any(u8::is_ascii_uppercase);
-        lower |= piece.iter().any(u8::is_ascii_lowercase);
+        if dictionary_piece(piece) {
+            return false;
+        }
         words += word_count(piece);
-        pairs += piece.len().saturating_sub(1);
-        switches += piece.windows(2).filter(|w| switch(w[0], w[1])).count();
-    }
-    if !(upper && lower) {
-        return false;
     }
     #[allow(clippy::cast_precision_loss)] // lengths are at most a few hundred
     let average = st.alnum as f64 / words.max(1) as f64;
-    // Letters drawn at random hold `j k q v w x z` at about one in four; words, at one in
-    // thirty.
-    let letters = u.iter().filter(|c| c.is_ascii_alphabetic()).count();
-    let rare = u
-        .iter()
-        .filter(|c| b"jkqvwxz".contains(&c.to_ascii_lowercase()))
-        .count();
-    (!dictionary && average < MAX_NOISE_WORD)
-        || switches * 10 >= pairs * SWITCH_TENTHS
-        || (letters >= 12 && rare * 5 > letters)
+    average < MAX_NOISE_WORD
 }
 
 /// A unit whose letters and digits switch (lower case to a capital, a letter to a digit or
 /// back) at this many tenths of its places reads as noise: random base64url switches at
 /// about 45 of every hundred, camel-case words and version numbers at 5 to 25.
 const SWITCH_TENTHS: usize = 3;
-
-fn switch(a: u8, b: u8) -> bool {
-    (a.is_ascii_lowercase() && b.is_ascii_uppercase()) || (a.is_ascii_digit() != b.is_ascii_digit())
-}
 
 /// Whether a piece reads as a word or a number: three letters or more of one case
 /// (`sonnet`, `API`) or capitalized (`Instruct`), or four digits or more (`2025`).
