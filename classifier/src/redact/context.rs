@@ -467,8 +467,20 @@ fn credential_word_ends_at(b: &[u8], p: usize) -> bool {
 /// and a value that looks like a secret (see [`secret_like`]). Called for every blank right
 /// after a unit (see [`super::secret_spans`]).
 pub(super) fn word_before_blank(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
-    // Every credential word ends in one of these letters; most words do not.
-    if !matches!(b[p - 1] | 0x20, b'y' | b'n' | b't' | b'd' | b'e' | b'l' | b's')
+    // Every credential word ends in one of these three letters (any case); most words do not.
+    if p < 3
+        || !matches!(
+            [b[p - 3] | 0x20, b[p - 2] | 0x20, b[p - 1] | 0x20],
+            [b'k', b'e', b'y']
+                | [b'k', b'e', b'n']
+                | [b'r', b'e', b't']
+                | [b'o', b'r', b'd']
+                | [b's', b'w', b'd']
+                | [b'p', b'w', b'd']
+                | [b'a', b's', b'e']
+                | [b'i', b'a', b'l']
+                | [b'a', b'l', b's']
+        )
         || !credential_word_ends_at(b, p)
     {
         return;
