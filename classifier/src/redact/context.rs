@@ -411,11 +411,13 @@ fn word_value(b: &[u8], i: usize) -> Option<(usize, usize)> {
 }
 
 /// Whether a value after a blank (not after `:` or `=`) looks like a secret rather than a
-/// word of prose: a digit, a symbol, a capital after lower case (`PTsDSuFEhb`), or long
+/// word of prose: a digit, a symbol (not `- _ . '`), a capital after lower case (`PTsDSuFEhb`), or long
 /// and not a word of one case (`token limit exceeded`, `password reset required`, `the key
 /// is missing` stay). A number needs 8 digits (`max token 128000` stays).
 fn secret_like(v: &[u8]) -> bool {
-    if v.len() < 6 || !v.is_ascii() {
+    // A URL or a path after the word is a reference, not the value (`get an API key
+    // https://...`; its query and credentials are redacted as such).
+    if v.len() < 6 || !v.is_ascii() || v[0] == b'/' || memchr::memmem::find(v, b"://").is_some() {
         return false;
     }
     if v.iter().all(u8::is_ascii_digit) {
@@ -427,7 +429,7 @@ fn secret_like(v: &[u8]) -> bool {
         || v.iter()
             .all(|c| c.is_ascii_uppercase() || matches!(c, b'-' | b'_'));
     v.iter()
-        .any(|c| c.is_ascii_digit() || (c.is_ascii_punctuation() && !matches!(c, b'-' | b'_' | b'.')))
+        .any(|c| c.is_ascii_digit() || (c.is_ascii_punctuation() && !matches!(c, b'-' | b'_' | b'.' | b'\'')))
         || v.windows(2)
             .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
         || (v.len() >= 24 && !one_case_word)
