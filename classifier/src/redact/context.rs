@@ -12,6 +12,14 @@
 //! `x-goog-api-key` qualify and `max_tokens`, `keyword` or `monkey` do not. Names of
 //! identifiers (`account_id`, `"project": "..."`) redact their value too, when it is one.
 //!
+//! A credential word followed by a blank rather than a separator (`password Tr0ub4dor&3`,
+//! `client secret ...`, `api key ...`, `password is ...`, `api_key - ...`,
+//! `ANTHROPIC_API_KEY ...`) redacts the word after it when that word looks like a secret (a
+//! digit, a symbol, a capital after lower case, or long): prose (`token limit exceeded`,
+//! `the key is missing`) stays. A percent-encoded separator (`access_token%3D...`) counts as
+//! `=`. A secret value that ends its line goes on to the next line's first word when that
+//! word looks like a secret (a wrapped key).
+//!
 //! The value: an optional scheme word (`Bearer`, `Basic`, ...), then a quoted string up to its
 //! closing quote (a quote escaped once, `\"`, is closed by `\"`; an unclosed quote runs to the
 //! end), or, unquoted, a header's value to the end of its line and any other value to the next
@@ -341,10 +349,194 @@ fn value_after(b: &[u8], v: usize, kind: Kind) -> Option<(usize, usize)> {
             {
                 e -= 1;
             }
+            if kind == Kind::Secret && e > i {
+                e = continuation(b, e).unwrap_or(e);
+            }
             e
         }
     };
     (end > i && kind_accepts(kind, &b[i..end])).then_some((start, end))
+}
+
+/// A secret value that ends its line at `e` may go on at the start of the next (a terminal
+/// wraps a long key; stderr lines are joined with `\n` in one entry, and a JSON string
+/// escapes the break as `\\n`): where that continuation ends, when the next line starts
+/// (after its indentation) with a word that looks like a secret.
+fn continuation(b: &[u8], e: usize) -> Option<usize> {
+    let mut n = e;
+    if b[..e].ends_with(b"\\n") {
+        // A line break escaped in a JSON string (`key=abc\n  def`): the value ran over it.
+    } else {
+        if b.get(n) == Some(&b'\r') {
+            n += 1;
+        }
+        if b.get(n) != Some(&b'\n') {
+            return None;
+        }
+        n += 1;
+    }
+    while n < b.len() && matches!(b[n], b' ' | b'\t') {
+        n += 1;
+    }
+    let (v, end) = word_value(b, n)?;
+    secret_like(&b[v..end]).then_some(end)
+}
+
+/// The value word at `i`: up to whitespace, a quote or an escaped quote, without the
+/// punctuation around it that belongs to the text (`(`, `'`, a closing `.` or `,`):
+/// (start, end).
+fn word_value(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    let ends = |e: usize| {
+        b[e].is_ascii_whitespace()
+            || matches!(b[e], b'"' | b'`')
+            || (b[e] == b'\\' && b.get(e + 1) == Some(&b'"'))
+    };
+    let mut e = i;
+    while e < b.len() && !ends(e) {
+        e += 1;
+    }
+    let mut s = i;
+    while s < e && matches!(b[s], b'(' | b'[' | b'<' | b'\'') {
+        s += 1;
+    }
+    while e > s
+        && matches!(
+            b[e - 1],
+            b',' | b';' | b'.' | b')' | b']' | b'}' | b'>' | b'\'' | b':' | b'!' | b'?'
+        )
+    {
+        e -= 1;
+    }
+    (e > s).then_some((s, e))
+}
+
+/// Whether a value after a blank (not after `:` or `=`) looks like a secret rather than a
+/// word of prose: a digit, a symbol (not `- _ . '`), a capital after lower case (`PTsDSuFEhb`), or long
+/// and not a word of one case (`token limit exceeded`, `password reset required`, `the key
+/// is missing` stay). A number needs 8 digits (`max token 128000` stays).
+fn secret_like(v: &[u8]) -> bool {
+    // A URL or a path after the word is a reference, not the value (`get an API key
+    // https://...`; its query and credentials are redacted as such).
+    if v.len() < 6 || !v.is_ascii() || v[0] == b'/' || memchr::memmem::find(v, b"://").is_some() {
+        return false;
+    }
+    if v.iter().all(u8::is_ascii_digit) {
+        return v.len() >= 8;
+    }
+    let one_case_word = v
+        .iter()
+        .all(|c| c.is_ascii_lowercase() || matches!(c, b'-' | b'_'))
+        || v.iter()
+            .all(|c| c.is_ascii_uppercase() || matches!(c, b'-' | b'_'));
+    v.iter()
+        .any(|c| c.is_ascii_digit() || (c.is_ascii_punctuation() && !matches!(c, b'-' | b'_' | b'.' | b'\'')))
+        || v.windows(2)
+            .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
+        || (v.len() >= 24 && !one_case_word)
+}
+
+/// Credential words whose value may follow a blank rather than `:` or `=`, as the last
+/// component of a name (`password`, `client secret`, `api key`, `ANTHROPIC_API_KEY`).
+const BLANK_VALUE_WORDS: &[&str] = &[
+    "key",
+    "apikey",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "credential",
+    "credentials",
+];
+
+/// Whether a credential word of [`BLANK_VALUE_WORDS`] ends at `p`, as a whole component of
+/// its name (`api_key`, `apiKey`, `API key`; not `monkey`).
+fn credential_word_ends_at(b: &[u8], p: usize) -> bool {
+    BLANK_VALUE_WORDS.iter().any(|w| {
+        let n = w.len();
+        p >= n && b[p - n..p].eq_ignore_ascii_case(w.as_bytes()) && {
+            let s = p - n;
+            s == 0
+                || !b[s - 1].is_ascii_alphanumeric()
+                || ((b[s - 1].is_ascii_lowercase() || b[s - 1].is_ascii_digit()) && b[s].is_ascii_uppercase())
+        }
+    })
+}
+
+/// `password Tr0ub4dor&3`, `client secret ...`, `api key ...`, `password is ...`,
+/// `api_key - ...`: a credential word, a blank (then maybe `is`, `was` or `-` and a blank),
+/// and a value that looks like a secret (see [`secret_like`]). Called for every blank right
+/// after a unit (see [`super::secret_spans`]).
+pub(super) fn word_before_blank(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
+    // Every credential word ends in one of these three letters (any case); most words do not.
+    if p < 3
+        || !matches!(
+            [b[p - 3] | 0x20, b[p - 2] | 0x20, b[p - 1] | 0x20],
+            [b'k', b'e', b'y']
+                | [b'k', b'e', b'n']
+                | [b'r', b'e', b't']
+                | [b'o', b'r', b'd']
+                | [b's', b'w', b'd']
+                | [b'p', b'w', b'd']
+                | [b'a', b's', b'e']
+                | [b'i', b'a', b'l']
+                | [b'a', b'l', b's']
+        )
+        || !credential_word_ends_at(b, p)
+    {
+        return;
+    }
+    let skip = |mut i: usize| {
+        while i < b.len() && matches!(b[i], b' ' | b'\t') {
+            i += 1;
+        }
+        i
+    };
+    let mut v = skip(p);
+    let filler = b[v..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphabetic() || **c == b'-')
+        .count();
+    if filler > 0
+        && b.get(v + filler).is_some_and(|c| *c == b' ' || *c == b'\t')
+        && [b"is".as_slice(), b"was", b"-"]
+            .iter()
+            .any(|f| b[v..v + filler].eq_ignore_ascii_case(f))
+    {
+        v = skip(v + filler);
+    }
+    let Some((s, mut e)) = word_value(b, v) else {
+        return;
+    };
+    if secret_like(&b[s..e]) {
+        e = continuation(b, e).unwrap_or(e);
+        spans.push((s, e));
+    }
+}
+
+/// `access_token%3D...`, `password%3A...`: a credential name, a percent-encoded `=` or `:`
+/// at `p` (the `%`), and whatever value follows, to the next `&`, blank or quote.
+pub(super) fn at_percent_separator(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
+    let Some((_, name)) = name_ending_at(b, p) else {
+        return;
+    };
+    if !matches!(judge(name), Some(Kind::Secret | Kind::Line)) {
+        return;
+    }
+    let mut v = p + 3;
+    while b[v..].starts_with(b"%20") || b.get(v) == Some(&b'+') {
+        v += if b[v] == b'+' { 1 } else { 3 };
+    }
+    let e = v + b[v..]
+        .iter()
+        .take_while(|c| {
+            !c.is_ascii_whitespace() && !matches!(c, b'&' | b'"' | b'\'' | b'`' | b'\\' | b'<' | b'>')
+        })
+        .count();
+    if e > v {
+        spans.push((v, e));
+    }
 }
 
 fn kind_accepts(kind: Kind, value: &[u8]) -> bool {

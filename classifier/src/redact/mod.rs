@@ -134,6 +134,13 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
             schemes &= schemes - 1;
             context::scheme_before(b, p, &mut spans);
         }
+        // A blank after a unit whose word may be a credential word (`password Tr0ub...`).
+        let mut words = cur.blank & shl(cur.unit, prev.unit, 1);
+        while words != 0 {
+            let p = 64 * w + words.trailing_zeros() as usize;
+            words &= words - 1;
+            context::word_before_blank(b, p, &mut spans);
+        }
     }
     // Webhook markers hold `hook`, armor `BEGIN`: without a `k` or a `B` there is neither.
     if rare != 0 {
@@ -173,6 +180,9 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
         b'?' | b'#' => shapes::query_at(b, i, spans),
         b'@' => tokens::email_at(b, i, 1, spans),
         b'%' if b[i + 1..].starts_with(b"40") => tokens::email_at(b, i, 3, spans),
+        b'%' if matches!(b.get(i + 1..i + 3), Some(b"3D" | b"3d" | b"3A" | b"3a")) => {
+            context::at_percent_separator(b, i, spans);
+        }
         b'\\' => {
             if b[i + 1..].starts_with(b"u0040") {
                 tokens::email_at(b, i, 6, spans);

@@ -158,3 +158,74 @@ fn redaction_is_total_on_odd_input() {
         let _ = safe_excerpt(t);
     }
 }
+
+#[test]
+fn a_credential_word_then_a_blank_redacts_a_secret_looking_value() {
+    for (text, kept) in [
+        ("password Tr0ub4dor&3", "password [redacted]"),
+        ("password is Tr0ub4dor&3", "password is [redacted]"),
+        ("client secret fZJZ207qc18Ref", "client secret [redacted]"),
+        ("api key PTsDSuFEhb", "api key [redacted]"),
+        ("key 0e087835b9255858", "key [redacted]"),
+        ("token Ab3dEf9hIj", "token [redacted]"),
+        ("api_key - Vti9n4dte2et", "api_key - [redacted]"),
+        (
+            "ANTHROPIC_API_KEY xAvgyysewbKB rejected",
+            "ANTHROPIC_API_KEY [redacted] rejected",
+        ),
+        (
+            "body access_token%3DTr0ub4dor&next=1",
+            "body access_token%3D[redacted]&next=1",
+        ),
+        ("password%3A%20Tr0ub4dor", "password%3A%20[redacted]"),
+        (
+            "{\"message\":\"rejected password Tr0ub4dor&3\",\"type\":\"x\"}",
+            "{\"message\":\"rejected password [redacted]\",\"type\":\"x\"}",
+        ),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+}
+
+#[test]
+fn credential_words_in_prose_keep_their_words() {
+    for t in [
+        "Invalid API key provided",
+        "token limit exceeded",
+        "password reset required",
+        "the key is missing",
+        "the API key is invalid or expired",
+        "max token 128000 exceeded",
+        "the token wasn't accepted and the key doesn't exist",
+        "Get an API key https://console.anthropic.com/settings/keys",
+        "set the api key /login first",
+        "the monkey Tr0ub4dor&3 ran",
+        "Your credit balance is too low to access the Anthropic API key settings",
+        "prompt is too long: 213462 tokens > 200000 maximum",
+    ] {
+        assert_eq!(redact(t), t);
+    }
+}
+
+#[test]
+fn a_key_wrapped_onto_the_next_line_goes_whole() {
+    // Stderr lines of one entry are joined with `\n`; a terminal wraps a long key.
+    for (text, shown) in [
+        ("Error: api_key=Ab3dEf9hIjKlM\nnOpQr5tUvWxYz rejected", "rejected"),
+        ("Error: api_key=Ab3dEf9hIjKlM\n  nOpQr5tUvWxYz", "Error:"),
+        ("Error: password: Tr0ub4dor&3\n  nOpQr5tUvWxYz", "password:"),
+        ("Error: password Tr0ub4dor&3\n  nOpQr5tUvWxYz", "password"),
+    ] {
+        let e = safe_excerpt(text);
+        assert!(
+            !e.contains("nOpQr5") && !e.contains("Ab3dEf") && !e.contains("Tr0ub"),
+            "{e}"
+        );
+        assert!(e.contains(shown), "{e}");
+    }
+    // The next line is prose: it stays.
+    assert_eq!(
+        safe_excerpt("password: Tr0ub4dor&3\nretrying now"),
+        "password: [redacted] retrying now"
+    );
+}

@@ -11,6 +11,8 @@
 //!   error names five or more), and so is a piece of one letter case whose letters are not
 //!   distributed like words (fewer than one vowel in five, or more than one in eight of
 //!   `j k q v w x z`). Pieces are split at `-` and `_`; base64's `+ / =` are glued back.
+//!   A unit of both letter cases is also judged whole, across its pieces (base64url keys
+//!   such as Recourse's own `rct_` tokens often have no long piece; see `random_joined`).
 //!   Known key prefixes (`sk-`, `csk-`, `AKIA`, `ghp_`, ...) with enough characters after them
 //!   go too;
 //! - it is a number of [`MIN_ACCOUNT_DIGITS`] digits or more, or groups of digits joined by
@@ -34,7 +36,7 @@ fn prefixes(first: u8) -> &'static [&'static str] {
     match first {
         b's' => &["sk-", "sk_", "sub_", "sess-", "sgp_", "shpat_", "sq0atp-"],
         b'p' => &["pk_", "pplx-", "pypi-", "proj_", "proj-"],
-        b'r' => &["rk_", "r8_", "req_"],
+        b'r' => &["rct_", "rk_", "r8_", "req_"],
         b'c' => &["csk-", "cus_"],
         b'f' => &["fw_"],
         b'g' => &[
@@ -75,6 +77,11 @@ const DIGIT: u8 = 2;
 const HEX: u8 = 4;
 const DASH: u8 = 8; // `-` or `_`: splits pieces
 const B64: u8 = 16; // `+`, `/` or `=`: glued within a piece
+const UPPER: u8 = 32;
+const LOWER: u8 = 64;
+const RARE: u8 = 128; // `j k q v w x z`, either case
+/// The classes of a letter or digit (none for a separator).
+const ALNUM_KINDS: u8 = ALNUM | DIGIT | UPPER | LOWER;
 static CLASS: [u8; 256] = {
     let mut t = [0u8; 256];
     let mut c = 0;
@@ -95,6 +102,18 @@ static CLASS: [u8; 256] = {
         }
         if b == b'+' || b == b'/' || b == b'=' {
             k |= B64;
+        }
+        if b.is_ascii_uppercase() {
+            k |= UPPER;
+        }
+        if b.is_ascii_lowercase() {
+            k |= LOWER;
+        }
+        if matches!(
+            b.to_ascii_lowercase(),
+            b'j' | b'k' | b'q' | b'v' | b'w' | b'x' | b'z'
+        ) {
+            k |= RARE;
         }
         t[c] = k;
         c += 1;
@@ -146,6 +165,8 @@ struct Stats {
     hex: usize,
     /// `-` and `_`.
     dashes: usize,
+    upper: usize,
+    lower: usize,
     /// The longest piece between dashes, in letters and digits (base64's `+ / =` glued).
     longest_piece: usize,
 }
@@ -169,6 +190,8 @@ fn stats(u: &[u8]) -> Stats {
         st.digits += usize::from(k & DIGIT != 0);
         st.hex += usize::from(k & HEX != 0);
         st.dashes += dash;
+        st.upper += usize::from(k & UPPER != 0);
+        st.lower += usize::from(k & LOWER != 0);
         // A dash ends the piece; `+ / =` neither count nor end it.
         piece = (piece + alnum) * (1 - dash);
         st.longest_piece = st.longest_piece.max(piece);
@@ -204,6 +227,9 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
     if st.hex >= MIN_HEX && only_dashes_besides(st.hex) && st.digits > 0 && st.digits < st.hex {
         return true;
     }
+    if random_joined(u, st) {
+        return true;
+    }
     if st.longest_piece < MIN_RANDOM_PIECE {
         return false;
     }
@@ -219,6 +245,73 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
     })
 }
 
+/// A base64url secret (`A-Z a-z 0-9 - _`) whose `-` and `_` happen to fall every few
+/// characters has no long piece, and a short random piece can read as words by chance, so a
+/// unit of at least [`MIN_RANDOM_PIECE`] letters and digits holding both letter cases is also
+/// judged whole. It is noise when any of these holds:
+///
+/// - no piece (split at `_ - + / =`) reads as a word (see [`dictionary_piece`]), and its
+///   words, counted piece by piece, average fewer than [`MAX_NOISE_WORD`] characters;
+/// - it switches between lower case and a capital, or a letter and a digit, at
+///   [`SWITCH_TENTHS`] tenths of its places or more;
+/// - more than one letter in five is one of `j k q v w x z`.
+///
+/// Identifiers agents print fail all three: they hold words (`Mixtral-8x7B-Instruct-v0`,
+/// `X-RateLimit-Remaining`, `GenerateRequestsPerDayPerProjectPerModel-FreeTier`) or one
+/// letter case (`claude-sonnet-4-5-20250929`, `provider_overloaded`, `RESOURCE_EXHAUSTED`).
+fn random_joined(u: &[u8], st: &Stats) -> bool {
+    if st.alnum < MIN_RANDOM_PIECE || st.upper == 0 || st.lower == 0 {
+        return false;
+    }
+    // One pass: case and digit switches between neighbours within a piece, rare letters.
+    let (mut rare, mut pairs, mut switches) = (0usize, 0usize, 0usize);
+    // The class of the byte before, within the piece (0 at a piece's start).
+    let mut prev = 0u8;
+    for &c in u {
+        let k = class(c);
+        rare += usize::from(k & RARE != 0);
+        let inside = usize::from(prev != 0 && k & ALNUM != 0);
+        pairs += inside;
+        switches += inside * usize::from((prev & LOWER != 0 && k & UPPER != 0) || (prev ^ k) & DIGIT != 0);
+        prev = k & ALNUM_KINDS;
+    }
+    let letters = st.upper + st.lower;
+    // Letters drawn at random hold `j k q v w x z` at about one in four; words, at one in
+    // thirty.
+    if switches * 10 >= pairs * SWITCH_TENTHS || (letters >= 12 && rare * 5 > letters) {
+        return true;
+    }
+    let mut words = 0usize;
+    for piece in u.split(|c| is_piece_sep(*c)) {
+        if dictionary_piece(piece) {
+            return false;
+        }
+        words += word_count(piece);
+    }
+    #[allow(clippy::cast_precision_loss)] // lengths are at most a few hundred
+    let average = st.alnum as f64 / words.max(1) as f64;
+    average < MAX_NOISE_WORD
+}
+
+/// A unit whose letters and digits switch (lower case to a capital, a letter to a digit or
+/// back) at this many tenths of its places reads as noise: random base64url switches at
+/// about 45 of every hundred, camel-case words and version numbers at 5 to 25.
+const SWITCH_TENTHS: usize = 3;
+
+/// Whether a piece reads as a word or a number: three letters or more of one case
+/// (`sonnet`, `API`) or capitalized (`Instruct`), or four digits or more (`2025`).
+fn dictionary_piece(p: &[u8]) -> bool {
+    if p.len() < 3 {
+        return false;
+    }
+    if p.iter().all(u8::is_ascii_digit) {
+        return p.len() >= 4;
+    }
+    p.iter().all(u8::is_ascii_lowercase)
+        || p.iter().all(u8::is_ascii_uppercase)
+        || (p[0].is_ascii_uppercase() && p[1..].iter().all(u8::is_ascii_lowercase))
+}
+
 /// `sk-proj` alone, `user-agent`, `api-version-2024-05-01`: ordinary words and short numbers
 /// after a prefix are not a key.
 fn plain_words(u: &[u8]) -> bool {
@@ -228,14 +321,10 @@ fn plain_words(u: &[u8]) -> bool {
     })
 }
 
-/// Whether one piece (no separators) reads as noise.
-pub(super) fn random_piece(p: &[u8]) -> bool {
-    if p.len() < MIN_RANDOM_PIECE || !p.iter().all(u8::is_ascii_alphanumeric) {
-        return false;
-    }
-    if p.iter().all(u8::is_ascii_digit) {
-        return false; // numbers are judged as account numbers
-    }
+/// How many words a piece (letters and digits) reads as: runs of digits, of lower case, a
+/// capital with the lower case after it (`Generate`), or a capital run (`HTTPS`, whose last
+/// letter starts the next word when lower case follows).
+fn word_count(p: &[u8]) -> usize {
     let mut words = 0usize;
     let mut i = 0;
     while i < p.len() {
@@ -266,6 +355,18 @@ pub(super) fn random_piece(p: &[u8]) -> bool {
         words += 1;
         i = j;
     }
+    words
+}
+
+/// Whether one piece (no separators) reads as noise.
+pub(super) fn random_piece(p: &[u8]) -> bool {
+    if p.len() < MIN_RANDOM_PIECE || !p.iter().all(u8::is_ascii_alphanumeric) {
+        return false;
+    }
+    if p.iter().all(u8::is_ascii_digit) {
+        return false; // numbers are judged as account numbers
+    }
+    let words = word_count(p);
     #[allow(clippy::cast_precision_loss)] // lengths are at most a few hundred
     let average = p.len() as f64 / words as f64;
     if average < MAX_NOISE_WORD {
@@ -389,6 +490,11 @@ mod tests {
             "AKIAtraining",
             "sk-proj",
             "Asian",
+            "X-RateLimit-Remaining",
+            "AI_TypeValidationError",
+            "run-sendMessageStream-2025-07-23T09-10-46-934Z",
+            "provider_overloaded",
+            "rate_limit_exceeded",
         ] {
             assert!(!secret_unit(unit.as_bytes()), "{unit}");
         }
@@ -408,6 +514,12 @@ mod tests {
             "0123456789abcdef01234567",
             "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9",
             "q8Zk2+XyWv/Ab3+Cd9e/Fg7H+iJkL/mN0p",
+            // Recourse's own API token, and base64url whose `-` and `_` leave no long piece.
+            "rct_il4s5oq3bXNfJKZ-R6pMiLwJ9z1n_qhh2Tz__LK-2HN",
+            "LJeC2iCNQE5ptR-RNI-fd2Hpm2A",
+            "tsb-Hz6erTDk1yV2-nTXF9tMm",
+            "QBjvoqpKe-a84ESFimhgi-bkeTUJFT",
+            "GbrxRrYlacJNUIthqXH-",
         ] {
             assert!(secret_unit(unit.as_bytes()), "{unit}");
         }

@@ -465,6 +465,50 @@ pub(crate) fn secrets() -> Vec<Secret> {
         add("uuid", u.clone(), vec![u]);
     }
     one!("account-id-json", "\"accountId\":\"{}\"", r.pick(LOWER36, 20));
+
+    // Found by a probe of the released binary (issue #12): Recourse's own API tokens, and
+    // credential words followed by a blank, `is`, ` - ` or a percent-encoded `=` rather than
+    // `:` or `=`.
+    one!("recourse-api-token", "rct_{}", r.pick(B64URL, 43));
+    one!("password-after-blank", "password {}", "Tr0ub4dor&3".to_owned());
+    one!("password-is", "password is {}", "Tr0ub4dor&3".to_owned());
+    one!(
+        "client-secret-in-words",
+        "client secret {}",
+        "fZJZ207qc18Ref".to_owned()
+    );
+    one!("api-key-in-words", "api key {}", "PTsDSuFEhb".to_owned());
+    one!("key-hex-in-words", "key {}", "0e087835b9255858".to_owned());
+    one!("token-short-value", "token {}", "Ab3dEf9hIj".to_owned());
+    one!("api-key-dash", "api_key - {}", "Vti9n4dte2et".to_owned());
+    one!(
+        "access-token-percent-encoded",
+        "access_token%3D{}",
+        r.pick(B62, 20)
+    );
+    one!("env-name-then-blank", "ANTHROPIC_API_KEY {}", r.pick(B62, 12));
+    {
+        // A 40-character key wrapped across two lines: the second 27 characters leaked.
+        let (a, b) = (r.pick(B62, 13), r.pick(LOWER36, 27));
+        add(
+            "key-wrapped-across-lines",
+            format!("api_key={a}\n{b}"),
+            vec![a, b],
+        );
+        let (a, b) = (r.pick(B62, 13), r.pick(LOWER36, 27));
+        add(
+            "key-wrapped-onto-indented-line",
+            format!("api_key={a}\n  {b}"),
+            vec![a, b],
+        );
+        // A continuation too short to be judged as a token on its own.
+        let (a, b) = (r.pick(B62, 13), r.pick(B62, 13));
+        add(
+            "key-wrapped-short-continuation",
+            format!("api_key={a}\n  {b}"),
+            vec![a, b],
+        );
+    }
     v
 }
 
