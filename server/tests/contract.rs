@@ -682,6 +682,19 @@ async fn a_token_request_is_refused_only_for_what_its_schema_excludes() {
         );
         assert_eq!(body["errors"][0]["path"], *path, "{field}: {value}: {body}");
     }
+    // A profile scope excludes `admin` (the schema's `if`/`then`); no scope, or a null one, does not.
+    let scoped = &schema("TokenCreate");
+    assert_eq!(scoped["if"]["required"], json!(["profile_ids"]));
+    assert_eq!(
+        scoped["then"]["properties"]["permissions"]["not"]["contains"]["const"],
+        "admin"
+    );
+    let admin = |profiles: Value| json!({"name": "ci", "permissions": ["admin"], "profile_ids": profiles, "expires_in_days": 1});
+    let (status, body) = h.post("/api/v1/tokens", admin(json!([&id]))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["errors"][0]["path"], "profile_ids", "{body}");
+    let (status, body) = h.post("/api/v1/tokens", admin(Value::Null)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
     // A fraction is no integer (the schema's `integer` excludes it): a malformed body.
     let (status, body) = h
         .post("/api/v1/tokens", request("expires_in_days", &json!(1.5)))

@@ -232,6 +232,15 @@ pub fn bound(doc: &mut Value) {
         &mut schema(doc, "PolicyDocument")["properties"]["candidates"]["items"]["properties"]["id"],
         line(MAX_CANDIDATE_ID_CHARS),
     );
+    // Administration is never scoped: a token with profile ids cannot hold `admin`
+    // (`Auth::issue_token`: 422 at `profile_ids`). `null` profile ids are no scope.
+    merge(
+        schema(doc, "TokenCreate"),
+        json!({
+            "if": {"required": ["profile_ids"], "properties": {"profile_ids": {"type": "array"}}},
+            "then": {"properties": {"permissions": {"not": {"contains": {"const": "admin"}}}}}
+        }),
+    );
     // A patch changes something (`AccountPatch::check`: `missing` at the body otherwise).
     merge(schema(doc, "AccountPatch"), json!({"minProperties": 1}));
     // A success carries no envelope; a failure carries one and no result.
