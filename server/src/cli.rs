@@ -128,7 +128,8 @@ pub enum CatalogueCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
-    /// SQLite database: a file path or a `sqlite:` URL. Created if missing.
+    /// The database: a SQLite file path or `sqlite:` URL (created if missing), or a PostgreSQL
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE` URL (the database must exist).
     #[arg(long, env = "RECOURSE_DATABASE", default_value = "recourse.db")]
     pub database: String,
 }

@@ -1,4 +1,9 @@
-//! Opening the SQLite store.
+//! Opening the store: SQLite (the embedded default: a file path or a `sqlite:` URL) or
+//! PostgreSQL (a `postgres://` or `postgresql://` URL, for several replicas on one database).
+//! Each has its own migrations, with the same versions: `migrations/sqlite/` and
+//! `migrations/postgres/`.
+//!
+//! The rest of this note is about SQLite.
 //!
 //! WAL lets readers (the UI, the API) proceed while the route engine commits; foreign keys are
 //! on because SQLite leaves them off by default; the busy timeout turns brief lock contention
@@ -27,16 +32,109 @@
 //! a connection carries a one-time "sync the directory" flag, so its first `fsync` (the first
 //! commit, with `FULL`) also syncs the folder, which holds the database file's entry too.
 
+use crate::store::{Dialect, Pool};
 use anyhow::Context;
 use sqlx::{
     migrate::Migrator,
+    postgres::{PgConnectOptions, PgPoolOptions},
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
-    SqlitePool,
+    PgPool, SqlitePool,
 };
 use std::{str::FromStr, time::Duration};
 
-/// The migrations in `migrations/`, embedded in the binary.
-pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+/// The SQLite migrations (`migrations/sqlite/`), embedded in the binary.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+
+/// The PostgreSQL migrations (`migrations/postgres/`, the same versions), embedded in the binary.
+pub static PG_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// The migrations of a backend.
+pub fn migrator(dialect: Dialect) -> &'static Migrator {
+    match dialect {
+        Dialect::Sqlite => &MIGRATOR,
+        Dialect::Postgres => &PG_MIGRATOR,
+    }
+}
+
+/// Whether `database` names a PostgreSQL database rather than a SQLite file.
+pub fn is_postgres(database: &str) -> bool {
+    database.starts_with("postgres://") || database.starts_with("postgresql://")
+}
+
+/// `database` as it may be shown: a URL's password replaced (a database URL may carry one;
+/// no message, log line or error repeats it).
+pub fn display_database(database: &str) -> String {
+    let Some(scheme_end) = database.find("://").map(|i| i + 3) else {
+        return database.to_owned();
+    };
+    let rest = &database[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let mut shown = database[..scheme_end].to_owned();
+    match authority.rfind('@') {
+        Some(at) => match authority[..at].find(':') {
+            Some(colon) => {
+                shown.push_str(&authority[..colon]);
+                shown.push_str(":[redacted]");
+                shown.push_str(&authority[at..]);
+            }
+            None => shown.push_str(authority),
+        },
+        None => shown.push_str(authority),
+    }
+    let tail = &rest[authority_end..];
+    match tail.split_once('?') {
+        None => shown.push_str(tail),
+        Some((path, query)) => {
+            shown.push_str(path);
+            shown.push('?');
+            let params: Vec<String> = query
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=[redacted]"),
+                    _ => p.to_owned(),
+                })
+                .collect();
+            shown.push_str(&params.join("&"));
+        }
+    }
+    shown
+}
+
+/// How many connections one replica keeps to PostgreSQL.
+pub const PG_MAX_CONNECTIONS: u32 = 16;
+
+/// Opens (creating if needed, for SQLite) the database `database` names and applies pending
+/// migrations.
+pub async fn open(database: &str) -> anyhow::Result<Pool> {
+    Ok(if is_postgres(database) {
+        Pool::Postgres(open_postgres(database).await?)
+    } else {
+        Pool::Sqlite(open_sqlite(database).await?)
+    })
+}
+
+/// Connects to PostgreSQL and applies pending migrations (sqlx holds an advisory lock while it
+/// migrates, so replicas starting together migrate once).
+pub async fn open_postgres(url: &str) -> anyhow::Result<PgPool> {
+    let shown = display_database(url);
+    let options = PgConnectOptions::from_str(url).map_err(|_| {
+        anyhow::anyhow!(
+            "invalid PostgreSQL URL `{shown}` (expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)"
+        )
+    })?;
+    let pool = PgPoolOptions::new()
+        .max_connections(PG_MAX_CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .with_context(|| format!("cannot open database `{shown}`"))?;
+    PG_MIGRATOR
+        .run(&pool)
+        .await
+        .with_context(|| format!("cannot migrate database `{shown}`"))?;
+    Ok(pool)
+}
 
 /// How long a statement waits for a lock held by another connection before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,8 +159,8 @@ pub fn connect_options(database: &str) -> anyhow::Result<SqliteConnectOptions> {
         .busy_timeout(BUSY_TIMEOUT))
 }
 
-/// Opens (creating if needed) the database and applies pending migrations.
-pub async fn open(database: &str) -> anyhow::Result<SqlitePool> {
+/// Opens (creating if needed) a SQLite database and applies pending migrations.
+pub async fn open_sqlite(database: &str) -> anyhow::Result<SqlitePool> {
     open_with(database, connect_options(database)?).await
 }
 
@@ -106,14 +204,14 @@ impl MigrationStatus {
     }
 }
 
-/// Compares what the database recorded with what the binary embeds. Versions the database has
+/// Compares what the database recorded with what the binary embeds for its backend. Versions the database has
 /// and the binary does not (a newer binary migrated it) are not this check's business: the
 /// binary's own schema is all there.
-pub fn migration_status(applied: &[crate::store::AppliedMigration]) -> MigrationStatus {
+pub fn migration_status(dialect: Dialect, applied: &[crate::store::AppliedMigration]) -> MigrationStatus {
     if let Some(m) = applied.iter().find(|m| !m.success) {
         return MigrationStatus::Failed { version: m.version };
     }
-    let embedded: Vec<_> = MIGRATOR
+    let embedded: Vec<_> = migrator(dialect)
         .iter()
         .filter(|m| !m.migration_type.is_down_migration())
         .collect();
@@ -158,13 +256,13 @@ mod tests {
         let n = MIGRATOR.iter().count();
         assert!(n > 1);
         assert_eq!(
-            migration_status(&all_applied()),
+            migration_status(Dialect::Sqlite, &all_applied()),
             MigrationStatus::Current { embedded: n }
         );
         let mut older = all_applied();
         let last = older.pop().unwrap();
         assert_eq!(
-            migration_status(&older),
+            migration_status(Dialect::Sqlite, &older),
             MigrationStatus::Pending {
                 embedded: n,
                 missing: 1,
@@ -172,7 +270,7 @@ mod tests {
             }
         );
         assert_eq!(
-            migration_status(&[]),
+            migration_status(Dialect::Sqlite, &[]),
             MigrationStatus::Pending {
                 embedded: n,
                 missing: n,
@@ -182,7 +280,7 @@ mod tests {
         let mut dirty = all_applied();
         dirty[1].success = false;
         assert_eq!(
-            migration_status(&dirty),
+            migration_status(Dialect::Sqlite, &dirty),
             MigrationStatus::Failed {
                 version: dirty[1].version
             }
@@ -190,7 +288,7 @@ mod tests {
         let mut edited = all_applied();
         edited[0].checksum = vec![0; 48];
         assert_eq!(
-            migration_status(&edited),
+            migration_status(Dialect::Sqlite, &edited),
             MigrationStatus::Changed {
                 version: edited[0].version
             }
@@ -202,16 +300,71 @@ mod tests {
             checksum: vec![1],
         });
         assert!(
-            migration_status(&newer).is_current(),
+            migration_status(Dialect::Sqlite, &newer).is_current(),
             "a newer database still has our schema"
         );
+    }
+
+    #[test]
+    fn both_backends_embed_the_same_migration_versions() {
+        let versions = |m: &Migrator| {
+            m.iter()
+                .map(|m| (m.version, m.description.to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(versions(&MIGRATOR), versions(&PG_MIGRATOR));
+        assert_eq!(
+            migrator(Dialect::Postgres).iter().count(),
+            MIGRATOR.iter().count()
+        );
+    }
+
+    #[test]
+    fn a_postgres_url_is_told_from_a_file_and_shown_without_its_password() {
+        assert!(is_postgres("postgres://u@h/db"));
+        assert!(is_postgres("postgresql://u@h/db"));
+        assert!(!is_postgres("recourse.db"));
+        assert!(!is_postgres("sqlite:recourse.db"));
+        assert_eq!(
+            display_database("postgres://app:s3cr%40t:x@db.internal:5432/recourse?sslmode=require"),
+            "postgres://app:[redacted]@db.internal:5432/recourse?sslmode=require"
+        );
+        assert_eq!(display_database("postgres://app@h/db"), "postgres://app@h/db");
+        assert_eq!(
+            display_database("postgres://h/db?user=a@b"),
+            "postgres://h/db?user=a@b"
+        );
+        assert_eq!(display_database("/var/lib/recourse.db"), "/var/lib/recourse.db");
+        assert_eq!(
+            display_database("postgres://h/db?user=app&password=hunter2&sslmode=require"),
+            "postgres://h/db?user=app&password=[redacted]&sslmode=require"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_bad_postgres_url_or_server_is_a_clear_error_that_keeps_the_password_out() {
+        let err = open("postgres://app:hunter2hunter2@127.0.0.1:1/recourse")
+            .await
+            .unwrap_err();
+        let shown = format!("{err:#}");
+        assert!(
+            shown.contains("cannot open database `postgres://app:[redacted]@127.0.0.1:1/recourse`"),
+            "{shown}"
+        );
+        assert!(!shown.contains("hunter2"), "{shown}");
+        let err = open("postgres://app:hunter2hunter2@[bad/recourse")
+            .await
+            .unwrap_err();
+        let shown = format!("{err:#}");
+        assert!(shown.contains("invalid PostgreSQL URL"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
     }
 
     #[tokio::test]
     async fn a_new_database_file_is_created_in_wal_mode_with_full_sync_and_foreign_keys_on() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fresh.db");
-        let pool = open(path.to_str().unwrap()).await.unwrap();
+        let pool = open_sqlite(path.to_str().unwrap()).await.unwrap();
         assert!(path.exists());
         let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
             .fetch_one(&pool)

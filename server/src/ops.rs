@@ -73,7 +73,7 @@ struct Readiness {
 /// the check that failed otherwise.
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let store = state.engine.store();
-    let embedded = crate::db::MIGRATOR
+    let embedded = crate::db::migrator(store.dialect())
         .iter()
         .filter(|m| !m.migration_type.is_down_migration())
         .count();
@@ -93,7 +93,7 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
         Err(err) => tracing::warn!(error = %err, "readiness check: database unavailable"),
         Ok(applied) => {
             body.database = "ok";
-            let status = crate::db::migration_status(&applied);
+            let status = crate::db::migration_status(store.dialect(), &applied);
             match status {
                 MigrationStatus::Current { .. } => body.migrations = "current",
                 MigrationStatus::Pending { missing, first, .. } => {

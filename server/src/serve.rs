@@ -111,7 +111,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let local = listener.local_addr()?;
-    tracing::info!(addr = %local, database = %args.db.database, replica_id = %replica, "recourse is serving on http://{local}");
+    tracing::info!(addr = %local, database = %db::display_database(&args.db.database), replica_id = %replica, "recourse is serving on http://{local}");
     let state = AppState::new(engine.clone(), leptos, test_clock).with_auth(crate::auth::AuthSettings {
         demo: args.demo,
         trusted_proxies: args.trusted_proxies.clone(),
@@ -190,9 +190,13 @@ async fn metrics_upkeep(engine: Arc<Engine>, stopping: web::Shutdown) {
 
 pub async fn migrate(args: DatabaseArgs) -> anyhow::Result<ExitCode> {
     let pool = db::open(&args.database).await?;
-    let applied = db::MIGRATOR.iter().count();
+    let applied = db::migrator(pool.dialect()).iter().count();
     pool.close().await;
-    tracing::info!(database = %args.database, migrations = applied, "database is up to date");
+    tracing::info!(
+        database = %db::display_database(&args.database),
+        migrations = applied,
+        "database is up to date"
+    );
     Ok(ExitCode::SUCCESS)
 }
 

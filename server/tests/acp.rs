@@ -76,8 +76,8 @@ async fn settled(h: &Harness, agent: &FakeAgent) {
     let mut rows = 1_i64;
     let end = tokio::time::Instant::now() + LIMIT;
     while rows > 0 {
-        rows = sqlx::query_scalar("SELECT COUNT(*) FROM agent_processes")
-            .fetch_one(&h.pool)
+        rows = server::store::sql::query("SELECT COUNT(*) FROM agent_processes")
+            .scalar(&h.pool)
             .await
             .unwrap();
         assert!(tokio::time::Instant::now() < end, "agent process rows stay");
@@ -170,9 +170,9 @@ async fn s2_a_usage_limit_with_a_trusted_reset_waits_for_it_durably_then_retries
     assert_eq!(d, reset);
     // The wait is a timer row committed with the decision.
     let timers: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM timers WHERE route_id = ? AND kind = 'deadline'")
+        server::store::sql::query("SELECT COUNT(*) FROM timers WHERE route_id = ? AND kind = 'deadline'")
             .bind(&r)
-            .fetch_one(&h.pool)
+            .scalar(&h.pool)
             .await
             .unwrap();
     assert_eq!(timers, 1);

@@ -41,8 +41,8 @@ async fn harness(agents: &[&FakeAgent]) -> Harness {
 }
 
 async fn resumable_rows(h: &Harness) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM resumable_sessions")
-        .fetch_one(&h.pool)
+    server::store::sql::query("SELECT COUNT(*) FROM resumable_sessions")
+        .scalar(&h.pool)
         .await
         .unwrap()
 }
@@ -51,8 +51,8 @@ async fn resumable_rows(h: &Harness) -> i64 {
 async fn settled(h: &Harness) {
     let end = tokio::time::Instant::now() + LIMIT;
     loop {
-        let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_processes")
-            .fetch_one(&h.pool)
+        let rows: i64 = server::store::sql::query("SELECT COUNT(*) FROM agent_processes")
+            .scalar(&h.pool)
             .await
             .unwrap();
         if rows == 0 {

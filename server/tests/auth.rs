@@ -639,7 +639,10 @@ async fn logins_tokens_and_policy_edits_are_in_the_append_only_audit_log() {
     );
     // Append-only.
     for sql in ["UPDATE audit_log SET action = 'x'", "DELETE FROM audit_log"] {
-        assert!(sqlx::query(sql).execute(&h.pool).await.is_err(), "{sql}");
+        assert!(
+            server::store::sql::query(sql).execute(&h.pool).await.is_err(),
+            "{sql}"
+        );
     }
 }
 

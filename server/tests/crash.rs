@@ -13,7 +13,6 @@ use chrono::{DateTime, TimeDelta, Utc};
 use common::t0;
 use serde_json::{json, Value};
 use std::{
-    path::Path,
     process::Child,
     sync::{
         atomic::{AtomicI64, Ordering},
@@ -23,7 +22,7 @@ use std::{
 
 const KILLS: usize = 55;
 
-fn spawn(db: &Path, now: DateTime<Utc>) -> (Child, String) {
+fn spawn(db: &str, now: DateTime<Utc>) -> (Child, String) {
     let (child, addr, _) = common::spawn_serve(db, &["--test-clock", &now.to_rfc3339()], false);
     (child, addr)
 }
@@ -102,7 +101,8 @@ fn sigkill_at_random_moments_never_repeats_a_dispatch_nor_loses_a_schedule() {
     eprintln!("crash test seed: {seed_value} (replay with RECOURSE_CRASH_SEED={seed_value})");
     let mut rng = Rng(seed_value);
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("crash.db");
+    // A SQLite file, or a PostgreSQL database of its own when RECOURSE_TEST_POSTGRES is set.
+    let db = common::backend::database(dir.path(), "crash.db");
     // Seconds after t0 the test clock has been set to (monotonic across restarts).
     let offset = Arc::new(AtomicI64::new(0));
     let now = |o: &AtomicI64| t0() + TimeDelta::seconds(o.load(Ordering::SeqCst));
@@ -187,59 +187,59 @@ fn sigkill_at_random_moments_never_repeats_a_dispatch_nor_loses_a_schedule() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let pool = server::db::open(db.to_str().unwrap()).await.unwrap();
-        let routes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM routes").fetch_one(&pool).await.unwrap();
+        let pool = server::db::open(&db).await.unwrap();
+        let routes: i64 = server::store::sql::query("SELECT COUNT(*) FROM routes").scalar(&pool).await.unwrap();
         assert!(routes >= 20, "only {routes} routes were started; the test did not exercise much");
-        let twice: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM (SELECT route_id, attempt FROM simulated_launches GROUP BY route_id, attempt HAVING COUNT(*) > 1)",
+        let twice: i64 = server::store::sql::query(
+            "SELECT COUNT(*) FROM (SELECT route_id, attempt FROM simulated_launches GROUP BY route_id, attempt HAVING COUNT(*) > 1) AS twice",
         )
-        .fetch_one(&pool)
+        .scalar(&pool)
         .await
         .unwrap();
         assert_eq!(twice, 0, "a dispatch ran twice (seed {seed_value})");
-        let ambiguous_elsewhere: i64 = sqlx::query_scalar(
+        let ambiguous_elsewhere: i64 = server::store::sql::query(
             "SELECT COUNT(*) FROM dispatches d JOIN routes r ON r.id = d.route_id \
              WHERE d.outcome = 'ambiguous' AND r.state <> 'action_required'",
         )
-        .fetch_one(&pool)
+        .scalar(&pool)
         .await
         .unwrap();
         assert_eq!(ambiguous_elsewhere, 0, "an ambiguous dispatch is not in action_required (seed {seed_value})");
-        let ambiguous_reason: i64 = sqlx::query_scalar(
+        let ambiguous_reason: i64 = server::store::sql::query(
             "SELECT COUNT(*) FROM dispatches d JOIN routes r ON r.id = d.route_id \
              WHERE d.outcome = 'ambiguous' AND r.state_json NOT LIKE '%ambiguous_dispatch%'",
         )
-        .fetch_one(&pool)
+        .scalar(&pool)
         .await
         .unwrap();
         assert_eq!(ambiguous_reason, 0, "(seed {seed_value})");
-        let started_without_record: i64 = sqlx::query_scalar(
+        let started_without_record: i64 = server::store::sql::query(
             "SELECT COUNT(*) FROM simulated_launches l LEFT JOIN dispatches d \
              ON d.route_id = l.route_id AND d.attempt = l.attempt WHERE d.started_at IS NULL",
         )
-        .fetch_one(&pool)
+        .scalar(&pool)
         .await
         .unwrap();
         assert_eq!(started_without_record, 0, "a launch without a started record (seed {seed_value})");
         let now_ms = now(&offset).timestamp_millis();
-        let lost_waits: i64 = sqlx::query_scalar(
+        let lost_waits: i64 = server::store::sql::query(
             "SELECT COUNT(*) FROM routes WHERE state IN ('waiting_for_reset', 'retry_wait') AND deadline_ms <= ?",
         )
         .bind(now_ms)
-        .fetch_one(&pool)
+        .scalar(&pool)
         .await
         .unwrap();
         assert_eq!(lost_waits, 0, "a wait was never fired (seed {seed_value})");
-        let lost_pending: i64 = sqlx::query_scalar(
+        let lost_pending: i64 = server::store::sql::query(
             "SELECT COUNT(*) FROM dispatches d WHERE d.status = 'scheduled' \
              AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.route_id = d.route_id)",
         )
-        .fetch_one(&pool)
+        .scalar(&pool)
         .await
         .unwrap();
         assert_eq!(lost_pending, 0, "a scheduled dispatch was lost (seed {seed_value})");
-        let ambiguous: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dispatches WHERE outcome = 'ambiguous'")
-            .fetch_one(&pool)
+        let ambiguous: i64 = server::store::sql::query("SELECT COUNT(*) FROM dispatches WHERE outcome = 'ambiguous'")
+            .scalar(&pool)
             .await
             .unwrap();
         eprintln!("crash test: {routes} routes, {ambiguous} ambiguous dispatches after {KILLS} kills");

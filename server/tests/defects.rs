@@ -384,12 +384,12 @@ async fn a_stored_tag_that_does_not_decode_is_corruption_naming_the_row_not_a_de
     env["generation"] = h.snapshot(&r).await["generation"].clone();
     h.post(&format!("/api/v1/routes/{r}/evidence"), env).await;
     // Once these read as `external` and `closed`.
-    sqlx::query("UPDATE dispatches SET dispatcher = 'carrier_pigeon' WHERE route_id = ?")
+    server::store::sql::query("UPDATE dispatches SET dispatcher = 'carrier_pigeon' WHERE route_id = ?")
         .bind(&r)
         .execute(&h.pool)
         .await
         .unwrap();
-    sqlx::query("UPDATE circuits SET state = 'half_open'")
+    server::store::sql::query("UPDATE circuits SET state = 'half_open'")
         .execute(&h.pool)
         .await
         .unwrap();
@@ -421,7 +421,7 @@ fn concurrent_profile_writes_never_fail_on_a_locked_database() {
     // waiting its turn (about 1 in 150 writes; this test caught it in one run of three before
     // the fix, and never since).
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, addr, _) = spawn_serve(&dir.path().join("race.db"), &[], false);
+    let (mut child, addr, _) = spawn_serve(dir.path().join("race.db"), &[], false);
     let body = json!({"name": "race", "policy": {"version": 1, "candidates": [candidate("a", disabled(), disabled())]}});
     let threads: Vec<_> = (0..8)
         .map(|t| {

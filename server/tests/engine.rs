@@ -10,9 +10,9 @@ use serde_json::json;
 use server::engine::EngineError;
 
 async fn started_dispatches(h: &Harness, attempt: u32) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM dispatches WHERE attempt = ? AND status <> 'scheduled'")
+    server::store::sql::query("SELECT COUNT(*) FROM dispatches WHERE attempt = ? AND status <> 'scheduled'")
         .bind(attempt)
-        .fetch_one(&h.pool)
+        .scalar(&h.pool)
         .await
         .unwrap()
 }
@@ -225,9 +225,9 @@ fn stop(generation: u64) -> server::engine::Input {
 }
 
 async fn history_count(h: &Harness, route_id: &str) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM route_history WHERE route_id = ?")
+    server::store::sql::query("SELECT COUNT(*) FROM route_history WHERE route_id = ?")
         .bind(route_id)
-        .fetch_one(&h.pool)
+        .scalar(&h.pool)
         .await
         .unwrap()
 }
@@ -344,8 +344,8 @@ async fn when_a_group_cannot_be_written_no_step_commits_no_timer_is_armed_and_ev
     for i in 0..5 {
         routes.push((h.start(&p, &format!("inv-{i}")).await, format!("inv-{i}")));
     }
-    let history: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM route_history")
-        .fetch_one(&h.pool)
+    let history: i64 = server::store::sql::query("SELECT COUNT(*) FROM route_history")
+        .scalar(&h.pool)
         .await
         .unwrap();
     let ro = h.read_only_engine().await;
@@ -377,13 +377,13 @@ async fn when_a_group_cannot_be_written_no_step_commits_no_timer_is_armed_and_ev
             "{summary:?}"
         );
     }
-    let timers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers")
-        .fetch_one(&h.pool)
+    let timers: i64 = server::store::sql::query("SELECT COUNT(*) FROM timers")
+        .scalar(&h.pool)
         .await
         .unwrap();
     assert_eq!(timers, 0, "no timer armed");
-    let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM route_history")
-        .fetch_one(&h.pool)
+    let after: i64 = server::store::sql::query("SELECT COUNT(*) FROM route_history")
+        .scalar(&h.pool)
         .await
         .unwrap();
     assert_eq!(after, history, "no history row");
@@ -529,9 +529,10 @@ async fn two_starts_of_one_invocation_in_a_group_make_one_route() {
         "{twice:?}"
     );
     assert!(results[2].is_ok(), "{:?}", results[2]);
-    let routes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM routes WHERE invocation_id = 'inv-twice'")
-        .fetch_one(&h.pool)
-        .await
-        .unwrap();
+    let routes: i64 =
+        server::store::sql::query("SELECT COUNT(*) FROM routes WHERE invocation_id = 'inv-twice'")
+            .scalar(&h.pool)
+            .await
+            .unwrap();
     assert_eq!(routes, 1);
 }

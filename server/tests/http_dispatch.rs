@@ -232,9 +232,9 @@ async fn s2_a_quota_reset_one_minute_away_in_a_trusted_header_is_waited_for_then
     assert_eq!(s["pending_outcome"], "wait_for_reset");
     assert_eq!(deadline_secs(&h, &s), 60);
     let timers: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM timers WHERE route_id = ? AND kind = 'deadline'")
+        server::store::sql::query("SELECT COUNT(*) FROM timers WHERE route_id = ? AND kind = 'deadline'")
             .bind(&r)
-            .fetch_one(&h.pool)
+            .scalar(&h.pool)
             .await
             .unwrap();
     assert_eq!(timers, 1, "the wait is a durable timer row");

@@ -203,11 +203,11 @@ async fn readyz_is_ready_without_credentials_on_a_freshly_migrated_database() {
 #[tokio::test]
 async fn readyz_is_503_naming_the_migration_a_database_lacks_or_failed() {
     let h = Harness::new().await;
-    let last: i64 = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
-        .fetch_one(&h.pool)
+    let last: i64 = server::store::sql::query("SELECT MAX(version) FROM _sqlx_migrations")
+        .scalar(&h.pool)
         .await
         .unwrap();
-    sqlx::query("UPDATE _sqlx_migrations SET success = FALSE WHERE version = ?")
+    server::store::sql::query("UPDATE _sqlx_migrations SET success = FALSE WHERE version = ?")
         .bind(last)
         .execute(&h.pool)
         .await
@@ -220,7 +220,7 @@ async fn readyz_is_503_naming_the_migration_a_database_lacks_or_failed() {
                "version": last})
     );
     // An older database: the last migration never ran.
-    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = ?")
+    server::store::sql::query("DELETE FROM _sqlx_migrations WHERE version = ?")
         .bind(last)
         .execute(&h.pool)
         .await

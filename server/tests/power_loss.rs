@@ -50,7 +50,10 @@ async fn the_writer_commits_on_a_connection_that_syncs_every_commit() {
     // ones the writer does not hold at once, so each is a different connection.
     let mut conns = Vec::new();
     for _ in 0..7 {
-        conns.push(h.pool.acquire().await.unwrap());
+        let server::store::Pool::Sqlite(pool) = &h.pool else {
+            unreachable!("the harness opens SQLite unless RECOURSE_TEST_POSTGRES is set, and this binary never runs on it")
+        };
+        conns.push(pool.acquire().await.unwrap());
     }
     for conn in &mut conns {
         let level: i64 = sqlx::query_scalar("PRAGMA synchronous")

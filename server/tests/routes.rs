@@ -286,13 +286,13 @@ async fn when_the_decision_cannot_be_written_nothing_is_armed_or_dispatched_and_
         "the route did not move"
     );
     // No timer, no new dispatch.
-    let timers: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers")
-        .fetch_one(&h.pool)
+    let timers: i64 = server::store::sql::query("SELECT COUNT(*) FROM timers")
+        .scalar(&h.pool)
         .await
         .unwrap();
     assert_eq!(timers, 0);
-    let dispatches: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM dispatches")
-        .fetch_one(&h.pool)
+    let dispatches: i64 = server::store::sql::query("SELECT COUNT(*) FROM dispatches")
+        .scalar(&h.pool)
         .await
         .unwrap();
     assert_eq!(dispatches, 1);
@@ -417,13 +417,14 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
         }
         assert_eq!(committed, 1, "race {i}: exactly one outcome commits");
         // History agrees: exactly one row moved the route off generation g.
-        let rows: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM route_history WHERE route_id = ? AND generation = ?")
-                .bind(&r)
-                .bind(i64::try_from(g + 1).unwrap())
-                .fetch_one(&h.pool)
-                .await
-                .unwrap();
+        let rows: i64 = server::store::sql::query(
+            "SELECT COUNT(*) FROM route_history WHERE route_id = ? AND generation = ?",
+        )
+        .bind(&r)
+        .bind(i64::try_from(g + 1).unwrap())
+        .scalar(&h.pool)
+        .await
+        .unwrap();
         assert_eq!(rows, 1, "race {i}");
     }
 }

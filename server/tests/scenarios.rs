@@ -66,9 +66,9 @@ async fn s2_a_trusted_reset_one_minute_away_is_waited_for_durably_then_retried_o
     assert_eq!(deadline_secs(&h, &s), 60);
     // The wait is a timer row committed with the decision.
     let timers: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM timers WHERE route_id = ? AND kind = 'deadline'")
+        server::store::sql::query("SELECT COUNT(*) FROM timers WHERE route_id = ? AND kind = 'deadline'")
             .bind(&r)
-            .fetch_one(&h.pool)
+            .scalar(&h.pool)
             .await
             .unwrap();
     assert_eq!(timers, 1);

@@ -14,7 +14,7 @@ use std::{
 #[test]
 fn sigterm_ends_open_event_streams_and_stops_the_server_within_seconds() {
     let dir = tempfile::tempdir().unwrap();
-    let (child, addr, _) = common::spawn_serve(&dir.path().join("s.db"), &[], false);
+    let (child, addr, _) = common::spawn_serve(dir.path().join("s.db"), &[], false);
     let token = common::token_for(&addr).unwrap();
 
     // Two live pages, as browsers open them.

@@ -8,6 +8,7 @@ use super::{
     session::COOKIE,
     Actor, Auth, AuthError, Principal,
 };
+use crate::store::Sessions;
 use crate::web::AppState;
 use axum::{
     extract::{ConnectInfo, MatchedPath, Request, State},
@@ -20,12 +21,11 @@ use axum::{
 use serde::Deserialize;
 use std::net::{IpAddr, SocketAddr};
 use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
-use tower_sessions_sqlx_store::SqliteStore;
 
 /// Sessions on the store's pool: cookie `recourse_session`, HttpOnly, SameSite=Lax, path `/`;
 /// the row expires after 8 h without a write (the injected clock decides expiry first, see
 /// [`super::session`]). `Secure` is added per response by [`secure_cookie`].
-pub fn session_layer(auth: &Auth) -> SessionManagerLayer<SqliteStore> {
+pub fn session_layer(auth: &Auth) -> SessionManagerLayer<Sessions> {
     SessionManagerLayer::new(auth.store().session_store())
         .with_name(COOKIE)
         .with_http_only(true)

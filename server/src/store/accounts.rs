@@ -2,10 +2,10 @@
 //! (`policy::auth::BuiltinRole`); only custom ones are rows. Password hashes are PHC strings
 //! (argon2id); nothing here ever sees a password.
 
+use super::sql::{self, Exec, Row};
 use super::{from_ms, json, ms, parse_ts, ts, Store, StoreError};
 use chrono::{DateTime, Utc};
 use policy::auth::{AccountView, BuiltinRole, Permission, Permissions};
-use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
 
 /// An account row.
 #[derive(Clone)]
@@ -58,7 +58,7 @@ pub struct RoleRow {
 const ACCOUNT_COLUMNS: &str =
     "id, name, password_hash, role, disabled, demo, created_at, updated_at, credentials_ms";
 
-fn account(row: &SqliteRow) -> Result<AccountRow, StoreError> {
+fn account(row: &Row) -> Result<AccountRow, StoreError> {
     let id: String = row.try_get("id")?;
     Ok(AccountRow {
         name: row.try_get("name")?,
@@ -97,7 +97,7 @@ pub struct AccountChange<'a> {
 
 impl Store {
     pub async fn account_by_name(&self, name: &str) -> Result<Option<AccountRow>, StoreError> {
-        let row = sqlx::query(&format!(
+        let row = sql::query(format!(
             "SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE name = ? COLLATE NOCASE"
         ))
         .bind(name)
@@ -107,7 +107,7 @@ impl Store {
     }
 
     pub async fn account(&self, id: &str) -> Result<Option<AccountRow>, StoreError> {
-        let row = sqlx::query(&format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = ?"))
+        let row = sql::query(format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = ?"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?;
@@ -116,7 +116,7 @@ impl Store {
 
     /// Every account, by name.
     pub async fn accounts(&self) -> Result<Vec<AccountRow>, StoreError> {
-        let rows = sqlx::query(&format!(
+        let rows = sql::query(format!(
             "SELECT {ACCOUNT_COLUMNS} FROM accounts ORDER BY name COLLATE NOCASE"
         ))
         .fetch_all(&self.pool)
@@ -126,12 +126,9 @@ impl Store {
 
     /// Whether any account exists (the login page explains how to make the first one).
     pub async fn any_account(&self) -> Result<bool, StoreError> {
-        Ok(
-            sqlx::query_scalar::<_, i64>("SELECT EXISTS (SELECT 1 FROM accounts)")
-                .fetch_one(&self.pool)
-                .await?
-                != 0,
-        )
+        Ok(sql::query("SELECT EXISTS (SELECT 1 FROM accounts)")
+            .scalar::<bool>(&self.pool)
+            .await?)
     }
 
     /// Stores a new account; a taken name is a unique violation ([`is_duplicate`]).
@@ -140,7 +137,7 @@ impl Store {
         new: NewAccount<'_>,
         now: DateTime<Utc>,
     ) -> Result<AccountRow, StoreError> {
-        sqlx::query(
+        sql::query(
             "INSERT INTO accounts (id, name, password_hash, role, disabled, demo, created_at, updated_at, credentials_ms) \
              VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?)",
         )
@@ -169,18 +166,15 @@ impl Store {
         change: AccountChange<'_>,
         now: DateTime<Utc>,
     ) -> Result<AccountRow, Refused> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(StoreError::from)?;
-        let before = administrators(&mut tx).await?;
-        let done = sqlx::query(
+        let mut tx = self.pool.begin_write().await.map_err(StoreError::from)?;
+        let before = administrators(Exec::from(&mut tx)).await?;
+        let done = sql::query(format!(
             "UPDATE accounts SET role = COALESCE(?, role), disabled = COALESCE(?, disabled), \
              password_hash = COALESCE(?, password_hash), \
-             credentials_ms = CASE WHEN ? IS NULL THEN credentials_ms ELSE MAX(?, credentials_ms + 1) END, updated_at = ? \
+             credentials_ms = CASE WHEN ? IS NULL THEN credentials_ms ELSE {} END, updated_at = ? \
              WHERE id = ?",
-        )
+            self.pool.dialect().greatest("?", "credentials_ms + 1")
+        ))
         .bind(change.role)
         .bind(change.disabled.map(i64::from))
         .bind(change.password_hash)
@@ -188,18 +182,18 @@ impl Store {
         .bind(ms(now))
         .bind(ts(now))
         .bind(id)
-        .execute(&mut *tx)
+        .execute(&mut tx)
         .await
         .map_err(StoreError::from)?;
-        if done.rows_affected() == 0 {
+        if done == 0 {
             return Err(Refused::NotFound);
         }
-        if before > 0 && administrators(&mut tx).await? == 0 {
+        if before > 0 && administrators(Exec::from(&mut tx)).await? == 0 {
             return Err(Refused::LastAdministrator);
         }
-        let row = sqlx::query(&format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = ?"))
+        let row = sql::query(format!("SELECT {ACCOUNT_COLUMNS} FROM accounts WHERE id = ?"))
             .bind(id)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut tx)
             .await
             .map_err(StoreError::from)?;
         let after = account(&row)?;
@@ -210,22 +204,18 @@ impl Store {
     /// Gives a custom role new permissions; the role as it was before. Refused like
     /// [`Store::update_account`] when it would leave no enabled administrator.
     pub async fn update_role(&self, name: &str, permissions: Permissions) -> Result<RoleRow, Refused> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(StoreError::from)?;
-        let Some(before) = custom_role_in(&mut tx, name).await? else {
+        let mut tx = self.pool.begin_write().await.map_err(StoreError::from)?;
+        let Some(before) = custom_role_in(Exec::from(&mut tx), name).await? else {
             return Err(Refused::NotFound);
         };
-        let admins = administrators(&mut tx).await?;
-        sqlx::query("UPDATE roles SET permissions = ? WHERE name = ?")
+        let admins = administrators(Exec::from(&mut tx)).await?;
+        sql::query("UPDATE roles SET permissions = ? WHERE name = ?")
             .bind(permissions.to_json())
             .bind(&before.name)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .map_err(StoreError::from)?;
-        if admins > 0 && administrators(&mut tx).await? == 0 {
+        if admins > 0 && administrators(Exec::from(&mut tx)).await? == 0 {
             return Err(Refused::LastAdministrator);
         }
         tx.commit().await.map_err(StoreError::from)?;
@@ -235,25 +225,21 @@ impl Store {
     /// Deletes a custom role no account holds ([`Refused::InUse`] says how many do); the role
     /// as it was.
     pub async fn delete_role(&self, name: &str) -> Result<RoleRow, Refused> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(StoreError::from)?;
-        let Some(role) = custom_role_in(&mut tx, name).await? else {
+        let mut tx = self.pool.begin_write().await.map_err(StoreError::from)?;
+        let Some(role) = custom_role_in(Exec::from(&mut tx), name).await? else {
             return Err(Refused::NotFound);
         };
-        let holders: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM accounts WHERE role = ? COLLATE NOCASE")
+        let holders: i64 = sql::query("SELECT COUNT(*) FROM accounts WHERE role = ? COLLATE NOCASE")
             .bind(&role.name)
-            .fetch_one(&mut *tx)
+            .scalar(&mut tx)
             .await
             .map_err(StoreError::from)?;
         if holders > 0 {
             return Err(Refused::InUse(holders));
         }
-        sqlx::query("DELETE FROM roles WHERE name = ?")
+        sql::query("DELETE FROM roles WHERE name = ?")
             .bind(&role.name)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await
             .map_err(StoreError::from)?;
         tx.commit().await.map_err(StoreError::from)?;
@@ -261,7 +247,7 @@ impl Store {
     }
 
     pub async fn custom_role(&self, name: &str) -> Result<Option<RoleRow>, StoreError> {
-        let row = sqlx::query("SELECT name, permissions FROM roles WHERE name = ? COLLATE NOCASE")
+        let row = sql::query("SELECT name, permissions FROM roles WHERE name = ? COLLATE NOCASE")
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
@@ -270,7 +256,7 @@ impl Store {
 
     /// Every custom role, by name.
     pub async fn custom_roles(&self) -> Result<Vec<RoleRow>, StoreError> {
-        let rows = sqlx::query("SELECT name, permissions FROM roles ORDER BY name COLLATE NOCASE")
+        let rows = sql::query("SELECT name, permissions FROM roles ORDER BY name COLLATE NOCASE")
             .fetch_all(&self.pool)
             .await?;
         rows.iter().map(role).collect()
@@ -283,7 +269,7 @@ impl Store {
         permissions: Permissions,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        sqlx::query("INSERT INTO roles (name, permissions, created_at) VALUES (?, ?, ?)")
+        sql::query("INSERT INTO roles (name, permissions, created_at) VALUES (?, ?, ?)")
             .bind(name)
             .bind(permissions.to_json())
             .bind(ts(now))
@@ -310,10 +296,10 @@ pub enum Refused {
 
 /// Enabled accounts whose role grants `admin` (the built-in role, or a custom role that lists
 /// the permission), read inside the write's transaction.
-async fn administrators(tx: &mut SqliteConnection) -> Result<i64, StoreError> {
+async fn administrators(mut tx: Exec<'_>) -> Result<i64, StoreError> {
     let mut names = vec![BuiltinRole::Admin.name().to_owned()];
-    for row in sqlx::query("SELECT name, permissions FROM roles")
-        .fetch_all(&mut *tx)
+    for row in sql::query("SELECT name, permissions FROM roles")
+        .fetch_all(&mut tx)
         .await?
     {
         let custom = role(&row)?;
@@ -323,24 +309,25 @@ async fn administrators(tx: &mut SqliteConnection) -> Result<i64, StoreError> {
     }
     let names =
         serde_json::to_string(&names).map_err(|e| StoreError::corrupt("roles", "*", e.to_string()))?;
-    Ok(sqlx::query_scalar(
-        "SELECT COUNT(*) FROM accounts WHERE disabled = 0 \
-         AND role COLLATE NOCASE IN (SELECT value FROM json_each(?))",
-    )
+    let dialect = tx.dialect();
+    Ok(sql::query(format!(
+        "SELECT COUNT(*) FROM accounts WHERE disabled = 0 AND role COLLATE NOCASE IN ({})",
+        dialect.json_text_array()
+    ))
     .bind(names)
-    .fetch_one(&mut *tx)
+    .scalar(&mut tx)
     .await?)
 }
 
-async fn custom_role_in(tx: &mut SqliteConnection, name: &str) -> Result<Option<RoleRow>, StoreError> {
-    let row = sqlx::query("SELECT name, permissions FROM roles WHERE name = ? COLLATE NOCASE")
+async fn custom_role_in(mut tx: Exec<'_>, name: &str) -> Result<Option<RoleRow>, StoreError> {
+    let row = sql::query("SELECT name, permissions FROM roles WHERE name = ? COLLATE NOCASE")
         .bind(name)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut tx)
         .await?;
     row.as_ref().map(role).transpose()
 }
 
-fn role(row: &SqliteRow) -> Result<RoleRow, StoreError> {
+fn role(row: &Row) -> Result<RoleRow, StoreError> {
     let name: String = row.try_get("name")?;
     let permissions = json(
         "roles",

@@ -8,7 +8,7 @@
 //!   output and that a retry can load (the gate's one exception; see
 //!   `engine::dispatch::acp::resume`).
 
-use super::{Store, StoreError};
+use super::{sql, Store, StoreError};
 use chrono::{DateTime, Utc};
 
 /// One agent process group as recorded.
@@ -32,7 +32,7 @@ impl Store {
         row: &AgentProcessRow,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        sql::query(
             "INSERT INTO agent_processes (pgid, start_ticks, boot_id, route_id, attempt, agent_id, started_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT(pgid) DO UPDATE SET start_ticks = excluded.start_ticks, boot_id = excluded.boot_id, \
@@ -53,7 +53,7 @@ impl Store {
 
     /// Forgets a process group whose process is gone.
     pub(crate) async fn forget_agent_process(&self, pgid: i32, start_ticks: u64) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM agent_processes WHERE pgid = ? AND start_ticks = ?")
+        sql::query("DELETE FROM agent_processes WHERE pgid = ? AND start_ticks = ?")
             .bind(pgid)
             .bind(i64::try_from(start_ticks).unwrap_or(i64::MAX))
             .execute(&self.pool)
@@ -63,16 +63,18 @@ impl Store {
 
     /// Every recorded agent process group.
     pub(crate) async fn agent_processes(&self) -> Result<Vec<AgentProcessRow>, StoreError> {
-        use sqlx::Row;
-        let rows = sqlx::query(
+        let rows = sql::query(
             "SELECT pgid, start_ticks, boot_id, route_id, attempt, agent_id FROM agent_processes ORDER BY pgid",
         )
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()
             .map(|r| {
-                let pgid: i32 = r.try_get("pgid")?;
-                let row = pgid.to_string();
+                let stored: i64 = r.try_get("pgid")?;
+                let row = stored.to_string();
+                let pgid = i32::try_from(stored).map_err(|_| {
+                    StoreError::corrupt("agent_processes", &row, "process group id out of range")
+                })?;
                 Ok(AgentProcessRow {
                     pgid,
                     start_ticks: super::non_negative(
@@ -111,7 +113,7 @@ impl Store {
         row: &ResumableRow,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        sql::query(
             "INSERT INTO resumable_sessions (route_id, candidate_id, agent_id, session_id, generation, cycle, \
              work_digest, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT(route_id) DO UPDATE SET candidate_id = excluded.candidate_id, agent_id = excluded.agent_id, \
@@ -133,8 +135,7 @@ impl Store {
 
     /// The route's resumable session, if it has one.
     pub(crate) async fn resumable_session(&self, route_id: &str) -> Result<Option<ResumableRow>, StoreError> {
-        use sqlx::Row;
-        let row = sqlx::query(
+        let row = sql::query(
             "SELECT candidate_id, agent_id, session_id, generation, cycle, work_digest \
              FROM resumable_sessions WHERE route_id = ?",
         )
@@ -163,14 +164,14 @@ impl Store {
 
     /// Routes with a resumable session.
     pub(crate) async fn resumable_routes(&self) -> Result<Vec<String>, StoreError> {
-        Ok(sqlx::query_scalar("SELECT route_id FROM resumable_sessions")
-            .fetch_all(&self.pool)
+        Ok(sql::query("SELECT route_id FROM resumable_sessions")
+            .scalars(&self.pool)
             .await?)
     }
 
     /// Forgets the route's resumable session.
     pub(crate) async fn forget_resumable_session(&self, route_id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM resumable_sessions WHERE route_id = ?")
+        sql::query("DELETE FROM resumable_sessions WHERE route_id = ?")
             .bind(route_id)
             .execute(&self.pool)
             .await?;

@@ -1,9 +1,9 @@
 //! The audit log: append-only (SQLite triggers refuse every UPDATE and DELETE of its rows).
 
+use super::sql;
 use super::{json, parse_ts, to_json, ts, Store, StoreError};
 use chrono::{DateTime, Utc};
 use policy::auth::{ActorKind, AuditEntry};
-use sqlx::Row;
 
 /// One row to append.
 #[derive(Debug, Clone)]
@@ -18,7 +18,7 @@ pub struct AuditInsert<'a> {
 
 impl Store {
     pub async fn append_audit(&self, entry: AuditInsert<'_>, now: DateTime<Utc>) -> Result<(), StoreError> {
-        sqlx::query(
+        sql::query(
             "INSERT INTO audit_log (at, actor_kind, actor, address, action, target, detail) \
              VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
@@ -36,7 +36,7 @@ impl Store {
 
     /// Up to `limit` rows before `before` (all when `None`), newest first.
     pub async fn audit_page(&self, before: Option<i64>, limit: u32) -> Result<Vec<AuditEntry>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sql::query(
             "SELECT seq, at, actor_kind, actor, address, action, target, detail FROM audit_log \
              WHERE ? IS NULL OR seq < ? ORDER BY seq DESC LIMIT ?",
         )

@@ -2,16 +2,16 @@
 //! the rows the gate reads, the probe lease's compare-and-set, the row a failure writes, and
 //! closing on success. Written only inside the writer's transaction.
 
+use super::sql::{self, Exec, Row};
 use super::{from_ms, ms, non_negative, ts, Store, StoreError, Tx};
 use chrono::{DateTime, Utc};
 use policy::api::{CircuitState, CircuitView};
-use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
 use std::collections::HashMap;
 
 const TABLE: &str = "circuits";
 const COLUMNS: &str = "key, state, open_until_ms, failures, code, probe_route_id";
 
-fn circuit_row(row: &SqliteRow) -> Result<CircuitView, StoreError> {
+fn circuit_row(row: &Row) -> Result<CircuitView, StoreError> {
     let key: String = row.try_get("key")?;
     let state: String = row.try_get("state")?;
     let failures = non_negative(TABLE, &key, "failures", row.try_get::<i64, _>("failures")?)?;
@@ -26,16 +26,19 @@ fn circuit_row(row: &SqliteRow) -> Result<CircuitView, StoreError> {
     })
 }
 
-async fn load(conn: &mut SqliteConnection, sql: &str) -> Result<Vec<CircuitView>, StoreError> {
-    let rows = sqlx::query(sql).fetch_all(&mut *conn).await?;
+async fn load(mut conn: Exec<'_>, sql: &str) -> Result<Vec<CircuitView>, StoreError> {
+    let rows = sql::query(sql).fetch_all(conn.by_ref()).await?;
     rows.iter().map(circuit_row).collect()
 }
 
 impl Tx<'_> {
     /// The circuits that are not closed (the only ones that hold or block anything), by key.
     pub(crate) async fn open_circuits(&mut self) -> Result<HashMap<String, CircuitView>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM circuits WHERE state <> 'closed'");
-        Ok(load(self.conn, &sql)
+        let sql = format!(
+            "SELECT {COLUMNS} FROM circuits WHERE state <> 'closed'{}",
+            self.ex().dialect().for_update()
+        );
+        Ok(load(self.ex(), &sql)
             .await?
             .into_iter()
             .map(|c| (c.key.clone(), c))
@@ -50,7 +53,7 @@ impl Tx<'_> {
         route_id: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done = sql::query(
             "UPDATE circuits SET state = 'probing', probe_route_id = ?, updated_at = ? WHERE key = ? AND state = 'open'",
         )
         .bind(route_id)
@@ -58,7 +61,7 @@ impl Tx<'_> {
         .bind(key)
         .execute(&mut *self.conn)
         .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(done == 1)
     }
 
     /// Writes a circuit as `policy::circuit` decided it.
@@ -67,7 +70,7 @@ impl Tx<'_> {
         c: &CircuitView,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        sql::query(
             "INSERT INTO circuits (key, state, open_until_ms, failures, code, probe_route_id, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET state = excluded.state, \
              open_until_ms = excluded.open_until_ms, failures = excluded.failures, code = excluded.code, \
@@ -93,7 +96,7 @@ impl Tx<'_> {
     ) -> Result<bool, StoreError> {
         let mut closed = false;
         for key in keys {
-            let done = sqlx::query(
+            let done = sql::query(
                 "UPDATE circuits SET state = 'closed', open_until_ms = NULL, failures = 0, code = NULL, \
                  probe_route_id = NULL, updated_at = ? WHERE key = ? AND state <> 'closed'",
             )
@@ -101,7 +104,7 @@ impl Tx<'_> {
             .bind(key)
             .execute(&mut *self.conn)
             .await?;
-            closed |= done.rows_affected() > 0;
+            closed |= done > 0;
         }
         Ok(closed)
     }
@@ -109,21 +112,21 @@ impl Tx<'_> {
     /// Gives back every probe lease (restart reconciliation: the previous process's probes are
     /// ambiguous) and, if any was held, releases the holds; whether any was.
     pub(crate) async fn release_all_probe_leases(&mut self, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let done = sqlx::query(
+        let done = sql::query(
             "UPDATE circuits SET state = 'open', probe_route_id = NULL, updated_at = ? WHERE state = 'probing'",
         )
         .bind(ts(now))
         .execute(&mut *self.conn)
         .await?;
-        if done.rows_affected() > 0 {
+        if done > 0 {
             self.release_holds(now).await?;
         }
-        Ok(done.rows_affected() > 0)
+        Ok(done > 0)
     }
 
     /// Makes every held dispatch due now, for a re-check.
     pub(crate) async fn release_holds(&mut self, now: DateTime<Utc>) -> Result<(), StoreError> {
-        sqlx::query(super::writes::RELEASE_HOLDS_SQL)
+        sql::query(super::writes::RELEASE_HOLDS_SQL)
             .bind(ms(now))
             .execute(&mut *self.conn)
             .await?;
@@ -135,6 +138,10 @@ impl Store {
     /// Every circuit, for the API and the UI.
     pub(crate) async fn circuits(&self) -> Result<Vec<CircuitView>, StoreError> {
         let mut conn = self.pool.acquire().await?;
-        load(&mut conn, &format!("SELECT {COLUMNS} FROM circuits ORDER BY key")).await
+        load(
+            Exec::from(&mut conn),
+            &format!("SELECT {COLUMNS} FROM circuits ORDER BY key"),
+        )
+        .await
     }
 }

@@ -1,13 +1,13 @@
 //! Dispatch records: one per attempt, scheduled (provably not started), started, settled.
 //! Inserted and updated through [`super::Writes`]; read here.
 
+use super::sql::{self, Exec};
 use super::{non_negative, parse_ts, Store, StoreError};
 use chrono::{DateTime, Utc};
 use policy::{
     api::{DispatchOutcome, DispatchRecord, DispatchStatus, DispatcherKind},
     route::AttemptKind,
 };
-use sqlx::{Row, SqliteConnection};
 
 const TABLE: &str = "dispatches";
 
@@ -31,16 +31,13 @@ pub(crate) fn outcome_str(o: DispatchOutcome) -> &'static str {
     }
 }
 
-pub(super) async fn load(
-    conn: &mut SqliteConnection,
-    route_id: &str,
-) -> Result<Vec<DispatchRecord>, StoreError> {
-    let rows = sqlx::query(
+pub(super) async fn load(mut conn: Exec<'_>, route_id: &str) -> Result<Vec<DispatchRecord>, StoreError> {
+    let rows = sql::query(
         "SELECT attempt, candidate_id, kind, dispatcher, scheduled_generation, invocation_generation, status, \
          outcome, scheduled_at, started_at, settled_at FROM dispatches WHERE route_id = ? ORDER BY attempt",
     )
     .bind(route_id)
-    .fetch_all(&mut *conn)
+    .fetch_all(conn.by_ref())
     .await?;
     rows.iter()
         .map(|row| {
@@ -48,7 +45,7 @@ pub(super) async fn load(
             let key = format!("{route_id}#{attempt}");
             // A stored tag as the JSON string serde decodes (an unknown one is corruption).
             let tag = |col: &str| -> Result<String, StoreError> {
-                Ok(format!("\"{}\"", row.try_get::<String, _>(col)?))
+                Ok(format!("\"{}\"", &row.try_get::<String, _>(col)?))
             };
             let opt_ts = |col: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
                 row.try_get::<Option<String>, _>(col)?
@@ -97,13 +94,13 @@ impl Store {
         candidate_id: &str,
         attempt: u32,
     ) -> Result<u32, StoreError> {
-        let n: i64 = sqlx::query_scalar(
+        let n: i64 = sql::query(
             "SELECT COUNT(*) FROM dispatches WHERE route_id = ? AND candidate_id = ? AND attempt <= ?",
         )
         .bind(route_id)
         .bind(candidate_id)
         .bind(attempt)
-        .fetch_one(&self.pool)
+        .scalar(&self.pool)
         .await?;
         Ok(u32::try_from(n.max(1)).unwrap_or(u32::MAX))
     }

@@ -1,25 +1,22 @@
 //! The append-only attempt history (rows are inserted through [`super::Writes::history`]; a
 //! trigger refuses updates).
 
+use super::sql::{self, Exec};
 use super::{non_negative, parse_ts, StoreError};
 use policy::{
     api::HistoryEntry,
     route::{EventKind, StateName},
 };
-use sqlx::{Row, SqliteConnection};
 
 const TABLE: &str = "route_history";
 
-pub(super) async fn load(
-    conn: &mut SqliteConnection,
-    route_id: &str,
-) -> Result<Vec<HistoryEntry>, StoreError> {
-    let rows = sqlx::query(
+pub(super) async fn load(mut conn: Exec<'_>, route_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+    let rows = sql::query(
         "SELECT seq, at, event, from_state, to_state, generation, candidate_id, attempt, profile_revision, \
          decision_json, classification_json FROM route_history WHERE route_id = ? ORDER BY seq",
     )
     .bind(route_id)
-    .fetch_all(&mut *conn)
+    .fetch_all(conn.by_ref())
     .await?;
     rows.iter()
         .map(|row| {
@@ -29,17 +26,17 @@ pub(super) async fn load(
                 StateName::parse(s)
                     .ok_or_else(|| StoreError::corrupt(TABLE, &key, format!("unknown state `{s}`")))
             };
-            let event: &str = row.try_get("event")?;
+            let event: String = row.try_get("event")?;
             let event: EventKind = super::json(TABLE, &key, "event", &format!("\"{event}\""))?;
             let from: Option<String> = row.try_get("from_state")?;
             let decision: Option<String> = row.try_get("decision_json")?;
             let classification: Option<String> = row.try_get("classification_json")?;
             Ok(HistoryEntry {
                 seq: non_negative(TABLE, &key, "seq", seq)?,
-                at: parse_ts(TABLE, &key, row.try_get::<&str, _>("at")?)?,
+                at: parse_ts(TABLE, &key, &row.try_get::<String, _>("at")?)?,
                 event,
                 from: from.as_deref().map(state).transpose()?,
-                to: state(row.try_get::<&str, _>("to_state")?)?,
+                to: state(&row.try_get::<String, _>("to_state")?)?,
                 generation: non_negative(TABLE, &key, "generation", row.try_get::<i64, _>("generation")?)?,
                 candidate_id: row.try_get("candidate_id")?,
                 attempt: row

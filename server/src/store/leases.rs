@@ -1,9 +1,9 @@
 //! Leases of external runners, written only inside the writer's transaction (a lease and the
 //! `lease` timer that watches it change together).
 
+use super::sql::{self, Row};
 use super::{from_ms, gen_i64, ms, non_negative, ts, Store, StoreError, Tx, Writes};
 use chrono::{DateTime, Utc};
-use sqlx::{sqlite::SqliteRow, Row};
 
 const TABLE: &str = "dispatch_leases";
 
@@ -19,7 +19,7 @@ pub(crate) struct Lease {
     pub(crate) expires: DateTime<Utc>,
 }
 
-fn lease_row(r: &SqliteRow) -> Result<Lease, StoreError> {
+fn lease_row(r: &Row) -> Result<Lease, StoreError> {
     let route_id: String = r.try_get("route_id")?;
     let attempt = non_negative(TABLE, &route_id, "attempt", r.try_get("attempt")?)?;
     Ok(Lease {
@@ -42,7 +42,7 @@ impl Tx<'_> {
         &mut self,
         now: DateTime<Utc>,
     ) -> Result<Option<(String, u32, u64)>, StoreError> {
-        let row = sqlx::query(
+        let row = sql::query(
             "SELECT d.route_id, d.attempt, d.invocation_generation FROM dispatches d \
              JOIN routes r ON r.id = d.route_id \
              LEFT JOIN dispatch_leases l ON l.route_id = d.route_id \
@@ -75,8 +75,9 @@ impl Tx<'_> {
 
     /// The route's lease, as this transaction sees it.
     pub(crate) async fn lease(&mut self, route_id: &str) -> Result<Option<Lease>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM dispatch_leases WHERE route_id = ?"
+        let row = sql::query(format!(
+            "SELECT {COLUMNS} FROM dispatch_leases WHERE route_id = ?{}",
+            self.ex().dialect().for_update()
         ))
         .bind(route_id)
         .fetch_optional(&mut *self.conn)
@@ -118,7 +119,7 @@ impl Writes {
 impl Store {
     /// The route's lease, if any.
     pub(crate) async fn lease(&self, route_id: &str) -> Result<Option<Lease>, StoreError> {
-        let row = sqlx::query(&format!(
+        let row = sql::query(format!(
             "SELECT {COLUMNS} FROM dispatch_leases WHERE route_id = ?"
         ))
         .bind(route_id)

@@ -35,6 +35,8 @@ mod leases;
 mod migrations;
 mod profiles;
 mod routes;
+mod sessions;
+pub mod sql;
 mod timers;
 pub mod tokens;
 mod work;
@@ -52,7 +54,9 @@ pub(crate) use writes::{DispatchInsert, HistoryInsert, Returned, Writes};
 
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use serde::de::DeserializeOwned;
-use sqlx::{pool::PoolConnection, Sqlite, SqliteConnection, SqlitePool};
+pub use sessions::Sessions;
+use sql::{Conn, Exec};
+pub use sql::{Dialect, Pool};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why the store could not answer.
@@ -86,19 +90,27 @@ impl StoreError {
 /// The read side of the store, and profile writes. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: Pool,
 }
 
 impl Store {
-    pub fn new(pool: SqlitePool) -> Store {
-        Store { pool }
+    pub fn new(pool: impl Into<Pool>) -> Store {
+        Store { pool: pool.into() }
+    }
+
+    /// Which backend this is.
+    pub fn dialect(&self) -> Dialect {
+        self.pool.dialect()
+    }
+
+    /// The pool, for what lives beside the store on the same database (the browser sessions).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     /// Whether the database takes a query (`/healthz`).
     pub async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query_scalar::<_, i64>("SELECT 1")
-            .fetch_one(&self.pool)
-            .await?;
+        sql::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
     }
 
@@ -109,19 +121,15 @@ impl Store {
         })
     }
 
-    /// Copies the write-ahead log back into the database file on a connection of its own (a
-    /// passive checkpoint never blocks the writer).
+    /// SQLite: copies the write-ahead log back into the database file on a connection of its
+    /// own (a passive checkpoint never blocks the writer). PostgreSQL checkpoints by itself.
     pub(crate) async fn checkpoint(&self) -> Result<(), StoreError> {
-        sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
-            .execute(&self.pool)
-            .await?;
+        if let Pool::Sqlite(_) = self.pool {
+            sql::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(&self.pool)
+                .await?;
+        }
         Ok(())
-    }
-
-    /// The browser-session store (tower-sessions) on this same pool; its table is created by
-    /// the migrations, like every other.
-    pub fn session_store(&self) -> tower_sessions_sqlx_store::SqliteStore {
-        tower_sessions_sqlx_store::SqliteStore::new(self.pool.clone())
     }
 
     /// Closes every connection (at shutdown).
@@ -130,24 +138,56 @@ impl Store {
     }
 }
 
+impl From<sqlx::SqlitePool> for Pool {
+    fn from(p: sqlx::SqlitePool) -> Pool {
+        Pool::Sqlite(p)
+    }
+}
+
+impl From<sqlx::PgPool> for Pool {
+    fn from(p: sqlx::PgPool) -> Pool {
+        Pool::Postgres(p)
+    }
+}
+
 /// The writer task's connection.
 pub(crate) struct Writer {
-    conn: PoolConnection<Sqlite>,
+    conn: Conn,
 }
 
 impl Writer {
-    /// SQLite's `PRAGMA synchronous` on this very connection (0 OFF, 1 NORMAL, 2 FULL, 3
-    /// EXTRA): whether its commits reach stable storage before they return.
+    /// Whether this very connection's commits reach stable storage before they return, as
+    /// SQLite's `PRAGMA synchronous` level (0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA). On PostgreSQL the
+    /// same scale: 2 when `fsync` is on and `synchronous_commit` is not `off` (a commit is
+    /// flushed before it returns), else 0.
     pub(crate) async fn synchronous(&mut self) -> Result<i64, StoreError> {
-        Ok(sqlx::query_scalar("PRAGMA synchronous")
-            .fetch_one(&mut *self.conn)
-            .await?)
+        let mut ex = Exec::from(&mut self.conn);
+        Ok(match ex.dialect() {
+            Dialect::Sqlite => sql::query("PRAGMA synchronous").scalar::<i64>(ex).await?,
+            Dialect::Postgres => {
+                let commit: String = sql::query("SELECT current_setting('synchronous_commit')")
+                    .scalar(ex.by_ref())
+                    .await?;
+                let fsync: String = sql::query("SELECT current_setting('fsync')").scalar(ex).await?;
+                if commit != "off" && fsync == "on" {
+                    2
+                } else {
+                    0
+                }
+            }
+        })
     }
 
-    /// Opens a write transaction. `BEGIN IMMEDIATE` takes SQLite's write lock at once, so
-    /// everything the transaction reads stays true until it commits.
+    /// Opens a write transaction. SQLite: `BEGIN IMMEDIATE` takes the write lock at once, so
+    /// everything the transaction reads stays true until it commits. PostgreSQL: the rows the
+    /// transaction writes are read `FOR UPDATE` ([`Dialect::for_update`]), and the generation
+    /// compare-and-set fences the rest.
     pub(crate) async fn begin(&mut self) -> Result<Tx<'_>, StoreError> {
-        sqlx::query("BEGIN IMMEDIATE").execute(&mut *self.conn).await?;
+        let begin = match self.conn {
+            Conn::Sqlite(_) => "BEGIN IMMEDIATE",
+            Conn::Postgres(_) => "BEGIN",
+        };
+        sql::query(begin).execute(&mut self.conn).await?;
         Ok(Tx { conn: &mut self.conn })
     }
 }
@@ -155,26 +195,31 @@ impl Writer {
 /// One open write transaction of the writer. Dropping it without [`Tx::commit`] leaves the
 /// transaction open; always end it with `commit` or `rollback`.
 pub(crate) struct Tx<'c> {
-    conn: &'c mut SqliteConnection,
+    conn: &'c mut Conn,
 }
 
 impl Tx<'_> {
+    pub(super) fn ex(&mut self) -> Exec<'_> {
+        Exec::from(&mut *self.conn)
+    }
+
     /// Commits; on failure the transaction is rolled back and the error returned.
-    pub(crate) async fn commit(self) -> Result<(), StoreError> {
-        if let Err(e) = sqlx::query("COMMIT").execute(&mut *self.conn).await {
-            let _ = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
+    pub(crate) async fn commit(mut self) -> Result<(), StoreError> {
+        if let Err(e) = sql::query("COMMIT").execute(self.ex()).await {
+            let _ = sql::query("ROLLBACK").execute(self.ex()).await;
             return Err(e.into());
         }
         Ok(())
     }
 
-    pub(crate) async fn rollback(self) {
-        let _ = sqlx::query("ROLLBACK").execute(&mut *self.conn).await;
+    pub(crate) async fn rollback(mut self) {
+        let _ = sql::query("ROLLBACK").execute(self.ex()).await;
     }
 
-    /// Sends a batch of writes in one round trip; what its `RETURNING` statements reported.
+    /// Sends a batch of writes (in one round trip on SQLite); what its `RETURNING` statements
+    /// reported.
     pub(crate) async fn run(&mut self, writes: Writes) -> Result<Returned, StoreError> {
-        Ok(writes.run(self.conn).await?)
+        Ok(writes.run(self.ex()).await?)
     }
 }
 

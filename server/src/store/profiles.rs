@@ -1,12 +1,12 @@
 //! Profile rows and their revisions. Profile writes run in short transactions of their own
 //! (the engine's writer lock keeps them from contending with route commits in this process).
 
+use super::sql::{self, Exec, Row};
 use super::{gen_i64, non_negative, parse_ts, to_json, ts, Store, StoreError, Tx};
 use policy::{
     api::{CandidateTarget, Profile, ProfileKind, ProfileSummary},
     wire::PolicyDocument,
 };
-use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
 
 const TABLE: &str = "profiles";
 
@@ -71,19 +71,19 @@ impl ProfileColumns {
         .join(", ")
     }
 
-    pub(super) fn decode(&self, row: &SqliteRow) -> Result<Profile, StoreError> {
+    pub(super) fn decode(&self, row: &Row) -> Result<Profile, StoreError> {
         let id: String = row.try_get(self.id)?;
         let policy: PolicyDocument = super::json(
             TABLE,
             &id,
             "policy document",
-            row.try_get::<&str, _>(self.policy_json)?,
+            &row.try_get::<String, _>(self.policy_json)?,
         )?;
         let targets: Vec<CandidateTarget> = super::json(
             TABLE,
             &id,
             "candidate targets",
-            row.try_get::<&str, _>(self.candidates_json)?,
+            &row.try_get::<String, _>(self.candidates_json)?,
         )?;
         let kind: String = row.try_get(self.kind)?;
         Ok(Profile {
@@ -95,28 +95,28 @@ impl ProfileColumns {
             targets,
             policy,
             normalized_from_legacy: row.try_get::<i64, _>(self.normalized_from_legacy)? != 0,
-            created_at: parse_ts(TABLE, &id, row.try_get::<&str, _>(self.created_at)?)?,
-            updated_at: parse_ts(TABLE, &id, row.try_get::<&str, _>(self.updated_at)?)?,
+            created_at: parse_ts(TABLE, &id, &row.try_get::<String, _>(self.created_at)?)?,
+            updated_at: parse_ts(TABLE, &id, &row.try_get::<String, _>(self.updated_at)?)?,
             id,
         })
     }
 }
 
-async fn load(conn: &mut SqliteConnection, id: &str) -> Result<Option<Profile>, StoreError> {
-    let row = sqlx::query(
+async fn load(mut conn: Exec<'_>, id: &str) -> Result<Option<Profile>, StoreError> {
+    let row = sql::query(
         "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
          created_at, updated_at FROM profiles WHERE id = ?",
     )
     .bind(id)
-    .fetch_optional(&mut *conn)
+    .fetch_optional(conn.by_ref())
     .await?;
     row.as_ref().map(|r| ProfileColumns::PLAIN.decode(r)).transpose()
 }
 
-async fn upsert(conn: &mut SqliteConnection, p: &Profile) -> Result<(), StoreError> {
+async fn upsert(mut conn: Exec<'_>, p: &Profile) -> Result<(), StoreError> {
     let targets = to_json(&p.targets);
     let policy = to_json(&p.policy);
-    sqlx::query(
+    sql::query(
         "INSERT INTO profiles (id, name, kind, description, revision, candidates_json, policy_json, \
          normalized_from_legacy, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT(id) DO UPDATE SET name = excluded.name, kind = excluded.kind, description = excluded.description, \
@@ -134,9 +134,9 @@ async fn upsert(conn: &mut SqliteConnection, p: &Profile) -> Result<(), StoreErr
     .bind(i64::from(p.normalized_from_legacy))
     .bind(ts(p.created_at))
     .bind(ts(p.updated_at))
-    .execute(&mut *conn)
+    .execute(conn.by_ref())
     .await?;
-    sqlx::query(
+    sql::query(
         "INSERT INTO profile_revisions (profile_id, revision, candidates_json, policy_json, created_at) \
          VALUES (?, ?, ?, ?, ?)",
     )
@@ -145,7 +145,7 @@ async fn upsert(conn: &mut SqliteConnection, p: &Profile) -> Result<(), StoreErr
     .bind(&targets)
     .bind(&policy)
     .bind(ts(p.updated_at))
-    .execute(&mut *conn)
+    .execute(conn.by_ref())
     .await?;
     Ok(())
 }
@@ -176,19 +176,19 @@ pub(crate) enum ProfileDelete {
 impl Tx<'_> {
     /// A profile as this transaction sees it.
     pub(crate) async fn profile(&mut self, id: &str) -> Result<Option<Profile>, StoreError> {
-        load(self.conn, id).await
+        load(self.ex(), id).await
     }
 }
 
 impl Store {
     pub(crate) async fn profile(&self, id: &str) -> Result<Option<Profile>, StoreError> {
         let mut conn = self.pool.acquire().await?;
-        load(&mut conn, id).await
+        load(Exec::from(&mut conn), id).await
     }
 
     /// All profiles, by name, with how many routes (open and all) use each.
     pub(crate) async fn list_profiles(&self) -> Result<Vec<ProfileSummary>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sql::query(
             "SELECT p.id, p.name, p.description, p.revision, p.candidates_json, p.updated_at, \
              (SELECT COUNT(*) FROM routes r WHERE r.profile_id = p.id AND r.state NOT IN ('completed', 'abandoned')) \
              AS open_routes, (SELECT COUNT(*) FROM routes r WHERE r.profile_id = p.id) AS routes \
@@ -203,7 +203,7 @@ impl Store {
                     TABLE,
                     &id,
                     "candidate targets",
-                    row.try_get::<&str, _>("candidates_json")?,
+                    &row.try_get::<String, _>("candidates_json")?,
                 )?;
                 Ok(ProfileSummary {
                     name: row.try_get("name")?,
@@ -217,7 +217,7 @@ impl Store {
                         row.try_get::<i64, _>("open_routes")?,
                     )?,
                     routes: non_negative(TABLE, &id, "routes", row.try_get::<i64, _>("routes")?)?,
-                    updated_at: parse_ts(TABLE, &id, row.try_get::<&str, _>("updated_at")?)?,
+                    updated_at: parse_ts(TABLE, &id, &row.try_get::<String, _>("updated_at")?)?,
                     id,
                 })
             })
@@ -228,14 +228,14 @@ impl Store {
     /// for it within the busy timeout), so a read inside can never be invalidated by another
     /// writer before the write (a deferred transaction that reads first fails at once with
     /// "database is locked" when it then writes).
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, StoreError> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    async fn write_tx(&self) -> Result<sql::Transaction, StoreError> {
+        Ok(self.pool.begin_write().await?)
     }
 
     /// Stores revision 1 of a new profile.
     pub(crate) async fn insert_profile(&self, profile: &Profile) -> Result<(), StoreError> {
         let mut tx = self.write_tx().await?;
-        upsert(&mut tx, profile).await?;
+        upsert(Exec::from(&mut tx), profile).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -249,7 +249,7 @@ impl Store {
         next: impl FnOnce(&Profile) -> Profile + Send,
     ) -> Result<ProfileUpdate, StoreError> {
         let mut tx = self.write_tx().await?;
-        let Some(current) = load(&mut tx, id).await? else {
+        let Some(current) = load(Exec::from(&mut tx), id).await? else {
             tx.rollback().await?;
             return Ok(ProfileUpdate::NotFound);
         };
@@ -261,7 +261,7 @@ impl Store {
             });
         }
         let profile = next(&current);
-        upsert(&mut tx, &profile).await?;
+        upsert(Exec::from(&mut tx), &profile).await?;
         tx.commit().await?;
         Ok(ProfileUpdate::Written(profile))
     }
@@ -269,9 +269,9 @@ impl Store {
     /// Deletes profile `id` if no route uses it.
     pub(crate) async fn delete_profile(&self, id: &str) -> Result<ProfileDelete, StoreError> {
         let mut tx = self.write_tx().await?;
-        let routes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM routes WHERE profile_id = ?")
+        let routes: i64 = sql::query("SELECT COUNT(*) FROM routes WHERE profile_id = ?")
             .bind(id)
-            .fetch_one(&mut *tx)
+            .scalar(&mut tx)
             .await?;
         if routes > 0 {
             tx.rollback().await?;
@@ -279,11 +279,11 @@ impl Store {
                 routes: u64::try_from(routes).unwrap_or(0),
             });
         }
-        let done = sqlx::query("DELETE FROM profiles WHERE id = ?")
+        let done = sql::query("DELETE FROM profiles WHERE id = ?")
             .bind(id)
-            .execute(&mut *tx)
+            .execute(&mut tx)
             .await?;
-        if done.rows_affected() == 0 {
+        if done == 0 {
             tx.rollback().await?;
             return Ok(ProfileDelete::NotFound);
         }

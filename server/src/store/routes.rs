@@ -2,13 +2,13 @@
 //! duplicate-invocation check, and the durable-error note. Route rows are written only through
 //! [`super::Writes`] (insert and compare-and-set), inside the writer's transaction.
 
+use super::sql::{self, Exec, Row};
 use super::{dispatches, history, parse_ts, profiles::ProfileColumns, Store, StoreError, Tx};
 use chrono::{DateTime, Utc};
 use policy::{
     api::{Caller, CallerKind, Profile, RouteDetail, RouteFilter, RouteSummary},
     route::{RouteState, StateName},
 };
-use sqlx::{sqlite::SqliteRow, Row, SqliteConnection};
 use std::collections::HashMap;
 
 /// A route row as the engine needs it.
@@ -47,7 +47,7 @@ const ROUTE_COLUMNS: &str =
 
 const TABLE: &str = "routes";
 
-fn route_row(row: &SqliteRow) -> Result<RouteRow, StoreError> {
+fn route_row(row: &Row) -> Result<RouteRow, StoreError> {
     let id: String = row.try_get("id")?;
     let kind: String = row.try_get("caller_kind")?;
     let kind = CallerKind::parse(&kind)
@@ -60,10 +60,15 @@ fn route_row(row: &SqliteRow) -> Result<RouteRow, StoreError> {
             invocation_id: row.try_get("invocation_id")?,
         },
         title: row.try_get("title")?,
-        state: super::json(TABLE, &id, "route state", row.try_get::<&str, _>("state_json")?)?,
+        state: super::json(
+            TABLE,
+            &id,
+            "route state",
+            &row.try_get::<String, _>("state_json")?,
+        )?,
         durable_error: row.try_get("durable_error")?,
-        created_at: parse_ts(TABLE, &id, row.try_get::<&str, _>("created_at")?)?,
-        updated_at: parse_ts(TABLE, &id, row.try_get::<&str, _>("updated_at")?)?,
+        created_at: parse_ts(TABLE, &id, &row.try_get::<String, _>("created_at")?)?,
+        updated_at: parse_ts(TABLE, &id, &row.try_get::<String, _>("updated_at")?)?,
         id,
     })
 }
@@ -71,22 +76,24 @@ fn route_row(row: &SqliteRow) -> Result<RouteRow, StoreError> {
 /// Routes and their profiles, by route id, with one statement. Missing ids are simply absent;
 /// a route whose profile is gone has `None`.
 async fn load_routes_and_profiles(
-    conn: &mut SqliteConnection,
+    mut conn: Exec<'_>,
     ids: &[&str],
+    lock: bool,
 ) -> Result<Vec<(RouteRow, Option<Profile>)>, StoreError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let marks = vec!["?"; ids.len()].join(", ");
     let sql = format!(
-        "SELECT {ROUTE_COLUMNS}, {} FROM routes r LEFT JOIN profiles p ON p.id = r.profile_id WHERE r.id IN ({marks})",
-        ProfileColumns::JOINED.select_list()
+        "SELECT {ROUTE_COLUMNS}, {} FROM routes r LEFT JOIN profiles p ON p.id = r.profile_id WHERE r.id IN ({marks}){}",
+        ProfileColumns::JOINED.select_list(),
+        if lock { conn.dialect().for_update_of("r") } else { String::new() }
     );
-    let mut q = sqlx::query(&sql);
+    let mut q = sql::query(sql);
     for id in ids {
         q = q.bind(*id);
     }
-    let rows = q.fetch_all(&mut *conn).await?;
+    let rows = q.fetch_all(conn.by_ref()).await?;
     // One profile is shared by many routes: decode each (id, revision) once.
     let mut profiles: HashMap<(String, i64), Profile> = HashMap::new();
     let mut out = Vec::with_capacity(rows.len());
@@ -112,12 +119,12 @@ async fn load_routes_and_profiles(
 
 impl Tx<'_> {
     /// Routes and their profiles, with one statement (a group commit reads all its routes at
-    /// once).
+    /// once). On PostgreSQL the route rows stay locked until the transaction ends.
     pub(crate) async fn routes_and_profiles(
         &mut self,
         ids: &[&str],
     ) -> Result<Vec<(RouteRow, Option<Profile>)>, StoreError> {
-        load_routes_and_profiles(self.conn, ids).await
+        load_routes_and_profiles(self.ex(), ids, true).await
     }
 
     /// The route that already serves this caller invocation, if any.
@@ -127,10 +134,10 @@ impl Tx<'_> {
         invocation_id: &str,
     ) -> Result<Option<String>, StoreError> {
         Ok(
-            sqlx::query_scalar("SELECT id FROM routes WHERE caller_kind = ? AND invocation_id = ?")
+            sql::query("SELECT id FROM routes WHERE caller_kind = ? AND invocation_id = ?")
                 .bind(kind.as_str())
                 .bind(invocation_id)
-                .fetch_optional(&mut *self.conn)
+                .scalar_optional(&mut *self.conn)
                 .await?,
         )
     }
@@ -138,10 +145,11 @@ impl Tx<'_> {
     /// Restores the timer row of every wait that lost it (restart reconciliation; the rows are
     /// written with the state, so this is a safety net).
     pub(crate) async fn restore_wait_timers(&mut self) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT OR IGNORE INTO timers (route_id, kind, generation, due_ms) \
+        sql::query(
+            "INSERT INTO timers (route_id, kind, generation, due_ms) \
              SELECT id, 'deadline', generation, deadline_ms FROM routes \
-             WHERE state IN ('waiting_for_reset', 'retry_wait') AND deadline_ms IS NOT NULL",
+             WHERE state IN ('waiting_for_reset', 'retry_wait') AND deadline_ms IS NOT NULL \
+             ON CONFLICT DO NOTHING",
         )
         .execute(&mut *self.conn)
         .await?;
@@ -156,7 +164,7 @@ impl Store {
         id: &str,
     ) -> Result<Option<(RouteRow, Option<Profile>)>, StoreError> {
         let mut conn = self.pool.acquire().await?;
-        Ok(load_routes_and_profiles(&mut conn, &[id])
+        Ok(load_routes_and_profiles(Exec::from(&mut conn), &[id], false)
             .await?
             .into_iter()
             .next())
@@ -165,21 +173,21 @@ impl Store {
     /// A route in a list (with its profile's name).
     pub(crate) async fn route_summary(&self, id: &str) -> Result<Option<RouteSummary>, StoreError> {
         let mut conn = self.pool.acquire().await?;
-        summary(&mut conn, id).await
+        summary(Exec::from(&mut conn), id).await
     }
 
     /// A route with its history and dispatch records, read in one transaction so the three
     /// agree (a commit between the reads would otherwise show a snapshot ahead of its history).
     pub(crate) async fn route_detail(&self, id: &str) -> Result<Option<RouteDetail>, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let Some(route) = summary(&mut tx, id).await? else {
+        let mut tx = self.pool.begin_read().await?;
+        let Some(route) = summary(Exec::from(&mut tx), id).await? else {
             tx.rollback().await?;
             return Ok(None);
         };
         let detail = RouteDetail {
             route,
-            history: history::load(&mut tx, id).await?,
-            dispatches: dispatches::load(&mut tx, id).await?,
+            history: history::load(Exec::from(&mut tx), id).await?,
+            dispatches: dispatches::load(Exec::from(&mut tx), id).await?,
         };
         tx.rollback().await?;
         Ok(Some(detail))
@@ -212,7 +220,7 @@ impl Store {
             sql.push_str(" AND r.profile_id = ?");
         }
         sql.push_str(" ORDER BY r.updated_at DESC, r.id LIMIT ?");
-        let mut q = sqlx::query(&sql);
+        let mut q = sql::query(sql);
         if let Some(k) = filter.caller_kind {
             q = q.bind(k.as_str());
         }
@@ -236,7 +244,7 @@ impl Store {
     /// read-only or full disk this fails too, and the engine keeps the note in memory). The
     /// next committed step clears it.
     pub(crate) async fn note_durable_error(&self, route_id: &str, message: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE routes SET durable_error = ? WHERE id = ?")
+        sql::query("UPDATE routes SET durable_error = ? WHERE id = ?")
             .bind(message)
             .bind(route_id)
             .execute(&self.pool)
@@ -249,33 +257,32 @@ impl Store {
     /// as if nothing happened), and not running an external runner's attempt (nobody claimed
     /// it: it is offered again; a runner acknowledged it: its lease decides).
     pub(crate) async fn routes_to_reconcile(&self) -> Result<Vec<String>, StoreError> {
-        Ok(sqlx::query_scalar(
+        Ok(sql::query(
             "SELECT r.id FROM routes r WHERE r.state IN ('active', 'retrying', 'switching') \
              AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.route_id = r.id AND t.kind = 'report') \
              AND NOT EXISTS (SELECT 1 FROM dispatches d WHERE d.route_id = r.id AND d.status = 'started' \
              AND d.dispatcher = 'external') ORDER BY r.id",
         )
-        .fetch_all(&self.pool)
+        .scalars(&self.pool)
         .await?)
     }
 
     /// Routes waiting on a deadline.
     pub(crate) async fn waiting_routes(&self) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM routes WHERE state IN ('waiting_for_reset', 'retry_wait')",
-        )
-        .fetch_one(&self.pool)
-        .await?;
+        let n: i64 =
+            sql::query("SELECT COUNT(*) FROM routes WHERE state IN ('waiting_for_reset', 'retry_wait')")
+                .scalar(&self.pool)
+                .await?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 }
 
-async fn summary(conn: &mut SqliteConnection, id: &str) -> Result<Option<RouteSummary>, StoreError> {
+async fn summary(mut conn: Exec<'_>, id: &str) -> Result<Option<RouteSummary>, StoreError> {
     let sql = format!(
         "SELECT {ROUTE_COLUMNS}, p.name AS profile_name FROM routes r LEFT JOIN profiles p ON p.id = r.profile_id \
          WHERE r.id = ?"
     );
-    let Some(row) = sqlx::query(&sql).bind(id).fetch_optional(&mut *conn).await? else {
+    let Some(row) = sql::query(sql).bind(id).fetch_optional(conn.by_ref()).await? else {
         return Ok(None);
     };
     let name: Option<String> = row.try_get("profile_name")?;

@@ -1,9 +1,9 @@
 //! Durable timers: at most one per route, written with the route state that needs it (through
 //! [`super::Writes`]) and read here by the scheduler.
 
+use super::sql;
 use super::{from_ms, ms, non_negative, Store, StoreError};
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 use std::fmt;
 
 const TABLE: &str = "timers";
@@ -65,7 +65,7 @@ pub struct DueTimer {
 impl Store {
     /// Up to `limit` timers due at `now`, earliest first.
     pub async fn due_timers(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<DueTimer>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sql::query(
             "SELECT route_id, kind, generation, payload, due_ms FROM timers WHERE due_ms <= ? ORDER BY due_ms LIMIT ?",
         )
         .bind(ms(now))
@@ -96,17 +96,17 @@ impl Store {
 
     /// How many timers are due at `now` and not yet fired (the `recourse_due_timers` gauge).
     pub async fn due_timer_count(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM timers WHERE due_ms <= ?")
+        let n: i64 = sql::query("SELECT COUNT(*) FROM timers WHERE due_ms <= ?")
             .bind(ms(now))
-            .fetch_one(&self.pool)
+            .scalar(&self.pool)
             .await?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
     /// When the earliest timer is due.
     pub async fn next_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let next: Option<i64> = sqlx::query_scalar("SELECT MIN(due_ms) FROM timers")
-            .fetch_one(&self.pool)
+        let next: Option<i64> = sql::query("SELECT MIN(due_ms) FROM timers")
+            .scalar(&self.pool)
             .await?;
         Ok(next.map(from_ms))
     }

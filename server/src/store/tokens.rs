@@ -1,10 +1,10 @@
 //! API tokens. Only the SHA-256 of a token's secret is stored (hex); the secret itself is shown
 //! once, when the token is made, and never kept.
 
+use super::sql::{self, Row};
 use super::{from_ms, json, ms, parse_ts, to_json, ts, Store, StoreError};
 use chrono::{DateTime, Utc};
 use policy::auth::{Permissions, TokenView};
-use sqlx::{sqlite::SqliteRow, Row};
 
 /// A token row, with the name of the account it acts for.
 #[derive(Debug, Clone)]
@@ -52,7 +52,7 @@ pub struct NewToken<'a> {
 const COLUMNS: &str = "t.id, t.account_id, a.name AS account, t.name, t.permissions, t.profile_ids, \
                        t.created_at, t.expires_ms, t.last_used_ms, t.revoked_ms";
 
-fn token(row: &SqliteRow) -> Result<TokenRow, StoreError> {
+fn token(row: &Row) -> Result<TokenRow, StoreError> {
     let id: String = row.try_get("id")?;
     let profile_ids = row
         .try_get::<Option<String>, _>("profile_ids")?
@@ -79,7 +79,7 @@ fn token(row: &SqliteRow) -> Result<TokenRow, StoreError> {
 
 impl Store {
     pub async fn insert_token(&self, new: NewToken<'_>, now: DateTime<Utc>) -> Result<TokenRow, StoreError> {
-        sqlx::query(
+        sql::query(
             "INSERT INTO api_tokens (id, account_id, name, secret_hash, permissions, profile_ids, created_at, expires_ms) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -99,7 +99,7 @@ impl Store {
     }
 
     pub async fn token(&self, id: &str) -> Result<Option<TokenRow>, StoreError> {
-        let row = sqlx::query(&format!(
+        let row = sql::query(format!(
             "SELECT {COLUMNS} FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.id = ?"
         ))
         .bind(id)
@@ -111,7 +111,7 @@ impl Store {
     /// The token whose secret hashes to `secret_hash`, revoked or expired ones included (the
     /// caller decides).
     pub async fn token_by_secret_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError> {
-        let row = sqlx::query(&format!(
+        let row = sql::query(format!(
             "SELECT {COLUMNS} FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.secret_hash = ?"
         ))
         .bind(secret_hash)
@@ -122,7 +122,7 @@ impl Store {
 
     /// Tokens, newest first: every account's, or one account's.
     pub async fn tokens(&self, account_id: Option<&str>) -> Result<Vec<TokenRow>, StoreError> {
-        let rows = sqlx::query(&format!(
+        let rows = sql::query(format!(
             "SELECT {COLUMNS} FROM api_tokens t JOIN accounts a ON a.id = t.account_id \
              WHERE ? IS NULL OR t.account_id = ? ORDER BY t.created_at DESC, t.id DESC"
         ))
@@ -136,17 +136,17 @@ impl Store {
     /// Revokes a token (idempotent: the first revocation time stays). `false` when there is no
     /// such token.
     pub async fn revoke_token(&self, id: &str, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let done = sqlx::query("UPDATE api_tokens SET revoked_ms = COALESCE(revoked_ms, ?) WHERE id = ?")
+        let done = sql::query("UPDATE api_tokens SET revoked_ms = COALESCE(revoked_ms, ?) WHERE id = ?")
             .bind(ms(now))
             .bind(id)
             .execute(&self.pool)
             .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(done == 1)
     }
 
     /// Records a use, at most once per `every_ms` (a busy runner does not write on every call).
     pub async fn touch_token(&self, id: &str, now: DateTime<Utc>, every_ms: i64) -> Result<(), StoreError> {
-        sqlx::query(
+        sql::query(
             "UPDATE api_tokens SET last_used_ms = ? WHERE id = ? AND (last_used_ms IS NULL OR last_used_ms <= ?)",
         )
         .bind(ms(now))

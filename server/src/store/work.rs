@@ -1,7 +1,7 @@
 //! The work a route carries (design contract 7), one row per route, written in the writer's
 //! transaction with the route start or the new prompt generation that brings it.
 
-use super::{Store, StoreError, Writes};
+use super::{sql, Store, StoreError, Writes};
 use chrono::{DateTime, Utc};
 use policy::api::Work;
 
@@ -19,9 +19,9 @@ impl Writes {
 impl Store {
     /// The route's current work, if it carries any.
     pub(crate) async fn route_work(&self, route_id: &str) -> Result<Option<Work>, StoreError> {
-        let json: Option<String> = sqlx::query_scalar("SELECT work_json FROM route_work WHERE route_id = ?")
+        let json: Option<String> = sql::query("SELECT work_json FROM route_work WHERE route_id = ?")
             .bind(route_id)
-            .fetch_optional(&self.pool)
+            .scalar_optional(&self.pool)
             .await?;
         json.map(|j| super::json("route_work", route_id, "work", &j))
             .transpose()
@@ -53,8 +53,7 @@ impl Writes {
 impl Store {
     /// The route's stored result, if any.
     pub(crate) async fn route_result(&self, route_id: &str) -> Result<Option<RouteResult>, StoreError> {
-        use sqlx::Row;
-        let row = sqlx::query("SELECT generation, body, stored_at FROM route_results WHERE route_id = ?")
+        let row = sql::query("SELECT generation, body, stored_at FROM route_results WHERE route_id = ?")
             .bind(route_id)
             .fetch_optional(&self.pool)
             .await?;
@@ -67,7 +66,7 @@ impl Store {
                     r.try_get("generation")?,
                 )?,
                 body: r.try_get("body")?,
-                stored_at: super::parse_ts("route_results", route_id, r.try_get::<&str, _>("stored_at")?)?,
+                stored_at: super::parse_ts("route_results", route_id, &r.try_get::<String, _>("stored_at")?)?,
             })
         })
         .transpose()
@@ -75,10 +74,10 @@ impl Store {
 
     /// Clears the route's stored result (the caller has it); whether there was one.
     pub(crate) async fn clear_route_result(&self, route_id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM route_results WHERE route_id = ?")
+        let done = sql::query("DELETE FROM route_results WHERE route_id = ?")
             .bind(route_id)
             .execute(&self.pool)
             .await?;
-        Ok(done.rows_affected() > 0)
+        Ok(done > 0)
     }
 }

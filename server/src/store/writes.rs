@@ -14,31 +14,18 @@
 //! existing, and the release must see every hold the batch arms. Statements use plain `?`
 //! only: sqlx binds them in order across the statements.
 
-use super::{gen_i64, ms, routes::RouteRow, timers::TimerKind, to_json, ts};
+use super::{
+    gen_i64, ms,
+    routes::RouteRow,
+    sql::{self, Bind, Dialect, Exec},
+    timers::TimerKind,
+    to_json, ts,
+};
 use chrono::{DateTime, Utc};
 use policy::{
     api::{DispatchOutcome, DispatcherKind},
     route::{AttemptKind, EventKind, RouteState, StateName},
 };
-use sqlx::{Row, SqliteConnection};
-
-/// A value bound to a `?` of a batch.
-pub(super) enum Bind {
-    Text(Option<String>),
-    Int(Option<i64>),
-}
-
-impl From<Option<String>> for Bind {
-    fn from(v: Option<String>) -> Bind {
-        Bind::Text(v)
-    }
-}
-
-impl From<Option<i64>> for Bind {
-    fn from(v: Option<i64>) -> Bind {
-        Bind::Int(v)
-    }
-}
 
 fn text(s: &str) -> Bind {
     Bind::Text(Some(s.to_owned()))
@@ -51,8 +38,8 @@ fn int(i: i64) -> Bind {
 /// The writes of a transaction not sent yet.
 #[derive(Default)]
 pub(crate) struct Writes {
-    sql: String,
-    binds: Vec<Bind>,
+    /// Queued statements with their values, in order.
+    statements: Vec<(&'static str, Vec<Bind>)>,
     /// New routes, in order.
     inserts: Vec<RouteRow>,
     /// Compare-and-sets by route: (id, expected generation, last state, its time).
@@ -125,24 +112,22 @@ pub(crate) struct DispatchInsert<'a> {
 
 impl Writes {
     /// A statement with its values, in the order of its `?`.
-    pub(super) fn push_binds(&mut self, sql: &str, binds: Vec<Bind>) {
+    pub(super) fn push_binds(&mut self, sql: &'static str, binds: Vec<Bind>) {
         self.push(sql, binds);
     }
 
     /// A statement whose `?` are all text.
-    pub(super) fn push_text(&mut self, sql: &str, values: &[&str]) {
+    pub(super) fn push_text(&mut self, sql: &'static str, values: &[&str]) {
         self.push(sql, values.iter().map(|v| text(v)));
     }
 
-    fn push(&mut self, sql: &str, binds: impl IntoIterator<Item = Bind>) {
-        self.sql.push_str(sql);
-        self.sql.push_str(";\n");
-        self.binds.extend(binds);
+    fn push(&mut self, sql: &'static str, binds: impl IntoIterator<Item = Bind>) {
+        self.statements.push((sql, binds.into_iter().collect()));
     }
 
     /// Whether nothing is queued.
     pub(crate) fn is_empty(&self) -> bool {
-        self.sql.is_empty()
+        self.statements.is_empty()
             && self.inserts.is_empty()
             && self.cas.is_empty()
             && self.dispatches.is_empty()
@@ -347,8 +332,10 @@ impl Writes {
         );
     }
 
-    /// Runs them; returns what the statements with `RETURNING` reported.
-    pub(super) async fn run(mut self, conn: &mut SqliteConnection) -> Result<Returned, sqlx::Error> {
+    /// Runs them; returns what the statements with `RETURNING` reported. SQLite gets them as
+    /// ONE multi-statement query (plain `?` bind in order across the statements); PostgreSQL,
+    /// which takes one statement per query with values, one after another.
+    pub(super) async fn run(mut self, mut ex: Exec<'_>) -> Result<Returned, sqlx::Error> {
         let mut out = Returned::default();
         if self.is_empty() {
             return Ok(out);
@@ -360,8 +347,7 @@ impl Writes {
         for (id, expected, next, now) in std::mem::take(&mut self.cas) {
             all.push_cas(&id, expected, &next, now);
         }
-        all.sql.push_str(&self.sql);
-        all.binds.append(&mut self.binds);
+        all.statements.append(&mut self.statements);
         for d in std::mem::take(&mut self.dispatches) {
             all.push_dispatch(&d);
         }
@@ -385,18 +371,36 @@ impl Writes {
         if let Some(at) = self.release_holds_at {
             all.push(RELEASE_HOLDS_SQL, [int(ms(at))]);
         }
-        let mut q = sqlx::query(&all.sql);
-        for b in all.binds {
-            q = match b {
-                Bind::Text(t) => q.bind(t),
-                Bind::Int(i) => q.bind(i),
-            };
-        }
-        for row in q.fetch_all(&mut *conn).await? {
-            match row.try_get::<&str, _>(0)? {
-                CAS_TAG => out.cas_won += 1,
-                LEASE_TAG => out.leases_released += 1,
-                _ => {}
+        let mut tally = |tag: String| match tag.as_str() {
+            CAS_TAG => out.cas_won += 1,
+            LEASE_TAG => out.leases_released += 1,
+            _ => {}
+        };
+        match ex.dialect() {
+            Dialect::Sqlite => {
+                let mut text = String::new();
+                let mut binds = Vec::new();
+                for (sql, mut b) in all.statements {
+                    text.push_str(sql);
+                    text.push_str(";\n");
+                    binds.append(&mut b);
+                }
+                for tag in sql::query(text).bind_all(binds).scalars::<String>(ex).await? {
+                    tally(tag);
+                }
+            }
+            Dialect::Postgres => {
+                for (text, binds) in all.statements {
+                    let returns = text.contains(" RETURNING ");
+                    let q = sql::query(text).bind_all(binds);
+                    if returns {
+                        for tag in q.scalars::<String>(ex.by_ref()).await? {
+                            tally(tag);
+                        }
+                    } else {
+                        q.execute(ex.by_ref()).await?;
+                    }
+                }
             }
         }
         Ok(out)

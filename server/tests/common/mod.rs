@@ -9,6 +9,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod backend;
 pub mod fake_agent;
 pub mod power;
 pub mod provider;
@@ -37,7 +38,9 @@ use tower::ServiceExt;
 pub struct Harness {
     pub engine: Arc<Engine>,
     /// The same database, for tests that inspect rows directly.
-    pub pool: sqlx::SqlitePool,
+    pub pool: server::store::Pool,
+    /// The `--database` value of that database (a SQLite path or a PostgreSQL URL).
+    pub database: String,
     pub clock: ManualClock,
     pub app: Router,
     pub dir: tempfile::TempDir,
@@ -84,8 +87,9 @@ static SERVED_TOKENS: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(M
 
 /// An administrator and an API token for the database at `database`, made with the real
 /// `recourse user add` (password on standard input) and `recourse token add`, once per file.
-pub fn served_token(database: &std::path::Path) -> String {
+pub fn served_token(database: impl AsRef<std::ffi::OsStr>) -> String {
     use std::io::Write;
+    let database = database.as_ref();
     let key = database.to_string_lossy().into_owned();
     if let Some(t) = SERVED_TOKENS.lock().unwrap().get(&key) {
         return t.clone();
@@ -158,7 +162,7 @@ pub fn leptos_options() -> LeptosOptions {
 /// lines it logs after that are returned through the receiver; otherwise they are drained so
 /// the server never blocks on a full pipe.
 pub fn spawn_serve(
-    database: &std::path::Path,
+    database: impl AsRef<std::ffi::OsStr>,
     extra: &[&str],
     keep_log: bool,
 ) -> (
@@ -171,7 +175,7 @@ pub fn spawn_serve(
 
 /// [`spawn_serve`] with these environment variables added to the server's environment.
 pub fn spawn_serve_env(
-    database: &std::path::Path,
+    database: impl AsRef<std::ffi::OsStr>,
     extra: &[&str],
     keep_log: bool,
     env: &[(&str, &str)],
@@ -181,6 +185,7 @@ pub fn spawn_serve_env(
     Option<std::sync::mpsc::Receiver<String>>,
 ) {
     use std::io::BufRead;
+    let database = database.as_ref();
     let token = served_token(database);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
         .args(["--log-format", "json", "serve", "--addr", "127.0.0.1:0"])
@@ -255,8 +260,8 @@ impl Harness {
         now: DateTime<Utc>,
         runners: server::config::Runners,
     ) -> Harness {
-        let path = dir.path().join("recourse.db");
-        let pool = server::db::open(path.to_str().unwrap()).await.unwrap();
+        let database = backend::database(dir.path(), "recourse.db");
+        let pool = server::db::open(&database).await.unwrap();
         let clock = ManualClock::new(now);
         let engine = Engine::with_runners(
             server::store::Store::new(pool.clone()),
@@ -270,6 +275,7 @@ impl Harness {
         Harness {
             engine,
             pool,
+            database,
             clock,
             app,
             dir,
@@ -474,16 +480,30 @@ impl Harness {
             .clone()
     }
 
-    /// A second engine on the same file opened read-only: a real SQLite read-only database
-    /// (every write fails), on the same clock.
+    /// A second engine on the same database opened read-only, on the same clock: a real
+    /// SQLite read-only database, or PostgreSQL sessions whose every transaction is read-only
+    /// (`default_transaction_read_only`): every write fails.
     pub async fn read_only_engine(&self) -> std::sync::Arc<server::engine::Engine> {
-        let opts = server::db::connect_options(self.db_path().to_str().unwrap())
-            .unwrap()
-            .read_only(true);
-        let pool = sqlx::sqlite::SqlitePoolOptions::new()
-            .connect_with(opts)
-            .await
-            .unwrap();
+        let pool: server::store::Pool = if backend::on_postgres() {
+            use std::str::FromStr;
+            let opts = sqlx::postgres::PgConnectOptions::from_str(&self.database)
+                .unwrap()
+                .options([("default_transaction_read_only", "on")]);
+            sqlx::postgres::PgPoolOptions::new()
+                .connect_with(opts)
+                .await
+                .unwrap()
+                .into()
+        } else {
+            let opts = server::db::connect_options(self.db_path().to_str().unwrap())
+                .unwrap()
+                .read_only(true);
+            sqlx::sqlite::SqlitePoolOptions::new()
+                .connect_with(opts)
+                .await
+                .unwrap()
+                .into()
+        };
         server::engine::Engine::new(
             server::store::Store::new(pool),
             std::sync::Arc::new(self.clock.clone()),
@@ -491,9 +511,9 @@ impl Harness {
     }
 
     pub async fn launches(&self, route_id: &str) -> i64 {
-        sqlx::query_scalar("SELECT COUNT(*) FROM simulated_launches WHERE route_id = ?")
+        server::store::sql::query("SELECT COUNT(*) FROM simulated_launches WHERE route_id = ?")
             .bind(route_id)
-            .fetch_one(&self.pool)
+            .scalar(&self.pool)
             .await
             .unwrap()
     }
