@@ -57,6 +57,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     let pool = db::open(&args.db.database).await?;
+    // PostgreSQL: one serving replica per database, held until this process ends.
+    let serving_lock = match &pool {
+        crate::store::Pool::Postgres(_) => Some(db::hold_serving_lock(&args.db.database).await?),
+        crate::store::Pool::Sqlite(_) => None,
+    };
     let test_clock = args.test_clock.map(ManualClock::new);
     let clock: Arc<dyn Clock> = match &test_clock {
         Some(c) => Arc::new(c.clone()),
@@ -154,6 +159,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
     store.close().await;
+    if let Some(lock) = serving_lock {
+        use sqlx::Connection;
+        let _ = lock.close().await;
+    }
     tracing::info!("recourse stopped cleanly");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,101 @@
+//! What only the PostgreSQL backend has. Each test needs `RECOURSE_TEST_POSTGRES` (as `./dev
+//! test` sets it for its PostgreSQL pass, which CI never skips); without it, it says so and
+//! passes, since the SQLite pass has nothing here to check.
+
+mod common;
+
+use common::backend;
+
+/// Skips (with a message) when the tests run on SQLite.
+macro_rules! postgres_only {
+    () => {
+        if !backend::on_postgres() {
+            eprintln!(
+                "skipped: RECOURSE_TEST_POSTGRES is not set (this test is about the PostgreSQL backend)"
+            );
+            return;
+        }
+    };
+}
+
+#[test]
+fn a_second_server_on_the_same_database_refuses_to_serve_and_says_why() {
+    postgres_only!();
+    let dir = tempfile::tempdir().unwrap();
+    let db = backend::database(dir.path(), "one.db");
+    let (mut first, addr, _) = common::spawn_serve(&db, &[], false);
+    assert_eq!(
+        common::http(&addr, "GET", "/readyz", None).map(|r| r.0),
+        Some(200)
+    );
+
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--database", &db])
+        .env("RECOURSE_SERVING_LOCK_WAIT_MS", "300")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "a second server started: {err}");
+    assert!(
+        err.contains("another `recourse serve` is serving database") && err.contains("not supported yet"),
+        "{err}"
+    );
+    // The first one still serves.
+    assert_eq!(
+        common::http(&addr, "GET", "/readyz", None).map(|r| r.0),
+        Some(200)
+    );
+
+    // Once it is gone (killed: its connection, and with it the lock, ends), another may serve.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let (mut next, addr, _) = common::spawn_serve(&db, &[], false);
+    assert_eq!(
+        common::http(&addr, "GET", "/readyz", None).map(|r| r.0),
+        Some(200)
+    );
+    next.kill().unwrap();
+    next.wait().unwrap();
+}
+
+#[test]
+fn a_password_in_the_database_url_never_reaches_the_log_or_an_error() {
+    postgres_only!();
+    let dir = tempfile::tempdir().unwrap();
+    let url = backend::database(dir.path(), "secret.db");
+    // The test cluster trusts loopback, so any password is accepted and must still be hidden.
+    let with_password = url.replacen("postgres@", "postgres:Sup3rS3cretPassw0rd@", 1);
+    let (mut child, addr, log) = common::spawn_serve(&with_password, &[], true);
+    assert_eq!(
+        common::http(&addr, "GET", "/readyz", None).map(|r| r.0),
+        Some(200)
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let lines: Vec<String> = log.unwrap().try_iter().collect();
+    assert!(
+        lines.iter().all(|l| !l.contains("Sup3rS3cretPassw0rd")),
+        "{lines:?}"
+    );
+
+    // The same URL on a port nobody listens on.
+    let port = with_password
+        .rsplit_once(':')
+        .unwrap()
+        .1
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let bad = with_password.replacen(&format!(":{port}/"), ":1/", 1);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
+        .args(["migrate", "--database", &bad])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("[redacted]") && !err.contains("Sup3rS3cretPassw0rd"),
+        "{err}"
+    );
+}
