@@ -180,6 +180,10 @@ pub struct ServeArgs {
     /// `POST /api/v1/test/clock`.
     #[arg(long, hide = true)]
     pub test_clock: Option<DateTime<Utc>>,
+    /// Test only: this process's own clock is off by this many seconds (a replica with a wrong
+    /// clock; on PostgreSQL the server runs on the database's time anyway).
+    #[arg(long, hide = true, allow_hyphen_values = true)]
+    pub test_clock_skew_seconds: Option<i64>,
 }
 
 #[cfg(test)]

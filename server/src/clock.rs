@@ -10,7 +10,10 @@ use chrono::{DateTime, TimeDelta, Utc};
 use std::{
     future::Future,
     pin::Pin,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicI64, Ordering},
+        Arc, Mutex,
+    },
 };
 use tokio::sync::watch;
 
@@ -104,10 +107,105 @@ impl Clock for ManualClock {
     }
 }
 
+/// Another clock moved by an offset: `now()` is the base clock's time plus the offset, which
+/// can be changed at any time. Several replicas on one PostgreSQL database run on the
+/// database's time this way (the offset is measured against `clock_timestamp()` and kept up to
+/// date, `engine::replicas::sync_clock`), so a replica whose own clock is off neither fires a
+/// timer early nor computes a deadline late.
+pub struct OffsetClock {
+    base: Arc<dyn Clock>,
+    offset_ms: AtomicI64,
+}
+
+impl OffsetClock {
+    pub fn new(base: Arc<dyn Clock>) -> OffsetClock {
+        OffsetClock {
+            base,
+            offset_ms: AtomicI64::new(0),
+        }
+    }
+
+    /// The base clock's own time.
+    pub fn base_now(&self) -> DateTime<Utc> {
+        self.base.now()
+    }
+
+    pub fn set_offset_ms(&self, ms: i64) {
+        self.offset_ms.store(ms, Ordering::Relaxed);
+    }
+
+    pub fn offset_ms(&self) -> i64 {
+        self.offset_ms.load(Ordering::Relaxed)
+    }
+}
+
+impl Clock for OffsetClock {
+    fn now(&self) -> DateTime<Utc> {
+        policy::time::after(self.base.now(), TimeDelta::milliseconds(self.offset_ms()))
+    }
+
+    fn sleep_until(&self, deadline: DateTime<Utc>) -> ClockFuture<'_> {
+        Box::pin(async move {
+            // The offset may change while sleeping: sleep at most a second at a time.
+            loop {
+                let now = self.now();
+                if now >= deadline {
+                    return;
+                }
+                let step = (deadline - now).min(TimeDelta::seconds(1));
+                let until = policy::time::after(self.base.now(), step);
+                self.base.sleep_until(until).await;
+            }
+        })
+    }
+}
+
+/// The system clock off by a fixed amount (test only: `recourse serve --test-clock-skew-seconds`
+/// plays a replica whose clock is wrong).
+#[derive(Debug, Clone, Copy)]
+pub struct SkewedClock {
+    pub skew: TimeDelta,
+}
+
+impl Clock for SkewedClock {
+    fn now(&self) -> DateTime<Utc> {
+        policy::time::after(Utc::now(), self.skew)
+    }
+
+    fn sleep_until(&self, deadline: DateTime<Utc>) -> ClockFuture<'_> {
+        SystemClock.sleep_until(policy::time::after(deadline, -self.skew))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[tokio::test]
+    async fn an_offset_clock_is_its_base_moved_by_the_offset_and_sleeps_on_that_time() {
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap();
+        let base = ManualClock::new(t0);
+        let clock = Arc::new(OffsetClock::new(Arc::new(base.clone())));
+        clock.set_offset_ms(-600_000);
+        assert_eq!(clock.now(), t0 - TimeDelta::minutes(10));
+        let c2 = clock.clone();
+        let sleeper = tokio::spawn(async move { c2.sleep_until(t0).await });
+        tokio::task::yield_now().await;
+        base.advance(TimeDelta::minutes(9));
+        tokio::task::yield_now().await;
+        assert!(
+            !sleeper.is_finished(),
+            "t0 on the offset clock is 10 minutes on the base"
+        );
+        // The offset is corrected meanwhile: the sleeper wakes on the new time.
+        clock.set_offset_ms(60_000);
+        base.advance(TimeDelta::seconds(1));
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(sleeper.is_finished());
+    }
 
     #[tokio::test]
     async fn a_manual_sleeper_wakes_when_the_clock_passes_its_deadline() {

@@ -21,9 +21,10 @@
 //!   when there is none), every other outcome `none`.
 //! - [`SSE_CLIENTS`]: event streams open now.
 //! - [`REPLICA_INFO`] `{replica_id}`: always 1.
-//!
-//! Claims lost to other replicas are not published: one SQLite process has no other replica,
-//! and a metric that cannot move is noise on a dashboard.
+//! - [`ORPHANS_TAKEN`]: routes in flight this replica took up because their replica's lease ran
+//!   out (PostgreSQL with several replicas, `engine/replicas.rs`).
+//! - [`LEASE_LAPSED`]: times this replica found its own lease run out (it was stopped or
+//!   starved) and stopped what it was running.
 
 use crate::replica::ReplicaId;
 use ::metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Level, Metadata, Recorder, Unit};
@@ -37,6 +38,8 @@ pub const LEASES_EXPIRED: &str = "recourse_leases_expired_total";
 pub const DISPATCH_OUTCOMES: &str = "recourse_dispatch_outcomes_total";
 pub const SSE_CLIENTS: &str = "recourse_sse_clients";
 pub const REPLICA_INFO: &str = "recourse_replica_info";
+pub const ORPHANS_TAKEN: &str = "recourse_orphans_taken_total";
+pub const LEASE_LAPSED: &str = "recourse_replica_lease_lapsed_total";
 
 /// Upper bounds of the lateness histogram's buckets, in seconds: a healthy scheduler fires in
 /// milliseconds; seconds mean a busy writer; minutes, a stalled one.
@@ -70,6 +73,8 @@ pub struct Metrics {
     leases_expired: Counter,
     outcomes: Vec<(OutcomeLabels, Counter)>,
     sse_clients: Gauge,
+    orphans_taken: Counter,
+    lease_lapsed: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -115,6 +120,8 @@ impl Metrics {
             leases_expired: counter(LEASES_EXPIRED, Vec::new()),
             outcomes,
             sse_clients: recorder.register_gauge(&Key::from_static_name(SSE_CLIENTS), &METADATA),
+            orphans_taken: counter(ORPHANS_TAKEN, Vec::new()),
+            lease_lapsed: counter(LEASE_LAPSED, Vec::new()),
             handle: recorder.handle(),
             recorder,
         };
@@ -138,6 +145,16 @@ impl Metrics {
     /// An acknowledged lease ran out.
     pub fn lease_expired(&self) {
         self.leases_expired.increment(1);
+    }
+
+    /// `n` routes of dead replicas taken up.
+    pub fn orphans_taken(&self, n: usize) {
+        self.orphans_taken.increment(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// This replica's own lease was found run out.
+    pub fn lease_lapsed(&self) {
+        self.lease_lapsed.increment(1);
     }
 
     /// A dispatch record settled with `outcome` (a failure with its classification).
@@ -278,6 +295,16 @@ fn describe(recorder: &PrometheusRecorder) {
         "Settled dispatches by outcome; failures by their classification's class and code.".into(),
     );
     recorder.describe_gauge(name(SSE_CLIENTS), None, "Event streams open now.".into());
+    recorder.describe_counter(
+        name(ORPHANS_TAKEN),
+        None,
+        "Routes in flight taken up because their replica's lease ran out.".into(),
+    );
+    recorder.describe_counter(
+        name(LEASE_LAPSED),
+        None,
+        "Times this replica found its own lease run out and stopped what it ran.".into(),
+    );
     recorder.describe_gauge(
         name(REPLICA_INFO),
         None,

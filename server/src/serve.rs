@@ -63,9 +63,25 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         crate::store::Pool::Sqlite(_) => None,
     };
     let test_clock = args.test_clock.map(ManualClock::new);
-    let clock: Arc<dyn Clock> = match &test_clock {
-        Some(c) => Arc::new(c.clone()),
-        None => Arc::new(SystemClock),
+    // This process's own clock (a manual one under `--test-clock`). On PostgreSQL, unless the
+    // test clock is in charge, the server runs on the database's time: the own clock moved by
+    // the measured offset, kept up to date (`engine::replicas::sync_clock`).
+    let own: Arc<dyn Clock> = match (&test_clock, args.test_clock_skew_seconds) {
+        (Some(c), _) => Arc::new(c.clone()),
+        (None, Some(skew)) => Arc::new(crate::clock::SkewedClock {
+            skew: chrono::TimeDelta::seconds(skew.clamp(-86_400 * 365, 86_400 * 365)),
+        }),
+        (None, None) => Arc::new(SystemClock),
+    };
+    let database_time = match (&pool, &test_clock) {
+        (crate::store::Pool::Postgres(_), None) => {
+            Some(Arc::new(crate::clock::OffsetClock::new(own.clone())))
+        }
+        _ => None,
+    };
+    let clock: Arc<dyn Clock> = match &database_time {
+        Some(c) => c.clone(),
+        None => own,
     };
     let runners = match &args.config {
         Some(path) => {
@@ -84,10 +100,26 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         reload_on_sighup(runners.clone(), path)?;
     }
     let store = Store::new(pool);
+    if let Some(clock) = &database_time {
+        crate::engine::replicas::sync_clock_once(&store, clock)
+            .await
+            .context("cannot read the database's time")?;
+    }
     // `main` resolved it before the first log line; a caller of its own gets the default.
     let replica = args.replica_id.clone().unwrap_or_else(ReplicaId::of_this_process);
     let metrics = Metrics::new(&replica);
     let engine = Engine::with_metrics(store.clone(), clock, runners, metrics);
+    // PostgreSQL: this process is one of the replicas of its database; the routes it leaves in
+    // flight are its own, and restart reconciliation takes up only those of replicas that are
+    // gone.
+    let timing = crate::engine::replicas::Timing::from_env();
+    if let crate::store::Pool::Postgres(_) = store.pool() {
+        let member = engine
+            .join_replicas(&replica, timing)
+            .await
+            .context("cannot register this replica")?;
+        tracing::info!(instance = member.instance, "joined the replicas of this database");
+    }
     let report = engine
         .reconcile()
         .await
@@ -99,9 +131,18 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "routes reconciled"
     );
     let (stop_tx, mut stop_rx) = watch::channel(false);
+    let mut stop_replicas = stop_rx.clone();
     let scheduler = tokio::spawn(crate::scheduler::run(engine.clone(), async move {
         let _ = stop_rx.wait_for(|stop| *stop).await;
     }));
+    let membership = tokio::spawn(crate::engine::replicas::run(
+        engine.clone(),
+        timing,
+        database_time.clone(),
+        async move {
+            let _ = stop_replicas.wait_for(|stop| *stop).await;
+        },
+    ));
     if args.demo {
         let started = crate::demo::seed(&engine)
             .await
@@ -158,6 +199,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     upkeep.abort();
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
+    // Retires this replica (its routes are the others' to take up at once).
+    let _ = membership.await;
     store.close().await;
     if let Some(lock) = serving_lock {
         use sqlx::Connection;

@@ -23,7 +23,13 @@ use std::{
 const KILLS: usize = 55;
 
 fn spawn(db: &str, now: DateTime<Utc>) -> (Child, String) {
-    let (child, addr, _) = common::spawn_serve(db, &["--test-clock", &now.to_rfc3339()], false);
+    // One replica id for every restart: on PostgreSQL a restarted replica takes its own place at
+    // once (another id would wait for the killed one's lease to run out).
+    let (child, addr, _) = common::spawn_serve(
+        db,
+        &["--test-clock", &now.to_rfc3339(), "--replica-id", "crash-test"],
+        false,
+    );
     (child, addr)
 }
 

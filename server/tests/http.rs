@@ -27,6 +27,7 @@ async fn app(dir: &tempfile::TempDir) -> (axum::Router, String) {
         trusted_proxies: Vec::new(),
         allowed_hosts: Vec::new(),
         test_clock: None,
+        test_clock_skew_seconds: None,
         config: None,
         replica_id: None,
     };

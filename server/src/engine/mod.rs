@@ -40,6 +40,7 @@ mod leases;
 mod observe;
 mod pending;
 mod reconcile;
+pub mod replicas;
 mod tx;
 mod writer;
 
@@ -109,6 +110,9 @@ pub enum Input {
         generation: u64,
         result: String,
     },
+    /// The route's owner is no longer alive (another replica's lease ran out): taken up as
+    /// after a restart (`Restarted`), unless, with its row locked, its owner turns out alive.
+    Orphaned,
     /// The caller's next prompt (`work_submitted`), with the new work stored in the same
     /// transaction when there is one.
     Work {

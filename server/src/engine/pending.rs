@@ -43,9 +43,11 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    pub(crate) fn new(config: Arc<RunnerConfig>) -> Pending {
+    /// A transaction whose routes in flight will belong to `owner` (this replica's instance).
+    pub(crate) fn new(config: Arc<RunnerConfig>, owner: Option<String>) -> Pending {
         Pending {
             config,
+            writes: Writes::owned_by(owner),
             ..Pending::default()
         }
     }
@@ -154,7 +156,8 @@ impl Pending {
         if self.writes.is_empty() {
             return Ok(());
         }
-        let writes = std::mem::take(&mut self.writes);
+        let next = self.writes.successor();
+        let writes = std::mem::replace(&mut self.writes, next);
         let expected = writes.cas_count();
         let returned = tx.run(writes).await?;
         if returned.cas_won != expected {

@@ -35,23 +35,35 @@ pub struct ReconcileReport {
 }
 
 impl Engine {
-    /// Applies `Restarted` to every route that needs it, once, at boot.
+    /// Applies `Restarted` to every route that needs it, once, at boot. A process that joined
+    /// the replicas of its database ([`Engine::join_replicas`]) takes up only what replicas that
+    /// are gone left ([`Input::Orphaned`]); the others' routes are theirs.
     pub async fn reconcile(&self) -> Result<ReconcileReport, EngineError> {
         for dispatcher in self.dispatchers.all() {
             dispatcher.reconcile().await;
         }
-        let (reply, answer) = oneshot::channel();
-        self.enqueue(vec![Job::Reconcile { reply }])?;
-        answer.await.map_err(|_| EngineError::Task)??;
+        let orphans_only = self.store.member().is_some();
+        self.release_probe_leases(orphans_only).await?;
         let mut report = ReconcileReport {
             rearmed: self.store.waiting_routes().await?,
             ..ReconcileReport::default()
         };
-        let ids = self.store.routes_to_reconcile().await?;
+        let ids = if orphans_only {
+            self.store.orphaned_routes(self.now(), u32::MAX).await?
+        } else {
+            self.store.routes_to_reconcile().await?
+        };
         for chunk in ids.chunks(MAX_BATCH) {
             let inputs = chunk
                 .iter()
-                .map(|id| (id.clone(), Input::Event(RouteEvent::Restarted)))
+                .map(|id| {
+                    let input = if orphans_only {
+                        Input::Orphaned
+                    } else {
+                        Input::Event(RouteEvent::Restarted)
+                    };
+                    (id.clone(), input)
+                })
                 .collect();
             for answer in self.submit_all(inputs).await {
                 match answer {
@@ -71,5 +83,13 @@ impl Engine {
         }
         self.wake();
         Ok(report)
+    }
+
+    /// Restores missing wait timers and gives back probe leases (only those of routes whose
+    /// owner is gone, with `orphans_only`); whether any came back.
+    pub(crate) async fn release_probe_leases(&self, orphans_only: bool) -> Result<bool, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.enqueue(vec![Job::Reconcile { orphans_only, reply }])?;
+        answer.await.map_err(|_| EngineError::Task)?
     }
 }

@@ -459,8 +459,22 @@ pub(crate) async fn transact(
     let prev = route.state;
     let mut new_work = None;
     let mut result = None;
+    let mut adopt = false;
     let (event, verdict) = match input {
         Input::Event(e) => (e, None),
+        Input::Orphaned => {
+            // Read with the row locked: another replica may have taken the route up since it
+            // was found orphaned, or its owner may have renewed its lease.
+            if tx.owner_alive(route_id, now).await? {
+                return Ok(TxOutcome::Unchanged {
+                    state: prev,
+                    effects: Vec::new(),
+                    verdict: None,
+                });
+            }
+            adopt = true;
+            (RouteEvent::Restarted, None)
+        }
         Input::Succeeded {
             generation,
             result: body,
@@ -510,6 +524,11 @@ pub(crate) async fn transact(
         }
     };
     if !transition.changed {
+        if adopt {
+            // Taken up with nothing to change (its launch, if any, follows): it is this
+            // replica's now, so no other takes it up again.
+            pending.writes.adopt(route_id, prev.generation());
+        }
         // An unchanged hold keeps its timer (a restart may have come between).
         if let (EventKind::DispatchHeld, Some(hold)) = (kind, prev.hold()) {
             pending.writes.upsert_timer(

@@ -77,6 +77,9 @@ pub(super) enum Job {
     /// Restart reconciliation's global part: restore missing wait timers and give back the
     /// previous process's probe leases. Answers whether any lease came back.
     Reconcile {
+        /// Only what replicas that are gone left (several replicas on one database); `false`:
+        /// everything, as the one process on its database restarting.
+        orphans_only: bool,
         reply: oneshot::Sender<Result<bool, EngineError>>,
     },
     /// An external runner claims the oldest started `external` attempt nobody holds.
@@ -153,7 +156,7 @@ impl Job {
             (Job::Start { reply, .. }, Done::Start(r)) => {
                 let _ = reply.send(r);
             }
-            (Job::Reconcile { reply }, Done::Reconcile(r)) => {
+            (Job::Reconcile { reply, .. }, Done::Reconcile(r)) => {
                 let _ = reply.send(r);
             }
             (Job::Claim { reply, .. } | Job::Lease { reply, .. }, Done::Lease(r)) => {
@@ -251,7 +254,7 @@ impl Engine {
     async fn run_group(&self, writer: &mut Writer, batch: &[Job]) -> Option<Vec<Done>> {
         let mut tx = writer.begin().await.ok()?;
         let now = self.now();
-        let mut pending = Pending::new(self.runners.current());
+        let mut pending = Pending::new(self.runners.current(), self.owner());
         let ids: Vec<&str> = batch.iter().filter_map(Job::route_id).collect();
         let mut out = Vec::with_capacity(batch.len());
         let mut ok = pending.preload(&mut tx, &ids).await.is_ok();
@@ -284,7 +287,7 @@ impl Engine {
             Ok(tx) => tx,
             Err(e) => return job.failed(e.into()),
         };
-        let mut pending = Pending::new(self.runners.current());
+        let mut pending = Pending::new(self.runners.current(), self.owner());
         let mut done = run_job(&mut tx, &mut pending, job, now).await;
         if done.is_ok() {
             if let Err(e) = pending.flush(&mut tx, now).await {
@@ -374,11 +377,15 @@ async fn run_job(
             Done::Lease(tx::claim(tx, pending, runner, *seconds, now).await)
         }
         Job::Lease { route_id, op, .. } => Done::Lease(tx::lease(tx, pending, route_id, op, now).await),
-        Job::Reconcile { .. } => Done::Reconcile(
+        Job::Reconcile { orphans_only, .. } => Done::Reconcile(
             async {
                 pending.flush(tx, now).await?;
                 tx.restore_wait_timers().await?;
-                Ok(tx.release_all_probe_leases(now).await?)
+                Ok(if *orphans_only {
+                    tx.release_orphaned_probe_leases(now).await?
+                } else {
+                    tx.release_all_probe_leases(now).await?
+                })
             }
             .await,
         ),

@@ -9,6 +9,18 @@
 //!   `engine::dispatch::acp::resume`).
 
 use super::{sql, Store, StoreError};
+use std::sync::LazyLock;
+
+/// This machine's host name, as agent process rows are kept by (`''` when unreadable).
+pub(crate) fn this_host() -> String {
+    static HOST: LazyLock<String> = LazyLock::new(|| {
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_default()
+    });
+    HOST.clone()
+}
 use chrono::{DateTime, Utc};
 
 /// One agent process group as recorded.
@@ -33,12 +45,13 @@ impl Store {
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         sql::query(
-            "INSERT INTO agent_processes (pgid, start_ticks, boot_id, route_id, attempt, agent_id, started_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT(pgid) DO UPDATE SET start_ticks = excluded.start_ticks, boot_id = excluded.boot_id, \
+            "INSERT INTO agent_processes (host, pgid, start_ticks, boot_id, route_id, attempt, agent_id, started_at, \
+             instance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT(host, pgid) DO UPDATE SET start_ticks = excluded.start_ticks, boot_id = excluded.boot_id, \
              route_id = excluded.route_id, attempt = excluded.attempt, agent_id = excluded.agent_id, \
-             started_at = excluded.started_at",
+             started_at = excluded.started_at, instance = excluded.instance",
         )
+        .bind(this_host())
         .bind(row.pgid)
         .bind(i64::try_from(row.start_ticks).unwrap_or(i64::MAX))
         .bind(&row.boot_id)
@@ -46,6 +59,7 @@ impl Store {
         .bind(i64::from(row.attempt))
         .bind(&row.agent_id)
         .bind(super::ts(at))
+        .bind(self.member().map_or("", |m| m.instance.as_str()))
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -53,7 +67,8 @@ impl Store {
 
     /// Forgets a process group whose process is gone.
     pub(crate) async fn forget_agent_process(&self, pgid: i32, start_ticks: u64) -> Result<(), StoreError> {
-        sql::query("DELETE FROM agent_processes WHERE pgid = ? AND start_ticks = ?")
+        sql::query("DELETE FROM agent_processes WHERE host IN (?, '') AND pgid = ? AND start_ticks = ?")
+            .bind(this_host())
             .bind(pgid)
             .bind(i64::try_from(start_ticks).unwrap_or(i64::MAX))
             .execute(&self.pool)
@@ -62,12 +77,37 @@ impl Store {
     }
 
     /// Every recorded agent process group.
-    pub(crate) async fn agent_processes(&self) -> Result<Vec<AgentProcessRow>, StoreError> {
-        let rows = sql::query(
-            "SELECT pgid, start_ticks, boot_id, route_id, attempt, agent_id FROM agent_processes ORDER BY pgid",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+    /// The agent processes on this host that no live Recourse process watches: all of them
+    /// for a process that is not a registered replica (it is the only one), else those whose
+    /// instance's lease ran out.
+    pub(crate) async fn orphaned_agent_processes(
+        &self,
+        local: DateTime<Utc>,
+    ) -> Result<Vec<AgentProcessRow>, StoreError> {
+        let columns = "a.pgid, a.start_ticks, a.boot_id, a.route_id, a.attempt, a.agent_id";
+        let rows = match self.member() {
+            None => {
+                sql::query(format!(
+                    "SELECT {columns} FROM agent_processes a WHERE a.host IN (?, '') ORDER BY a.pgid"
+                ))
+                .bind(this_host())
+                .fetch_all(&self.pool)
+                .await?
+            }
+            Some(me) => {
+                let now = self.db_now_ms(local).await?;
+                sql::query(format!(
+                    "SELECT {columns} FROM agent_processes a WHERE a.host IN (?, '') AND a.instance <> ? \
+                     AND NOT EXISTS (SELECT 1 FROM replicas p WHERE p.instance = a.instance AND p.lease_until_ms >= ?) \
+                     ORDER BY a.pgid"
+                ))
+                .bind(this_host())
+                .bind(&me.instance)
+                .bind(now)
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
         rows.into_iter()
             .map(|r| {
                 let stored: i64 = r.try_get("pgid")?;

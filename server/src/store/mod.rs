@@ -34,6 +34,7 @@ mod history;
 mod leases;
 mod migrations;
 mod profiles;
+mod replicas;
 mod routes;
 mod sessions;
 pub mod sql;
@@ -42,7 +43,7 @@ pub mod tokens;
 mod work;
 mod writes;
 
-pub(crate) use agents::{AgentProcessRow, ResumableRow};
+pub(crate) use agents::{this_host, AgentProcessRow, ResumableRow};
 pub(crate) use dispatches::outcome_str;
 pub(crate) use leases::Lease;
 pub use migrations::AppliedMigration;
@@ -53,11 +54,15 @@ pub use work::RouteResult;
 pub(crate) use writes::{DispatchInsert, HistoryInsert, Returned, Writes};
 
 use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+pub(crate) use replicas::Renewal;
 use serde::de::DeserializeOwned;
 pub use sessions::Sessions;
 use sql::{Conn, Exec};
 pub use sql::{Dialect, Pool};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc, OnceLock,
+};
 
 /// Why the store could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -91,11 +96,37 @@ impl StoreError {
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: Pool,
+    /// This process as a registered replica, once it is one (shared by every clone).
+    member: Arc<OnceLock<Member>>,
+}
+
+/// This process as one of the replicas serving the database.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// The replica id and a random suffix: new at every start, what `routes.owner` and
+    /// `agent_processes.instance` hold.
+    pub instance: String,
+    pub replica_id: String,
+    /// The host name (agent process groups are only this host's to stop).
+    pub host: String,
 }
 
 impl Store {
     pub fn new(pool: impl Into<Pool>) -> Store {
-        Store { pool: pool.into() }
+        Store {
+            pool: pool.into(),
+            member: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// This process as a registered replica, if it is one.
+    pub fn member(&self) -> Option<&Member> {
+        self.member.get()
+    }
+
+    /// Records that this process is the replica `member` (once).
+    pub(crate) fn set_member(&self, member: Member) {
+        let _ = self.member.set(member);
     }
 
     /// Which backend this is.

@@ -311,8 +311,22 @@ impl<'s> Query<'s> {
         self
     }
 
+    /// Every `?` has a value and every value a `?` (SQLite would bind a missing one as NULL).
+    fn check(&self) -> Result<(), sqlx::Error> {
+        let marks = marks(&self.sql);
+        if marks == self.binds.len() {
+            Ok(())
+        } else {
+            Err(sqlx::Error::Protocol(format!(
+                "a statement has {marks} `?` marks and {} values",
+                self.binds.len()
+            )))
+        }
+    }
+
     /// Runs it; how many rows it changed.
     pub async fn execute<'e>(self, ex: impl Into<Exec<'e>>) -> Result<u64, sqlx::Error> {
+        self.check()?;
         match ex.into() {
             Exec::SqlitePool(p) => Ok(self.sqlite().execute(p).await?.rows_affected()),
             Exec::Sqlite(c) => Ok(self.sqlite().execute(c).await?.rows_affected()),
@@ -328,6 +342,7 @@ impl<'s> Query<'s> {
     }
 
     pub async fn fetch_all<'e>(self, ex: impl Into<Exec<'e>>) -> Result<Vec<Row>, sqlx::Error> {
+        self.check()?;
         Ok(match ex.into() {
             Exec::SqlitePool(p) => self
                 .sqlite()
@@ -365,6 +380,7 @@ impl<'s> Query<'s> {
     }
 
     pub async fn fetch_optional<'e>(self, ex: impl Into<Exec<'e>>) -> Result<Option<Row>, sqlx::Error> {
+        self.check()?;
         Ok(match ex.into() {
             Exec::SqlitePool(p) => self.sqlite().fetch_optional(p).await?.map(Row::Sqlite),
             Exec::Sqlite(c) => self.sqlite().fetch_optional(c).await?.map(Row::Sqlite),
@@ -429,6 +445,22 @@ fn pg(sql: &str, binds: Vec<Bind>) -> Result<sqlx::query::Query<'_, Postgres, Pg
     Ok(sqlx::query_with(sql, args))
 }
 
+/// How many `?` marks `sql` has outside quoted text.
+fn marks(sql: &str) -> usize {
+    let mut n = 0;
+    let mut quote: Option<char> = None;
+    for c in sql.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '?') => n += 1,
+            (None, _) => {}
+        }
+    }
+    n
+}
+
 /// `?` marks as PostgreSQL's `$1, $2, …`, leaving quoted text and identifiers alone.
 pub fn numbered(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 16);
@@ -468,5 +500,12 @@ mod tests {
         );
         assert_eq!(numbered("SELECT 'it''s ?' , ?"), "SELECT 'it''s ?' , $1");
         assert_eq!(numbered("no marks"), "no marks");
+    }
+
+    #[test]
+    fn a_statement_whose_marks_and_values_differ_is_refused_before_it_runs() {
+        assert!(query("SELECT ?, '?'").bind(1i64).check().is_ok());
+        assert!(query("SELECT ?, ?").bind(1i64).check().is_err());
+        assert!(query("SELECT 1").bind(1i64).check().is_err());
     }
 }

@@ -38,6 +38,9 @@ fn int(i: i64) -> Bind {
 /// The writes of a transaction not sent yet.
 #[derive(Default)]
 pub(crate) struct Writes {
+    /// The instance the routes this batch leaves in flight belong to (`routes.owner`; `None`:
+    /// a process that is not a registered replica).
+    owner: Option<String>,
     /// Queued statements with their values, in order.
     statements: Vec<(&'static str, Vec<Bind>)>,
     /// New routes, in order.
@@ -110,7 +113,30 @@ pub(crate) struct DispatchInsert<'a> {
     pub(crate) at: DateTime<Utc>,
 }
 
+/// The owner a route row gets: the committing instance while the route is in flight (an
+/// attempt pending or running, or switching), nobody otherwise.
+fn owner_of(owner: &Option<String>, state: &RouteState) -> Bind {
+    let in_flight = matches!(
+        state.state_name(),
+        StateName::Active | StateName::Retrying | StateName::Switching
+    );
+    Bind::Text(owner.clone().filter(|_| in_flight))
+}
+
 impl Writes {
+    /// An empty batch whose routes in flight will belong to `owner`.
+    pub(crate) fn owned_by(owner: Option<String>) -> Writes {
+        Writes {
+            owner,
+            ..Writes::default()
+        }
+    }
+
+    /// An empty batch for the same owner (after this one is sent).
+    pub(crate) fn successor(&self) -> Writes {
+        Writes::owned_by(self.owner.clone())
+    }
+
     /// A statement with its values, in the order of its `?`.
     pub(super) fn push_binds(&mut self, sql: &'static str, binds: Vec<Bind>) {
         self.push(sql, binds);
@@ -166,6 +192,16 @@ impl Writes {
             }
         }
         self.cas.push((id.to_owned(), expected, next.clone(), now));
+    }
+
+    /// Makes the route this batch's owner's without changing it (an orphan taken up that had
+    /// nothing to change), if it is still at `generation`.
+    pub(crate) fn adopt(&mut self, route_id: &str, generation: u64) {
+        let owner = self.owner.clone();
+        self.push(
+            "UPDATE routes SET owner = ? WHERE id = ? AND generation = ?",
+            [Bind::Text(owner), text(route_id), int(gen_i64(generation))],
+        );
     }
 
     /// Makes every held dispatch due now, for a re-check (a circuit opened or closed, or a
@@ -340,7 +376,7 @@ impl Writes {
         if self.is_empty() {
             return Ok(out);
         }
-        let mut all = Writes::default();
+        let mut all = Writes::owned_by(self.owner.take());
         for route in std::mem::take(&mut self.inserts) {
             all.push_insert_route(&route);
         }
@@ -410,8 +446,8 @@ impl Writes {
         let s = &route.state;
         self.push(
             "INSERT INTO routes (id, profile_id, caller_kind, caller_reference, invocation_id, title, state, \
-             generation, candidate_id, deadline_ms, state_json, durable_error, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+             generation, candidate_id, deadline_ms, state_json, durable_error, created_at, updated_at, owner) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)",
             [
                 text(&route.id),
                 text(&route.profile_id),
@@ -426,6 +462,7 @@ impl Writes {
                 Bind::Text(Some(to_json(s))),
                 Bind::Text(Some(ts(route.created_at))),
                 Bind::Text(Some(ts(route.updated_at))),
+                owner_of(&self.owner, s),
             ],
         );
     }
@@ -433,7 +470,7 @@ impl Writes {
     fn push_cas(&mut self, id: &str, expected: u64, next: &RouteState, now: DateTime<Utc>) {
         self.push(
             "UPDATE routes SET state = ?, generation = ?, candidate_id = ?, deadline_ms = ?, state_json = ?, \
-             durable_error = NULL, updated_at = ? WHERE id = ? AND generation = ? RETURNING '#cas'",
+             durable_error = NULL, updated_at = ?, owner = ? WHERE id = ? AND generation = ? RETURNING '#cas'",
             [
                 text(next.state_name().as_str()),
                 int(gen_i64(next.generation())),
@@ -441,6 +478,7 @@ impl Writes {
                 Bind::Int(next.deadline().map(ms)),
                 Bind::Text(Some(to_json(next))),
                 Bind::Text(Some(ts(now))),
+                owner_of(&self.owner, next),
                 text(id),
                 int(gen_i64(expected)),
             ],

@@ -150,6 +150,7 @@ pub fn leptos_options() -> LeptosOptions {
         trusted_proxies: Vec::new(),
         allowed_hosts: Vec::new(),
         test_clock: None,
+        test_clock_skew_seconds: None,
         config: None,
         replica_id: None,
     };

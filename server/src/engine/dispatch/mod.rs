@@ -202,6 +202,10 @@ pub(crate) trait Dispatcher: Send + Sync + 'static {
     /// and leave nothing running. Its late report will be stale.
     fn cancel(&self, _route_id: &str, _attempt: u32) {}
 
+    /// Stop every attempt this dispatcher runs (this replica lost its lease: its routes may be
+    /// another replica's now).
+    fn cancel_all(&self) {}
+
     /// At boot, before anything runs: clean up what a previous process left (its attempts are
     /// ambiguous or being recovered by the route engine).
     fn reconcile(&self) -> DispatchFuture<'_, ()> {

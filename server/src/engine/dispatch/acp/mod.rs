@@ -93,9 +93,16 @@ impl Dispatcher for Acp {
         }
     }
 
+    fn cancel_all(&self) {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        for stop in running.values() {
+            stop.send_replace(true);
+        }
+    }
+
     fn reconcile(&self) -> DispatchFuture<'_, ()> {
         Box::pin(async move {
-            let rows = match self.store.agent_processes().await {
+            let rows = match self.store.orphaned_agent_processes(chrono::Utc::now()).await {
                 Ok(rows) => rows,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read the agent processes a previous run left");

@@ -242,6 +242,10 @@ impl Dispatcher for Guard {
         self.inner.cancel(route_id, attempt);
     }
 
+    fn cancel_all(&self) {
+        self.inner.cancel_all();
+    }
+
     fn reconcile(&self) -> DispatchFuture<'_, ()> {
         self.inner.reconcile()
     }
