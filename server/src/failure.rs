@@ -51,6 +51,7 @@ impl From<EngineError> for Failure {
             EngineError::Invalid(errors) => Failure::Invalid(errors),
             EngineError::Rejected { snapshot, .. } => Failure::Stale(snapshot),
             EngineError::Conflict(m) => Failure::Conflict(m),
+            EngineError::ClaimedElsewhere => Failure::Conflict("another replica is firing this timer".into()),
             EngineError::Storage(err) => {
                 tracing::error!(error = %err, "storage failure");
                 Failure::Unavailable

@@ -23,6 +23,8 @@
 //! - [`REPLICA_INFO`] `{replica_id}`: always 1.
 //! - [`ORPHANS_TAKEN`]: routes in flight this replica took up because their replica's lease ran
 //!   out (PostgreSQL with several replicas, `engine/replicas.rs`).
+//! - [`CLAIMS_LOST`]: due timers this replica found another replica firing (their rows locked
+//!   by its transaction: `SKIP LOCKED`), and left to it.
 //! - [`LEASE_LAPSED`]: times this replica found its own lease run out (it was stopped or
 //!   starved) and stopped what it was running.
 
@@ -40,6 +42,7 @@ pub const SSE_CLIENTS: &str = "recourse_sse_clients";
 pub const REPLICA_INFO: &str = "recourse_replica_info";
 pub const ORPHANS_TAKEN: &str = "recourse_orphans_taken_total";
 pub const LEASE_LAPSED: &str = "recourse_replica_lease_lapsed_total";
+pub const CLAIMS_LOST: &str = "recourse_timer_claims_lost_total";
 
 /// Upper bounds of the lateness histogram's buckets, in seconds: a healthy scheduler fires in
 /// milliseconds; seconds mean a busy writer; minutes, a stalled one.
@@ -75,6 +78,7 @@ pub struct Metrics {
     sse_clients: Gauge,
     orphans_taken: Counter,
     lease_lapsed: Counter,
+    claims_lost: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -122,6 +126,7 @@ impl Metrics {
             sse_clients: recorder.register_gauge(&Key::from_static_name(SSE_CLIENTS), &METADATA),
             orphans_taken: counter(ORPHANS_TAKEN, Vec::new()),
             lease_lapsed: counter(LEASE_LAPSED, Vec::new()),
+            claims_lost: counter(CLAIMS_LOST, Vec::new()),
             handle: recorder.handle(),
             recorder,
         };
@@ -150,6 +155,11 @@ impl Metrics {
     /// `n` routes of dead replicas taken up.
     pub fn orphans_taken(&self, n: usize) {
         self.orphans_taken.increment(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// `n` due timers left to the replica that was firing them.
+    pub fn claims_lost(&self, n: usize) {
+        self.claims_lost.increment(u64::try_from(n).unwrap_or(u64::MAX));
     }
 
     /// This replica's own lease was found run out.
@@ -299,6 +309,11 @@ fn describe(recorder: &PrometheusRecorder) {
         name(ORPHANS_TAKEN),
         None,
         "Routes in flight taken up because their replica's lease ran out.".into(),
+    );
+    recorder.describe_counter(
+        name(CLAIMS_LOST),
+        None,
+        "Due timers left to another replica that was firing them.".into(),
     );
     recorder.describe_counter(
         name(LEASE_LAPSED),

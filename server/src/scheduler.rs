@@ -10,6 +10,13 @@
 //! transaction. Time comes from the engine's injected clock, so tests move it without
 //! sleeping.
 //!
+//! Several replicas on PostgreSQL: each runs this scheduler on the database's time. A pass
+//! reads due timers skipping those another replica's transaction holds, and the writer claims
+//! the ones it fires with `FOR UPDATE SKIP LOCKED` in the firing transaction itself, so each
+//! timer fires in exactly one replica's transaction (the route's compare-and-set would refuse
+//! a second anyway); a replica that dies mid-claim rolls back and its timers are due again for
+//! the others, who look at the table at least every [`POLL_BOUND`].
+//!
 //! One delivery per pass matters: submitted one by one, the writer would start on the first
 //! while the runtime was still spawning the rest, and a 10,000-timer burst fired at half the
 //! rate. Together they commit as one group (or a few, of at most 256 steps), each with its own
@@ -25,6 +32,11 @@ use std::{future::Future, sync::Arc};
 
 /// Due timers fired per pass before the next look at the table.
 const BATCH: u32 = 512;
+
+/// With several replicas, the longest a scheduler sleeps before it looks at the table again:
+/// another replica may arm an earlier timer (and it wakes only its own scheduler), or die
+/// holding claims that must be fired by someone else.
+pub const POLL_BOUND: TimeDelta = TimeDelta::seconds(1);
 
 /// Runs until `shutdown` resolves.
 pub async fn run(engine: Arc<Engine>, shutdown: impl Future<Output = ()>) {
@@ -47,6 +59,14 @@ pub async fn run(engine: Arc<Engine>, shutdown: impl Future<Output = ()>) {
                 tracing::error!(error = %e, "scheduler cannot read timers; retrying in a second");
                 Some(policy::time::after(now, TimeDelta::seconds(1)))
             }
+        };
+        // Several replicas: look again within the poll bound, whatever this one knows.
+        let next = match engine.store().member() {
+            Some(_) => {
+                let bound = policy::time::after(now, POLL_BOUND);
+                Some(next.map_or(bound, |n| n.min(bound)))
+            }
+            None => next,
         };
         let wake = engine.wake_handle().notified();
         let clock = engine.clock().clone();
@@ -98,8 +118,11 @@ async fn fire_due(engine: &Engine) -> Result<Pass, StoreError> {
             error: Some(TransitionError::DeadlineNotReached { .. }),
             ..
         }) => true,
-        // Fired, or no longer applies (its step removed it).
-        Ok(_) | Err(EngineError::Rejected { .. }) | Err(EngineError::RouteNotFound(_)) => false,
+        // Fired, or no longer applies (its step removed it), or another replica fires it.
+        Ok(_)
+        | Err(EngineError::Rejected { .. })
+        | Err(EngineError::RouteNotFound(_))
+        | Err(EngineError::ClaimedElsewhere) => false,
         Err(e) => {
             tracing::warn!(error = %e, "a timer could not fire; it stays armed");
             true

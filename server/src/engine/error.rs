@@ -33,6 +33,10 @@ pub enum EngineError {
     Conflict(String),
     #[error("[EN1007] the engine task failed")]
     Task,
+    /// A due timer another replica is firing right now (its row is locked by that replica's
+    /// transaction): nothing was done here, and nothing needs to be.
+    #[error("[EN1009] another replica is firing this timer")]
+    ClaimedElsewhere,
 }
 
 impl From<StoreError> for EngineError {

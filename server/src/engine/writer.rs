@@ -255,12 +255,24 @@ impl Engine {
         let mut tx = writer.begin().await.ok()?;
         let now = self.now();
         let mut pending = Pending::new(self.runners.current(), self.owner());
-        let ids: Vec<&str> = batch.iter().filter_map(Job::route_id).collect();
+        let Ok(lost) = self.claim_timers(&mut tx, batch).await else {
+            tx.rollback().await;
+            return None;
+        };
+        let ids: Vec<&str> = batch
+            .iter()
+            .filter(|job| !lost.contains(job))
+            .filter_map(Job::route_id)
+            .collect();
         let mut out = Vec::with_capacity(batch.len());
         let mut ok = pending.preload(&mut tx, &ids).await.is_ok();
         for job in batch {
             if !ok {
                 break;
+            }
+            if lost.contains(job) {
+                out.push(Done::Step(Err(EngineError::ClaimedElsewhere)));
+                continue;
             }
             let done = run_job(&mut tx, &mut pending, job, now).await;
             ok = done.is_ok();
@@ -279,6 +291,46 @@ impl Engine {
         Some(out)
     }
 
+    /// Claims the timers the batch fires (PostgreSQL: their rows locked, skipping those another
+    /// replica's transaction holds); the timer jobs it could not claim. SQLite's write
+    /// transaction holds every row already.
+    async fn claim_timers<'j>(
+        &self,
+        tx: &mut crate::store::Tx<'_>,
+        batch: &'j [Job],
+    ) -> Result<Lost<'j>, EngineError> {
+        let fires: Vec<&str> = batch
+            .iter()
+            .filter_map(|job| match job {
+                Job::Step {
+                    route_id,
+                    work: StepWork::Fire(_),
+                    ..
+                } => Some(route_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        if fires.is_empty() || tx.dialect() == crate::store::Dialect::Sqlite {
+            return Ok(Lost(Vec::new()));
+        }
+        let claimed = tx.claim_timers(&fires).await?;
+        let lost: Vec<&'j Job> = batch
+            .iter()
+            .filter(|job| match job {
+                Job::Step {
+                    route_id,
+                    work: StepWork::Fire(_),
+                    ..
+                } => !claimed.contains(route_id),
+                _ => false,
+            })
+            .collect();
+        if !lost.is_empty() {
+            self.metrics().claims_lost(lost.len());
+        }
+        Ok(Lost(lost))
+    }
+
     /// One job in its own transaction.
     async fn run_alone(&self, writer: &mut Writer, job: &Job) -> Done {
         self.stats.single_jobs.fetch_add(1, Ordering::Relaxed);
@@ -288,6 +340,17 @@ impl Engine {
             Err(e) => return job.failed(e.into()),
         };
         let mut pending = Pending::new(self.runners.current(), self.owner());
+        match self.claim_timers(&mut tx, std::slice::from_ref(job)).await {
+            Ok(lost) if lost.contains(job) => {
+                tx.rollback().await;
+                return Done::Step(Err(EngineError::ClaimedElsewhere));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tx.rollback().await;
+                return job.failed(e);
+            }
+        }
         let mut done = run_job(&mut tx, &mut pending, job, now).await;
         if done.is_ok() {
             if let Err(e) = pending.flush(&mut tx, now).await {
@@ -335,6 +398,15 @@ impl Engine {
                 engine.checkpointing.store(false, Ordering::Release);
             }
         });
+    }
+}
+
+/// The timer jobs of a batch another replica is firing.
+struct Lost<'j>(Vec<&'j Job>);
+
+impl Lost<'_> {
+    fn contains(&self, job: &Job) -> bool {
+        self.0.iter().any(|j| std::ptr::eq(*j, job))
     }
 }
 

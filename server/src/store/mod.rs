@@ -234,6 +234,14 @@ impl Tx<'_> {
         Exec::from(&mut *self.conn)
     }
 
+    /// Which backend the transaction runs on.
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self.conn {
+            Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
     /// Commits; on failure the transaction is rolled back and the error returned.
     pub(crate) async fn commit(mut self) -> Result<(), StoreError> {
         if let Err(e) = sql::query("COMMIT").execute(self.ex()).await {

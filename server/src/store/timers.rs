@@ -2,8 +2,13 @@
 //! [`super::Writes`]) and read here by the scheduler.
 
 use super::sql;
-use super::{from_ms, ms, non_negative, Store, StoreError};
+use super::{
+    from_ms, ms, non_negative,
+    sql::{Bind, Dialect},
+    Store, StoreError, Tx,
+};
 use chrono::{DateTime, Utc};
+use std::collections::HashSet;
 use std::fmt;
 
 const TABLE: &str = "timers";
@@ -62,12 +67,36 @@ pub struct DueTimer {
     pub due: DateTime<Utc>,
 }
 
+impl Tx<'_> {
+    /// PostgreSQL: locks the timer rows of these routes until the transaction ends, skipping
+    /// any another replica's transaction holds; the routes whose rows it got.
+    pub(crate) async fn claim_timers(&mut self, route_ids: &[&str]) -> Result<HashSet<String>, StoreError> {
+        if route_ids.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let marks = vec!["?"; route_ids.len()].join(", ");
+        let ids = sql::query(format!(
+            "SELECT route_id FROM timers WHERE route_id IN ({marks}) FOR UPDATE SKIP LOCKED"
+        ))
+        .bind_all(route_ids.iter().map(|id| Bind::from(*id)))
+        .scalars::<String>(self.ex())
+        .await?;
+        Ok(ids.into_iter().collect())
+    }
+}
+
 impl Store {
-    /// Up to `limit` timers due at `now`, earliest first.
+    /// Up to `limit` timers due at `now`, earliest first. On PostgreSQL, those another
+    /// replica's transaction is firing right now are skipped (`SKIP LOCKED`; the locks are
+    /// only looked at: this read holds none once it returns).
     pub async fn due_timers(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<DueTimer>, StoreError> {
-        let rows = sql::query(
-            "SELECT route_id, kind, generation, payload, due_ms FROM timers WHERE due_ms <= ? ORDER BY due_ms LIMIT ?",
-        )
+        let skip = match self.dialect() {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE SKIP LOCKED",
+        };
+        let rows = sql::query(format!(
+            "SELECT route_id, kind, generation, payload, due_ms FROM timers WHERE due_ms <= ? ORDER BY due_ms LIMIT ?{skip}"
+        ))
         .bind(ms(now))
         .bind(limit)
         .fetch_all(&self.pool)

@@ -1,0 +1,315 @@
+//! Several replicas on one PostgreSQL database. Each test needs `RECOURSE_TEST_POSTGRES` (as
+//! `./dev test` sets it for its PostgreSQL pass, which CI never skips); without it, it says so
+//! and passes, since SQLite has one process and nothing here to check.
+//!
+//! In-process replicas are engines on pools of their own (their own connections, as separate
+//! processes would have), joined to the database's replicas, on one manual clock; the
+//! multi-process tests run the real `recourse serve` on real time.
+
+mod common;
+
+use chrono::TimeDelta;
+use common::backend;
+use policy::{
+    api::{Caller, CallerKind, ProfileInput, StartRouteRequest},
+    route::{ManualAction, RouteEvent},
+};
+use serde_json::json;
+use server::{
+    clock::ManualClock,
+    engine::{replicas::Timing, Engine, EngineError, Input},
+    replica::ReplicaId,
+    store::{sql, Pool, Store},
+};
+use std::sync::Arc;
+
+/// Skips (with a message) when the tests run on SQLite.
+macro_rules! postgres_only {
+    () => {
+        if !backend::on_postgres() {
+            eprintln!("skipped: RECOURSE_TEST_POSTGRES is not set (this test is about several replicas on PostgreSQL)");
+            return;
+        }
+    };
+}
+
+/// `n` replicas (engines on pools of their own) of one new database, joined, on one manual
+/// clock; the first pool for the test's own reads.
+async fn replicas(dir: &tempfile::TempDir, n: usize) -> (Vec<Arc<Engine>>, Pool, ManualClock) {
+    let url = backend::database(dir.path(), "replicas.db");
+    let clock = ManualClock::new(common::t0());
+    let mut engines = Vec::new();
+    let mut first = None;
+    for i in 0..n {
+        let pool = server::db::open(&url).await.unwrap();
+        first.get_or_insert_with(|| pool.clone());
+        let engine = Engine::new(Store::new(pool), Arc::new(clock.clone()));
+        let id: ReplicaId = format!("replica-{i}").parse().unwrap();
+        engine.join_replicas(&id, Timing::DEFAULT).await.unwrap();
+        engines.push(engine);
+    }
+    (engines, first.unwrap(), clock)
+}
+
+async fn profile(engine: &Engine, interval: u64) -> String {
+    profile_on(engine, interval, policy::api::CandidateTarget::external("main")).await
+}
+
+/// A profile whose one candidate `main` runs on `target`.
+async fn profile_on(engine: &Engine, interval: u64, target: policy::api::CandidateTarget) -> String {
+    let input = ProfileInput {
+        name: "replicas".into(),
+        kind: policy::api::ProfileKind::Dynamic,
+        description: None,
+        targets: vec![target],
+        policy: json!({"version": 1, "candidates": [{"id": "main",
+            "transient": {"retry": {"enabled": true, "max_retries": 10, "initial_interval_seconds": interval},
+                          "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"},
+            "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+                     "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"}}]}),
+        expected_revision: None,
+    };
+    server::profiles::create(engine, policy::input::ValidatedProfile::parse(&input).unwrap())
+        .await
+        .unwrap()
+        .id
+}
+
+async fn start(engine: &Engine, profile: &str, i: usize) -> String {
+    let request = StartRouteRequest {
+        profile_id: profile.to_owned(),
+        caller: Caller {
+            kind: CallerKind::Workflow,
+            reference: "replicas".into(),
+            invocation_id: format!("inv-{i}"),
+        },
+        title: None,
+        work: None,
+    };
+    engine
+        .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())
+        .await
+        .unwrap()
+        .id
+}
+
+fn overloaded(generation: u64) -> Input {
+    let env = json!({"generation": generation, "phase": "prompt", "effects": {"prompt_delivery": "confirmed"},
+        "items": [{"kind": "http", "status": 529,
+        "body": "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}"}]});
+    Input::Evidence(Box::new(classifier::Envelope::from_value(&env).unwrap()))
+}
+
+/// `n` routes waiting for a retry `interval` seconds from the clock's now, all due at once.
+async fn waiting_routes(engine: &Arc<Engine>, n: usize, interval: u64) -> Vec<String> {
+    let p = profile(engine, interval).await;
+    let mut setups = Vec::new();
+    for w in 0..8 {
+        let e = engine.clone();
+        let p = p.clone();
+        setups.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for i in (w..n).step_by(8) {
+                let r = start(&e, &p, i).await;
+                let g = e.route_summary(&r).await.unwrap().snapshot.generation;
+                e.submit(&r, overloaded(g)).await.unwrap();
+                ids.push(r);
+            }
+            ids
+        }));
+    }
+    let mut ids = Vec::new();
+    for s in setups {
+        ids.extend(s.await.unwrap());
+    }
+    ids
+}
+
+async fn count(pool: &Pool, q: &str) -> i64 {
+    sql::query(q.to_owned()).scalar(pool).await.unwrap()
+}
+
+/// Every replica fires what is due, all at once; how many each fired.
+async fn fire_everywhere(engines: &[Arc<Engine>]) -> Vec<usize> {
+    let passes: Vec<_> = engines
+        .iter()
+        .map(|e| {
+            let e = e.clone();
+            tokio::spawn(async move { server::scheduler::tick(&e).await.unwrap() })
+        })
+        .collect();
+    let mut fired = Vec::new();
+    for p in passes {
+        fired.push(p.await.unwrap());
+    }
+    fired
+}
+
+async fn timers_fire_exactly_once(replicas_n: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (engines, pool, clock) = replicas(&dir, replicas_n).await;
+    let n = 10_000;
+    waiting_routes(&engines[0], n, 60).await;
+    assert_eq!(
+        count(&pool, "SELECT COUNT(*) FROM timers WHERE kind = 'deadline'").await,
+        n as i64
+    );
+    clock.advance(TimeDelta::seconds(61));
+    let fired = fire_everywhere(&engines).await;
+    eprintln!("{replicas_n} replicas fired {fired:?} of {n} timers due in the same second");
+    let deadline_steps = count(
+        &pool,
+        "SELECT COUNT(*) FROM route_history WHERE event = 'deadline_reached'",
+    )
+    .await;
+    assert_eq!(deadline_steps, n as i64, "every timer fired");
+    let twice = count(
+        &pool,
+        "SELECT COUNT(*) FROM (SELECT route_id FROM route_history WHERE event = 'deadline_reached' \
+         GROUP BY route_id HAVING COUNT(*) > 1) AS twice",
+    )
+    .await;
+    assert_eq!(twice, 0, "no timer fired twice");
+    assert_eq!(
+        count(&pool, "SELECT COUNT(*) FROM timers WHERE kind = 'deadline'").await,
+        0,
+        "none is left"
+    );
+    let launched_twice = count(
+        &pool,
+        "SELECT COUNT(*) FROM (SELECT route_id, attempt FROM dispatches WHERE status = 'started' \
+         GROUP BY route_id, attempt HAVING COUNT(*) > 1) AS twice",
+    )
+    .await;
+    assert_eq!(launched_twice, 0);
+    let lost: u64 = engines
+        .iter()
+        .map(|e| {
+            let text = e.metrics().render();
+            text.lines()
+                .find(|l| l.starts_with("recourse_timer_claims_lost_total"))
+                .and_then(|l| l.split_whitespace().last())
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0) as u64
+        })
+        .sum();
+    eprintln!("claims lost to other replicas: {lost}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_thousand_timers_due_at_once_fire_exactly_once_on_two_replicas() {
+    postgres_only!();
+    timers_fire_exactly_once(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ten_thousand_timers_due_at_once_fire_exactly_once_on_three_replicas() {
+    postgres_only!();
+    timers_fire_exactly_once(3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_replicas_acting_on_one_route_at_once_commit_exactly_one_change() {
+    postgres_only!();
+    let dir = tempfile::tempdir().unwrap();
+    let (engines, pool, _clock) = replicas(&dir, 2).await;
+    let p = profile(&engines[0], 60).await;
+    for i in 0..50 {
+        let r = start(&engines[0], &p, i).await;
+        let g = engines[0].route_summary(&r).await.unwrap().snapshot.generation;
+        // The same decision, from both replicas at once: one person's stop on each.
+        let stop = || {
+            Input::Event(RouteEvent::Manual {
+                action: ManualAction::Stop,
+                expected_generation: g,
+            })
+        };
+        let (a, b) = tokio::join!(engines[0].submit(&r, stop()), engines[1].submit(&r, stop()));
+        let won = [&a, &b]
+            .iter()
+            .filter(|x| matches!(x, Ok(applied) if applied.changed))
+            .count();
+        // The other sees the route already stopped: unchanged, or refused as stale.
+        let other = [&a, &b]
+            .iter()
+            .filter(|x| {
+                matches!(x, Ok(applied) if !applied.changed) || matches!(x, Err(EngineError::Rejected { .. }))
+            })
+            .count();
+        assert_eq!((won, other), (1, 1), "{a:?} {b:?}");
+    }
+    assert_eq!(
+        count(&pool, "SELECT COUNT(*) FROM route_history WHERE event = 'stop'").await,
+        50,
+        "one committed stop per route"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_route_whose_replica_is_gone_is_taken_up_by_another_and_never_by_two() {
+    postgres_only!();
+    let dir = tempfile::tempdir().unwrap();
+    let url = backend::database(dir.path(), "orphans.db");
+    let clock = ManualClock::new(common::t0());
+    let short = Timing {
+        lease: std::time::Duration::from_millis(300),
+        heartbeat: std::time::Duration::from_millis(60),
+    };
+    let engine = |name: &'static str| {
+        let url = url.clone();
+        let clock = clock.clone();
+        async move {
+            let pool = server::db::open(&url).await.unwrap();
+            let e = Engine::new(Store::new(pool), Arc::new(clock));
+            e.join_replicas(&name.parse().unwrap(), short).await.unwrap();
+            e
+        }
+    };
+    let dead = engine("dead").await;
+    // Attempts the dead replica runs itself (simulated, never reporting).
+    let target = serde_json::from_value(common::sim("main", "p", json!([common::hang()]))).unwrap();
+    let p = profile_on(&dead, 60, target).await;
+    for i in 0..20 {
+        start(&dead, &p, i).await;
+    }
+    let pool = server::db::open(&url).await.unwrap();
+    let owned = count(&pool, "SELECT COUNT(*) FROM routes WHERE owner IS NOT NULL").await;
+    assert_eq!(owned, 20, "every route in flight is its committing replica's");
+    drop(dead);
+    // Its lease runs out (300 ms of database time).
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let (a, b) = tokio::join!(engine("a"), engine("b"));
+    // Both sweep at once: each route is taken up once (the row locked, the owner read again).
+    let (ta, tb) = tokio::join!(a.take_up_orphans(), b.take_up_orphans());
+    eprintln!("taken up: {ta:?} {tb:?}");
+    // Both may have found all 20 orphaned; the locked re-read lets only one take each up.
+    assert!(ta.unwrap() <= 20 && tb.unwrap() <= 20);
+    let restarted = count(
+        &pool,
+        "SELECT COUNT(*) FROM route_history WHERE event = 'restarted'",
+    )
+    .await;
+    assert_eq!(restarted, 20, "each route taken up exactly once");
+    // Their started attempts may have run: ambiguous, for a person, never run again.
+    let ambiguous = count(
+        &pool,
+        "SELECT COUNT(*) FROM dispatches WHERE outcome = 'ambiguous'",
+    )
+    .await;
+    assert_eq!(ambiguous, 20);
+    assert_eq!(
+        count(
+            &pool,
+            "SELECT COUNT(*) FROM routes WHERE state = 'action_required'"
+        )
+        .await,
+        20
+    );
+    assert_eq!(
+        count(&pool, "SELECT COUNT(*) FROM simulated_launches").await,
+        20,
+        "launched once each, by the replica that is gone"
+    );
+    // Nothing is left to take up.
+    assert_eq!(a.take_up_orphans().await.unwrap(), 0);
+}
