@@ -159,55 +159,6 @@ pub fn connect_options(database: &str) -> anyhow::Result<SqliteConnectOptions> {
         .busy_timeout(BUSY_TIMEOUT))
 }
 
-/// The advisory lock a serving replica holds on its PostgreSQL database ("serving" in ASCII).
-const SERVING_LOCK: i64 = 0x0073_6572_7669_6e67;
-
-/// How long [`hold_serving_lock`] waits for the lock before it gives up (tests shorten it with
-/// `RECOURSE_SERVING_LOCK_WAIT_MS`).
-pub const SERVING_LOCK_WAIT: Duration = Duration::from_secs(10);
-
-fn serving_lock_wait() -> Duration {
-    std::env::var("RECOURSE_SERVING_LOCK_WAIT_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(SERVING_LOCK_WAIT, Duration::from_millis)
-}
-
-/// PostgreSQL: takes the lock that lets ONE `recourse serve` serve this database, on a
-/// connection of its own that the caller keeps open for as long as it serves (the lock ends
-/// with the connection, so a killed process releases it). Several replicas on one database are
-/// not supported yet: a restarted replica would take another one's running dispatches for its
-/// own dead ones. The lock is waited for up to [`SERVING_LOCK_WAIT`], since the connection of a
-/// process killed a moment ago can take that long to close.
-pub async fn hold_serving_lock(url: &str) -> anyhow::Result<sqlx::PgConnection> {
-    use sqlx::Connection;
-    let shown = display_database(url);
-    let options =
-        PgConnectOptions::from_str(url).map_err(|_| anyhow::anyhow!("invalid PostgreSQL URL `{shown}`"))?;
-    let mut conn = sqlx::PgConnection::connect_with(&options)
-        .await
-        .with_context(|| format!("cannot open database `{shown}`"))?;
-    let give_up = std::time::Instant::now() + serving_lock_wait();
-    loop {
-        let taken: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(SERVING_LOCK)
-            .fetch_one(&mut conn)
-            .await
-            .with_context(|| format!("cannot lock database `{shown}`"))?;
-        if taken {
-            return Ok(conn);
-        }
-        if std::time::Instant::now() >= give_up {
-            let _ = conn.close().await;
-            anyhow::bail!(
-                "another `recourse serve` is serving database `{shown}`: several replicas on one PostgreSQL \
-                 database are not supported yet; stop the other one first"
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// Opens (creating if needed) a SQLite database and applies pending migrations.
 pub async fn open_sqlite(database: &str) -> anyhow::Result<SqlitePool> {
     open_with(database, connect_options(database)?).await

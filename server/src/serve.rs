@@ -57,11 +57,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     let pool = db::open(&args.db.database).await?;
-    // PostgreSQL: one serving replica per database, held until this process ends.
-    let serving_lock = match &pool {
-        crate::store::Pool::Postgres(_) => Some(db::hold_serving_lock(&args.db.database).await?),
-        crate::store::Pool::Sqlite(_) => None,
-    };
     let test_clock = args.test_clock.map(ManualClock::new);
     // This process's own clock (a manual one under `--test-clock`). On PostgreSQL, unless the
     // test clock is in charge, the server runs on the database's time: the own clock moved by
@@ -202,10 +197,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Retires this replica (its routes are the others' to take up at once).
     let _ = membership.await;
     store.close().await;
-    if let Some(lock) = serving_lock {
-        use sqlx::Connection;
-        let _ = lock.close().await;
-    }
     tracing::info!("recourse stopped cleanly");
     Ok(ExitCode::SUCCESS)
 }

@@ -19,46 +19,6 @@ macro_rules! postgres_only {
 }
 
 #[test]
-fn a_second_server_on_the_same_database_refuses_to_serve_and_says_why() {
-    postgres_only!();
-    let dir = tempfile::tempdir().unwrap();
-    let db = backend::database(dir.path(), "one.db");
-    let (mut first, addr, _) = common::spawn_serve(&db, &[], false);
-    assert_eq!(
-        common::http(&addr, "GET", "/readyz", None).map(|r| r.0),
-        Some(200)
-    );
-
-    let second = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--database", &db])
-        .env("RECOURSE_SERVING_LOCK_WAIT_MS", "300")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&second.stderr);
-    assert!(!second.status.success(), "a second server started: {err}");
-    assert!(
-        err.contains("another `recourse serve` is serving database") && err.contains("not supported yet"),
-        "{err}"
-    );
-    // The first one still serves.
-    assert_eq!(
-        common::http(&addr, "GET", "/readyz", None).map(|r| r.0),
-        Some(200)
-    );
-
-    // Once it is gone (killed: its connection, and with it the lock, ends), another may serve.
-    first.kill().unwrap();
-    first.wait().unwrap();
-    let (mut next, addr, _) = common::spawn_serve(&db, &[], false);
-    assert_eq!(
-        common::http(&addr, "GET", "/readyz", None).map(|r| r.0),
-        Some(200)
-    );
-    next.kill().unwrap();
-    next.wait().unwrap();
-}
-
-#[test]
 fn a_password_in_the_database_url_never_reaches_the_log_or_an_error() {
     postgres_only!();
     let dir = tempfile::tempdir().unwrap();

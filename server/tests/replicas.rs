@@ -313,3 +313,266 @@ async fn a_route_whose_replica_is_gone_is_taken_up_by_another_and_never_by_two()
     // Nothing is left to take up.
     assert_eq!(a.take_up_orphans().await.unwrap(), 0);
 }
+
+// ------------------------------------------------------------------------------------------------
+// Real processes on real time
+// ------------------------------------------------------------------------------------------------
+
+/// Leases of a second, renewed every 200 ms, for the processes below.
+const LEASE: &[(&str, &str)] = &[("RECOURSE_REPLICA_LEASE_MS", "1000")];
+
+fn serve(db: &str, extra: &[&str]) -> (std::process::Child, String) {
+    let (child, addr, _) = common::spawn_serve_env(db, extra, false, LEASE);
+    (child, addr)
+}
+
+fn call(addr: &str, method: &str, path: &str, body: Option<&serde_json::Value>) -> (u16, serde_json::Value) {
+    common::http(addr, method, path, body).expect("the server answers")
+}
+
+/// Waits (bounded) for something the servers do on their own time.
+fn until(what: &str, limit: std::time::Duration, mut done: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + limit;
+    while !done() {
+        assert!(std::time::Instant::now() < end, "timed out waiting: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+}
+
+fn stop(mut child: std::process::Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    child.wait().unwrap();
+}
+
+fn profile_body(target: serde_json::Value, interval: u64) -> serde_json::Value {
+    json!({"name": "replicas", "targets": [target],
+        "policy": {"version": 1, "candidates": [common::candidate("main",
+            common::class_policy(5, interval, 0, "stop"), common::disabled())]}})
+}
+
+fn start_route(addr: &str, profile: &serde_json::Value, invocation: &str) -> String {
+    let (status, route) = call(
+        addr,
+        "POST",
+        "/api/v1/routes",
+        Some(
+            &json!({"profile_id": profile["id"], "caller": {"kind": "workflow", "reference": "replicas",
+            "invocation_id": invocation}}),
+        ),
+    );
+    assert_eq!(status, 201, "{route}");
+    route["id"].as_str().unwrap().to_owned()
+}
+
+fn snapshot(addr: &str, route: &str) -> serde_json::Value {
+    call(addr, "GET", &format!("/api/v1/routes/{route}"), None).1["route"]["snapshot"].clone()
+}
+
+fn history(addr: &str, route: &str) -> Vec<serde_json::Value> {
+    call(addr, "GET", &format!("/api/v1/routes/{route}"), None).1["history"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn fail_overloaded(addr: &str, route: &str) {
+    let generation = snapshot(addr, route)["generation"].as_u64().unwrap();
+    let (status, v) = call(
+        addr,
+        "POST",
+        &format!("/api/v1/routes/{route}/evidence"),
+        Some(
+            &json!({"generation": generation, "phase": "prompt", "effects": {"prompt_delivery": "confirmed"},
+            "items": [{"kind": "http", "status": 529,
+            "body": "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}"}]}),
+        ),
+    );
+    assert_eq!(status, 200, "{v}");
+}
+
+#[test]
+fn a_replica_whose_clock_is_ten_minutes_off_fires_no_timer_early_or_late() {
+    postgres_only!();
+    let dir = tempfile::tempdir().unwrap();
+    let db = backend::database(dir.path(), "skew.db");
+    let (a, a_addr) = serve(&db, &[]);
+    let (ahead, ahead_addr) = serve(&db, &["--test-clock-skew-seconds", "600"]);
+    let (behind, behind_addr) = serve(&db, &["--test-clock-skew-seconds", "-600"]);
+    let (status, p) = call(
+        &a_addr,
+        "POST",
+        "/api/v1/profiles",
+        Some(&profile_body(json!({"id": "main", "dispatcher": "external"}), 2)),
+    );
+    assert_eq!(status, 201, "{p}");
+    // Each replica decides a 2 s retry wait: the deadline is the database's now + 2 s on all
+    // three, whatever their own clocks say.
+    let mut routes = Vec::new();
+    for (i, addr) in [&a_addr, &ahead_addr, &behind_addr].into_iter().enumerate() {
+        let r = start_route(addr, &p, &format!("inv-{i}"));
+        let before = chrono::Utc::now();
+        fail_overloaded(addr, &r);
+        let s = snapshot(addr, &r);
+        assert_eq!(s["state"], "retry_wait", "{s}");
+        let deadline: chrono::DateTime<chrono::Utc> = s["deadline"].as_str().unwrap().parse().unwrap();
+        let ahead_by = deadline - before;
+        assert!(
+            ahead_by > TimeDelta::milliseconds(1_500) && ahead_by < TimeDelta::milliseconds(3_000),
+            "replica {i} set a deadline {ahead_by} ahead of the database's time"
+        );
+        routes.push((r, deadline));
+    }
+    for (r, deadline) in &routes {
+        until("the retry to fire", std::time::Duration::from_secs(10), || {
+            snapshot(&a_addr, r)["state"] != "retry_wait"
+        });
+        let fired = history(&a_addr, r)
+            .into_iter()
+            .find(|h| h["event"] == "deadline_reached")
+            .expect("the deadline fired");
+        let at: chrono::DateTime<chrono::Utc> = fired["at"].as_str().unwrap().parse().unwrap();
+        assert!(
+            at >= *deadline - TimeDelta::milliseconds(5),
+            "fired early: {at} before {deadline}"
+        );
+        assert!(
+            at <= *deadline + TimeDelta::milliseconds(2_500),
+            "fired late: {at}, due {deadline}"
+        );
+    }
+    for c in [a, ahead, behind] {
+        stop(c);
+    }
+}
+
+#[test]
+fn a_replica_killed_during_a_burst_leaves_nothing_unfired_and_nothing_fired_twice() {
+    postgres_only!();
+    let dir = tempfile::tempdir().unwrap();
+    let db = backend::database(dir.path(), "burst.db");
+    let (a, a_addr) = serve(&db, &[]);
+    let (b, b_addr) = serve(&db, &[]);
+    let (status, p) = call(
+        &a_addr,
+        "POST",
+        "/api/v1/profiles",
+        Some(&profile_body(json!({"id": "main", "dispatcher": "external"}), 3)),
+    );
+    assert_eq!(status, 201, "{p}");
+    let n = 300;
+    let routes: Vec<String> = (0..n)
+        .map(|i| {
+            let addr = if i % 2 == 0 { &a_addr } else { &b_addr };
+            let r = start_route(addr, &p, &format!("inv-{i}"));
+            fail_overloaded(addr, &r);
+            r
+        })
+        .collect();
+    // Kill A when the first retries come due (both replicas firing).
+    let first: chrono::DateTime<chrono::Utc> = snapshot(&a_addr, &routes[0])["deadline"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let wait = (first - chrono::Utc::now()).to_std().unwrap_or_default();
+    std::thread::sleep(wait + std::time::Duration::from_millis(30));
+    let mut a = a;
+    a.kill().unwrap();
+    a.wait().unwrap();
+    // B fires the rest, A's rolled-back claims too, within the poll bound once they are due.
+    until("every retry to fire", std::time::Duration::from_secs(20), || {
+        let (_, list) = call(&b_addr, "GET", "/api/v1/routes?state=retry_wait&limit=1000", None);
+        list.as_array().is_some_and(Vec::is_empty)
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let pool = server::db::open(&db).await.unwrap();
+        assert_eq!(
+            count(
+                &pool,
+                "SELECT COUNT(*) FROM route_history WHERE event = 'deadline_reached'"
+            )
+            .await,
+            n as i64
+        );
+        let twice = count(
+            &pool,
+            "SELECT COUNT(*) FROM (SELECT route_id FROM route_history WHERE event = 'deadline_reached' \
+             GROUP BY route_id HAVING COUNT(*) > 1) AS twice",
+        )
+        .await;
+        assert_eq!(twice, 0, "a timer fired twice");
+        assert_eq!(
+            count(&pool, "SELECT COUNT(*) FROM timers WHERE kind = 'deadline'").await,
+            0
+        );
+    });
+    stop(b);
+}
+
+#[test]
+fn a_replica_stopped_past_its_lease_loses_its_attempt_to_action_required_and_its_late_report_is_refused() {
+    postgres_only!();
+    let dir = tempfile::tempdir().unwrap();
+    let db = backend::database(dir.path(), "stopped.db");
+    let (a, a_addr) = serve(&db, &[]);
+    let (b, b_addr) = serve(&db, &[]);
+    // An attempt A runs itself, and that never reports (simulated, hanging).
+    let (status, p) = call(
+        &a_addr,
+        "POST",
+        "/api/v1/profiles",
+        Some(&profile_body(
+            common::sim("main", "p", json!([common::hang()])),
+            3,
+        )),
+    );
+    assert_eq!(status, 201, "{p}");
+    let r = start_route(&a_addr, &p, "inv-1");
+    until(
+        "the attempt to start on A",
+        std::time::Duration::from_secs(5),
+        || snapshot(&a_addr, &r)["attempt"]["dispatch"] == "started",
+    );
+    let started = snapshot(&a_addr, &r)["generation"].as_u64().unwrap();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(a.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // A's lease (1 s) runs out; B takes the route up: its attempt may have run, so a person
+    // decides (ambiguous), and it is never run again.
+    until(
+        "B to take the route up",
+        std::time::Duration::from_secs(10),
+        || snapshot(&b_addr, &r)["state"] == "action_required",
+    );
+    let s = snapshot(&b_addr, &r);
+    assert_eq!(s["action_reason"], "ambiguous_dispatch", "{s}");
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    // A comes back: its late report (evidence for the attempt it started) is stale.
+    let (status, v) = call(
+        &a_addr,
+        "POST",
+        &format!("/api/v1/routes/{r}/evidence"),
+        Some(
+            &json!({"generation": started, "phase": "prompt", "effects": {"prompt_delivery": "confirmed"},
+            "items": [{"kind": "http", "status": 529, "body": "overloaded"}]}),
+        ),
+    );
+    assert_eq!(status, 409, "{v}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let s = snapshot(&a_addr, &r);
+    assert_eq!(s["state"], "action_required", "{s}");
+    let restarted = history(&a_addr, &r)
+        .into_iter()
+        .filter(|h| h["event"] == "restarted")
+        .count();
+    assert_eq!(restarted, 1);
+    stop(a);
+    stop(b);
+}
