@@ -179,7 +179,11 @@ async fn the_demo_workspace_waits_retries_switches_and_stops_within_a_minute() {
             seen.insert(ev.payload.to.as_str().to_owned());
         }
     }
-    let _ = &mut rx;
+    // PostgreSQL: the event log reader sends them (store::events), shortly after the commits.
+    h.events_delivered().await;
+    while let Ok(ev) = rx.try_recv() {
+        seen.insert(ev.payload.to.as_str().to_owned());
+    }
     let routes = h.get("/api/v1/routes").await;
     let states: Vec<String> = routes
         .as_array()

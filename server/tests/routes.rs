@@ -234,6 +234,8 @@ async fn the_event_stream_carries_every_accepted_change_with_its_route() {
     let h = Harness::new().await;
     let mut rx = h.engine.subscribe();
     let (_, r) = waiting_route(&h).await;
+    // PostgreSQL: the event log reader sends them (store::events), shortly after the commits.
+    h.events_delivered().await;
     let mut seen = Vec::new();
     while let Ok(ev) = rx.try_recv() {
         assert_eq!(ev.route_id, r);

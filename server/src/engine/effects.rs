@@ -1,4 +1,5 @@
-//! What runs after a commit: the event for live pages, then the transition's effects in order.
+//! What runs after a commit: the event for live pages (SQLite; on PostgreSQL the event log
+//! reader sends it), then the transition's effects in order.
 //! Follow-up steps (the gate's outcome, a launch's report, switching) go through the writer
 //! again, so every one of them is its own fenced, durable transition.
 //!
@@ -11,6 +12,7 @@ use super::{
     writer::StepWork,
     Applied, Engine, EngineError, RouteStreamEvent,
 };
+use crate::store::Dialect;
 use policy::{
     route::{EventKind, RouteEffect, RouteState, Transition},
     wire::RouteEventPayload,
@@ -85,7 +87,8 @@ impl Engine {
     }
 
     /// A committed change: clear a durable-error note, wake the scheduler if holds were
-    /// released, and tell live pages (only if anyone listens).
+    /// released, and tell live pages (only if anyone listens; SQLite only: on PostgreSQL the
+    /// event log reader tells them, see [`super::events`]).
     pub(super) fn after_commit(
         &self,
         route_id: &str,
@@ -101,7 +104,8 @@ impl Engine {
         if release_holds {
             self.wake();
         }
-        if self.events.receiver_count() == 0 {
+        // PostgreSQL: the event log reader sends it, as it sends every replica's (`events`).
+        if self.events.receiver_count() == 0 || self.store.dialect() == Dialect::Postgres {
             return;
         }
         let payload = RouteEventPayload::new(kind, prev, transition, self.now());

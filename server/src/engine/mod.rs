@@ -36,6 +36,7 @@ mod circuits;
 pub mod dispatch;
 mod effects;
 mod error;
+mod events;
 mod leases;
 mod observe;
 mod pending;
@@ -52,7 +53,7 @@ use crate::{
     config::Runners,
     metrics::Metrics,
     replica::ReplicaId,
-    store::{DueTimer, Store},
+    store::{Dialect, DueTimer, Store},
 };
 use chrono::{DateTime, Utc};
 use classifier::{Envelope, Verdict};
@@ -75,7 +76,7 @@ use std::{
         Arc, Mutex as StdMutex, Weak,
     },
 };
-use tokio::sync::{broadcast, mpsc, oneshot, Mutex, Notify};
+use tokio::sync::{broadcast, mpsc, oneshot, watch, Mutex, Notify};
 use tx::Stepped;
 use writer::{Job, StepWork};
 
@@ -170,7 +171,14 @@ pub struct Engine {
     /// One writer at a time in this process (SQLite has one anyway; waiting here is cheaper
     /// than SQLite's busy loop): the writer task and profile writes take it.
     write: Mutex<()>,
+    /// Route events for live pages: sent after each commit on SQLite, by the event log reader
+    /// ([`events`]) on PostgreSQL.
     events: broadcast::Sender<RouteStreamEvent>,
+    /// PostgreSQL: the horizon below which the event log reader has sent every row (see
+    /// [`Engine::events_delivered`]); 0 until the reader has its starting point.
+    delivered: watch::Sender<u64>,
+    /// Whether the event log reader was started (it needs the runtime).
+    reader: AtomicBool,
     /// Live updates of running attempts.
     updates: broadcast::Sender<AttemptUpdate>,
     /// Durable-write failures by route, also when they could not be written themselves.
@@ -207,7 +215,7 @@ impl Engine {
     ) -> Arc<Engine> {
         let (events, _) = broadcast::channel(1024);
         let (updates, _) = broadcast::channel(1024);
-        Arc::new_cyclic(|me| Engine {
+        let engine = Arc::new_cyclic(|me| Engine {
             updates,
             dispatchers: Dispatchers::new(store.clone()),
             store,
@@ -216,13 +224,27 @@ impl Engine {
             wake: Notify::new(),
             write: Mutex::new(()),
             events,
+            delivered: watch::Sender::new(0),
+            reader: AtomicBool::new(false),
             durable_errors: StdMutex::new(HashMap::new()),
             jobs: StdMutex::new(None),
             stats: Stats::default(),
             checkpointing: AtomicBool::new(false),
             metrics,
             me: me.clone(),
-        })
+        });
+        if tokio::runtime::Handle::try_current().is_ok() {
+            engine.start_reader();
+        }
+        engine
+    }
+
+    /// Starts the event log reader once (PostgreSQL; nothing on SQLite), with the engine or,
+    /// for an engine built outside the runtime, on its first subscriber.
+    fn start_reader(&self) {
+        if self.store.dialect() == Dialect::Postgres && !self.reader.swap(true, Ordering::AcqRel) {
+            events::start(&self.arc());
+        }
     }
 
     pub fn store(&self) -> &Store {
@@ -262,8 +284,46 @@ impl Engine {
         self.write.lock().await
     }
 
+    /// Every accepted change, of this replica and (on PostgreSQL) every other one on the same
+    /// database, from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<RouteStreamEvent> {
+        self.start_reader();
         self.events.subscribe()
+    }
+
+    /// PostgreSQL: waits (a few seconds at most) until the event log reader has its starting
+    /// point, so that nothing this engine commits afterwards can be before it.
+    async fn events_ready(&self) {
+        if self.store.dialect() != Dialect::Postgres {
+            return;
+        }
+        self.start_reader();
+        let mut delivered = self.delivered.subscribe();
+        let ready = delivered.wait_for(|horizon| *horizon > 0);
+        if tokio::time::timeout(events::READY_WAIT, ready).await.is_err() {
+            tracing::warn!(
+                "the event log reader has not started; live pages may miss this replica's first changes"
+            );
+        }
+    }
+
+    /// Waits until every change committed before the call, by any replica, has been sent to
+    /// this engine's subscribers. SQLite: at once (each is sent right after its commit).
+    /// PostgreSQL: until the event log reader has read past every transaction that had
+    /// finished when it was called; that needs the database (and no transaction on the server
+    /// that stays open for long), so callers bound the wait.
+    pub async fn events_delivered(&self) -> Result<(), EngineError> {
+        if self.store.dialect() != Dialect::Postgres {
+            return Ok(());
+        }
+        self.start_reader();
+        let next = self.store.next_xact_id().await?;
+        let mut delivered = self.delivered.subscribe();
+        delivered
+            .wait_for(|horizon| *horizon >= next)
+            .await
+            .map_err(|_| EngineError::Task)?;
+        Ok(())
     }
 
     /// Live updates of running attempts.

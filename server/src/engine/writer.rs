@@ -173,6 +173,11 @@ impl Job {
 /// together. Ends when the engine is dropped (its queue closes).
 pub(super) async fn write_loop(engine: Weak<Engine>, mut jobs: mpsc::UnboundedReceiver<Vec<Job>>) {
     let mut writer: Option<Writer> = None;
+    // PostgreSQL: this engine's own first commit comes after the event log reader's starting
+    // point, so its subscribers miss none of this replica's changes.
+    if let Some(engine) = engine.upgrade() {
+        engine.events_ready().await;
+    }
     while let Some(mut batch) = jobs.recv().await {
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {

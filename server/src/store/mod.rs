@@ -12,7 +12,8 @@
 //! a placeholder style or a connection type. By table: [`agents`] (agent processes Recourse
 //! started, for cleanup after a crash), [`routes`] (route rows, summaries,
 //! lists), [`history`], [`dispatches`], [`timers`], [`circuits`], [`profiles`], [`work`] (the
-//! work a route carries and its result), [`leases`] (external runners' leases),
+//! work a route carries and its result), [`leases`] (external runners' leases), [`events`] (the
+//! history table read as every replica's event log; PostgreSQL),
 //! [`migrations`] (what sqlx recorded as applied, for `/readyz`), and [`writes`] (the batch).
 //! Accounts and custom roles ([`accounts`]), API tokens ([`tokens`]), the append-only audit
 //! log ([`audit`]) and the browser-session table ([`Store::session_store`])
@@ -30,6 +31,7 @@ mod agents;
 pub mod audit;
 mod circuits;
 mod dispatches;
+pub mod events;
 mod history;
 mod leases;
 mod migrations;
@@ -219,7 +221,10 @@ impl Writer {
             Conn::Postgres(_) => "BEGIN",
         };
         sql::query(begin).execute(&mut self.conn).await?;
-        Ok(Tx { conn: &mut self.conn })
+        Ok(Tx {
+            conn: &mut self.conn,
+            notify: false,
+        })
     }
 }
 
@@ -227,6 +232,9 @@ impl Writer {
 /// transaction open; always end it with `commit` or `rollback`.
 pub(crate) struct Tx<'c> {
     conn: &'c mut Conn,
+    /// A history row was written: on PostgreSQL the commit notifies the other replicas' event
+    /// readers ([`events::CHANNEL`]).
+    notify: bool,
 }
 
 impl Tx<'_> {
@@ -243,8 +251,18 @@ impl Tx<'_> {
     }
 
     /// Commits; on failure the transaction is rolled back and the error returned.
+    ///
+    /// PostgreSQL, when the transaction wrote history: `NOTIFY` the event readers' channel
+    /// first, in the same round trip (a notification sent inside a transaction is delivered at
+    /// its commit, and never if it rolls back). One per transaction, however many rows it
+    /// wrote: the readers read every row after their cursor anyway.
     pub(crate) async fn commit(mut self) -> Result<(), StoreError> {
-        if let Err(e) = sql::query("COMMIT").execute(self.ex()).await {
+        let committed = if self.notify && self.ex().dialect() == Dialect::Postgres {
+            sql::batch(events::NOTIFY_AND_COMMIT, self.ex()).await
+        } else {
+            sql::query("COMMIT").execute(self.ex()).await.map(drop)
+        };
+        if let Err(e) = committed {
             let _ = sql::query("ROLLBACK").execute(self.ex()).await;
             return Err(e.into());
         }
@@ -258,6 +276,7 @@ impl Tx<'_> {
     /// Sends a batch of writes (in one round trip on SQLite); what its `RETURNING` statements
     /// reported.
     pub(crate) async fn run(&mut self, writes: Writes) -> Result<Returned, StoreError> {
+        self.notify |= writes.has_history();
         Ok(writes.run(self.ex()).await?)
     }
 }

@@ -216,6 +216,19 @@ impl<'a, 'e> From<&'a mut Exec<'e>> for Exec<'a> {
     }
 }
 
+/// Statements without values, sent together in one round trip (PostgreSQL's simple query
+/// protocol; SQLite runs them one after another).
+/// (A `&str` carries no arguments, which is what makes sqlx send it unprepared.)
+pub async fn batch<'e>(sql: &'e str, ex: impl Into<Exec<'e>>) -> Result<(), sqlx::Error> {
+    use sqlx::Executor;
+    match ex.into() {
+        Exec::SqlitePool(p) => p.execute(sql).await.map(drop),
+        Exec::Sqlite(c) => c.execute(sql).await.map(drop),
+        Exec::PgPool(p) => p.execute(sql).await.map(drop),
+        Exec::Postgres(c) => c.execute(sql).await.map(drop),
+    }
+}
+
 /// A value bound to a `?`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Bind {

@@ -54,6 +54,8 @@ pub(crate) struct Writes {
     /// Make every held dispatch due at this time, after everything else (see
     /// [`Writes::release_holds`]).
     release_holds_at: Option<DateTime<Utc>>,
+    /// Whether a history row is among the statements.
+    history: bool,
 }
 
 /// Makes every held dispatch (`circuit_hold` timer) due at `?`.
@@ -210,7 +212,13 @@ impl Writes {
         self.release_holds_at = Some(now);
     }
 
+    /// Whether a history row is among the writes.
+    pub(crate) fn has_history(&self) -> bool {
+        self.history
+    }
+
     pub(crate) fn history(&mut self, h: HistoryInsert<'_>) {
+        self.history = true;
         self.push(
             "INSERT INTO route_history (route_id, seq, at, event, from_state, to_state, generation, candidate_id, \
              attempt, profile_revision, decision_json, classification_json) \

@@ -330,6 +330,16 @@ impl Harness {
         }
     }
 
+    /// Waits (10 s at most) until every change committed so far has gone to the engine's
+    /// subscribers: at once on SQLite; on PostgreSQL the event log reader sends them shortly
+    /// after their commits.
+    pub async fn events_delivered(&self) {
+        tokio::time::timeout(std::time::Duration::from_secs(10), self.engine.events_delivered())
+            .await
+            .expect("the engine's events were not delivered within 10 s")
+            .unwrap();
+    }
+
     pub fn db_path(&self) -> std::path::PathBuf {
         self.dir.path().join("recourse.db")
     }
