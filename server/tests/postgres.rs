@@ -59,3 +59,41 @@ fn a_password_in_the_database_url_never_reaches_the_log_or_an_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn the_engine_takes_a_new_connection_when_the_database_drops_its_own() {
+    postgres_only!();
+    let h = common::Harness::new().await;
+    let p = h
+        .profile(serde_json::json!({"name": "p", "targets": [{"id": "main", "dispatcher": "external"}],
+            "policy": {"version": 1, "candidates": [common::candidate("main", common::disabled(), common::disabled())]}}))
+        .await;
+    h.start(&p, "inv-1").await;
+    // The database ends every other session of this database (a restart or failover does).
+    let killed: i64 = server::store::sql::query(
+        "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()) AS killed",
+    )
+    .scalar(&h.pool)
+    .await
+    .unwrap();
+    assert!(killed >= 1, "the writer's connection was among them");
+    // The first start may find the writer's connection dead; it is given up, and work goes on.
+    let mut started = 0;
+    for i in 0..3 {
+        let (status, _) = h
+            .post(
+                "/api/v1/routes",
+                serde_json::json!({"profile_id": p, "caller": {"kind": "kanban_task", "reference": "t",
+                    "invocation_id": format!("inv-after-{i}")}}),
+            )
+            .await;
+        if status == axum::http::StatusCode::CREATED {
+            started += 1;
+        }
+    }
+    assert!(
+        started >= 2,
+        "only {started} of 3 starts after the connections were dropped"
+    );
+}

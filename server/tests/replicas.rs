@@ -460,24 +460,27 @@ fn a_replica_killed_during_a_burst_leaves_nothing_unfired_and_nothing_fired_twic
         &a_addr,
         "POST",
         "/api/v1/profiles",
-        Some(&profile_body(json!({"id": "main", "dispatcher": "external"}), 3)),
+        Some(&profile_body(json!({"id": "main", "dispatcher": "external"}), 8)),
     );
     assert_eq!(status, 201, "{p}");
     let n = 300;
+    let mut first = None;
     let routes: Vec<String> = (0..n)
         .map(|i| {
             let addr = if i % 2 == 0 { &a_addr } else { &b_addr };
             let r = start_route(addr, &p, &format!("inv-{i}"));
             fail_overloaded(addr, &r);
+            if first.is_none() {
+                let due: chrono::DateTime<chrono::Utc> =
+                    snapshot(addr, &r)["deadline"].as_str().unwrap().parse().unwrap();
+                first = Some(due);
+            }
             r
         })
         .collect();
+    assert_eq!(routes.len(), n);
     // Kill A when the first retries come due (both replicas firing).
-    let first: chrono::DateTime<chrono::Utc> = snapshot(&a_addr, &routes[0])["deadline"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let first = first.unwrap();
     let wait = (first - chrono::Utc::now()).to_std().unwrap_or_default();
     std::thread::sleep(wait + std::time::Duration::from_millis(30));
     let mut a = a;

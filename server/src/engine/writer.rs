@@ -228,9 +228,17 @@ impl Engine {
                 return;
             }
         }
+        let mut failed = false;
         for job in batch {
             let done = self.run_alone(writer, &job).await;
+            failed |= !done.is_ok();
             job.reply(done);
+        }
+        // A connection the database dropped (a restart, a failover, a killed backend) is given
+        // up, so the next batch takes a new one instead of failing on it for ever.
+        if failed && writer.ping().await.is_err() {
+            tracing::warn!("the writer's database connection is gone; taking a new one");
+            *slot = None;
         }
     }
 

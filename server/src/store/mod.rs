@@ -211,6 +211,12 @@ impl Writer {
         })
     }
 
+    /// Whether this connection still takes a query.
+    pub(crate) async fn ping(&mut self) -> Result<(), StoreError> {
+        sql::query("SELECT 1").execute(&mut self.conn).await?;
+        Ok(())
+    }
+
     /// Opens a write transaction. SQLite: `BEGIN IMMEDIATE` takes the write lock at once, so
     /// everything the transaction reads stays true until it commits. PostgreSQL: the rows the
     /// transaction writes are read `FOR UPDATE` ([`Dialect::for_update`]), and the generation
