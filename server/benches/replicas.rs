@@ -1,0 +1,431 @@
+//! Several replicas on one PostgreSQL database (a plain bench binary: each figure is one timed
+//! run, printed). Needs `RECOURSE_BENCH_POSTGRES`, a server URL (a database of its own is made
+//! for each part); run the cluster durably for figures that mean anything:
+//!
+//! ```sh
+//! url=$(RECOURSE_PG_DURABLE=1 scripts/postgres.sh start /tmp/pg-bench)
+//! RECOURSE_BENCH_POSTGRES=$url cargo bench -p server --bench replicas
+//! scripts/postgres.sh stop /tmp/pg-bench
+//! ```
+//!
+//! Prints:
+//! 1. durable transitions per second with 1, 2 and 3 replicas (engines on pools of their own,
+//!    joined, 64 routes moving at once spread over them), each against a bare loop of one-row
+//!    commits on the same server in the same run, rounds interleaved;
+//! 2. timer lateness p50/p99/max with 10,000 routes waiting, their deadlines spread over 10 s,
+//!    fired by 2 replicas' real schedulers on the database's time;
+//! 3. the restart of one replica (boot reconciliation) with 100,000 routes in the database
+//!    while another replica keeps firing timers: how long until it serves, and how many timers
+//!    the other fired meanwhile.
+//!
+//! `RECOURSE_BENCH_QUICK=1` runs smaller numbers.
+
+#![allow(clippy::print_stdout, unreachable_pub)]
+
+use policy::{
+    api::{Caller, CallerKind, ProfileInput, StartRouteRequest},
+    route::{ManualAction, RouteEvent},
+};
+use serde_json::json;
+use server::{
+    clock::{OffsetClock, SystemClock},
+    engine::{replicas::Timing, Engine, Input},
+    store::{sql, Pool, Store},
+};
+use std::{
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
+
+fn quick() -> bool {
+    std::env::var_os("RECOURSE_BENCH_QUICK").is_some()
+}
+
+static DB: AtomicU64 = AtomicU64::new(0);
+
+/// A new database on the bench's server; its URL.
+async fn database() -> String {
+    let server =
+        std::env::var("RECOURSE_BENCH_POSTGRES").expect("RECOURSE_BENCH_POSTGRES names a PostgreSQL server");
+    let name = format!(
+        "bench_{}_{}",
+        std::process::id(),
+        DB.fetch_add(1, Ordering::Relaxed)
+    );
+    let pool = server::db::open(&server).await.unwrap();
+    sql::query(format!("CREATE DATABASE {name}"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let authority = server.find("://").map_or(0, |i| i + 3);
+    let end = server[authority..]
+        .find(['/', '?'])
+        .map_or(server.len(), |i| authority + i);
+    format!("{}/{name}", &server[..end])
+}
+
+/// `n` replicas of `url` on the database's time, joined.
+async fn replicas(url: &str, n: usize) -> Vec<Arc<Engine>> {
+    let mut engines = Vec::new();
+    for i in 0..n {
+        let pool = server::db::open(url).await.unwrap();
+        let store = Store::new(pool);
+        let clock = Arc::new(OffsetClock::new(Arc::new(SystemClock)));
+        server::engine::replicas::sync_clock_once(&store, &clock)
+            .await
+            .unwrap();
+        let engine = Engine::new(store, clock);
+        engine
+            .join_replicas(&format!("bench-{i}").parse().unwrap(), Timing::DEFAULT)
+            .await
+            .unwrap();
+        engines.push(engine);
+    }
+    engines
+}
+
+async fn profile(engine: &Engine, interval: u64) -> String {
+    let input = ProfileInput {
+        name: "bench".into(),
+        kind: policy::api::ProfileKind::Dynamic,
+        description: None,
+        targets: vec![policy::api::CandidateTarget::external("main")],
+        policy: json!({"version": 1, "candidates": [{"id": "main",
+            "transient": {"retry": {"enabled": true, "max_retries": 10, "initial_interval_seconds": interval},
+                          "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"},
+            "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+                     "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"}}]}),
+        expected_revision: None,
+    };
+    server::profiles::create(engine, policy::input::ValidatedProfile::parse(&input).unwrap())
+        .await
+        .unwrap()
+        .id
+}
+
+async fn start(engine: &Engine, profile: &str, i: usize) -> (String, u64) {
+    let request = StartRouteRequest {
+        profile_id: profile.to_owned(),
+        caller: Caller {
+            kind: CallerKind::Workflow,
+            reference: "bench".into(),
+            invocation_id: format!("inv-{i}"),
+        },
+        title: None,
+        work: None,
+    };
+    let started = engine
+        .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())
+        .await
+        .unwrap();
+    let g = engine
+        .route_summary(&started.id)
+        .await
+        .unwrap()
+        .snapshot
+        .generation;
+    (started.id, g)
+}
+
+fn overloaded(generation: u64) -> Input {
+    let env = json!({"generation": generation, "phase": "prompt", "effects": {"prompt_delivery": "confirmed"},
+        "items": [{"kind": "http", "status": 529,
+        "body": "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}"}]});
+    Input::Evidence(Box::new(classifier::Envelope::from_value(&env).unwrap()))
+}
+
+async fn count(pool: &Pool, q: &str) -> i64 {
+    sql::query(q.to_owned()).scalar(pool).await.unwrap()
+}
+
+/// Stop then RetryNow on each route, 64 at once spread over the replicas; history rows and
+/// seconds.
+async fn run_transitions(engines: &[Arc<Engine>], pool: &Pool, routes: &mut [(String, u64)]) -> (i64, f64) {
+    let before = count(pool, "SELECT COUNT(*) FROM route_history").await;
+    let t = Instant::now();
+    let per = routes.len().div_ceil(64);
+    let mut tasks = Vec::new();
+    for (w, chunk) in routes.chunks(per).enumerate() {
+        let e = engines[w % engines.len()].clone();
+        let chunk = chunk.to_vec();
+        tasks.push(tokio::spawn(async move {
+            let mut out = Vec::new();
+            for (r, g) in chunk {
+                let stopped = e
+                    .submit(
+                        &r,
+                        Input::Event(RouteEvent::Manual {
+                            action: ManualAction::Stop,
+                            expected_generation: g,
+                        }),
+                    )
+                    .await
+                    .unwrap();
+                let again = e
+                    .submit(
+                        &r,
+                        Input::Event(RouteEvent::Manual {
+                            action: ManualAction::RetryNow,
+                            expected_generation: stopped.snapshot.generation,
+                        }),
+                    )
+                    .await
+                    .unwrap();
+                out.push((r, again.snapshot.generation));
+            }
+            out
+        }));
+    }
+    let mut next = Vec::new();
+    for t in tasks {
+        next.extend(t.await.unwrap());
+    }
+    let secs = t.elapsed().as_secs_f64();
+    // The routes' generations moved on; the next round starts from them.
+    let by_id: std::collections::HashMap<String, u64> = next.into_iter().collect();
+    for r in routes.iter_mut() {
+        r.1 = by_id[&r.0];
+    }
+    (
+        count(pool, "SELECT COUNT(*) FROM route_history").await - before,
+        secs,
+    )
+}
+
+/// One-row commits on one connection of the same server: the yardstick.
+async fn bare_commits(pool: &Pool, m: i64) -> f64 {
+    let Pool::Postgres(pg) = pool else { unreachable!() };
+    let mut conn = pg.acquire().await.unwrap();
+    let t = Instant::now();
+    for i in 0..m {
+        sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
+        sqlx::query("INSERT INTO bare (v) VALUES ($1)")
+            .bind(format!("row {i}"))
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        sqlx::query("COMMIT").execute(&mut *conn).await.unwrap();
+    }
+    t.elapsed().as_secs_f64()
+}
+
+async fn transitions_per_second() {
+    let url = database().await;
+    let pool = server::db::open(&url).await.unwrap();
+    sql::query("CREATE TABLE bare (id BIGSERIAL PRIMARY KEY, v TEXT NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let durable: String = sql::query("SELECT current_setting('fsync')")
+        .scalar(&pool)
+        .await
+        .unwrap();
+    let all = replicas(&url, 3).await;
+    let p = profile(&all[0], 5).await;
+    let n = if quick() { 128 } else { 640 };
+    let mut routes = Vec::new();
+    for i in 0..n {
+        routes.push(start(&all[0], &p, i).await);
+    }
+    for k in [1usize, 2, 3] {
+        let mut rates = Vec::new();
+        let mut bare = Vec::new();
+        for _ in 0..3 {
+            let (rows, secs) = run_transitions(&all[..k], &pool, &mut routes).await;
+            rates.push(rows as f64 / secs);
+            let m = 500;
+            bare.push(m as f64 / bare_commits(&pool, m).await);
+        }
+        rates.sort_by(f64::total_cmp);
+        bare.sort_by(f64::total_cmp);
+        println!(
+            "transitions, {k} replica(s), 64 routes at once: median {:.0}/s (runs {:?}); bare one-row commits median {:.0}/s (runs {:?}); ratio {:.2}x [fsync={durable}]",
+            rates[1],
+            rates.iter().map(|r| r.round()).collect::<Vec<_>>(),
+            bare[1],
+            bare.iter().map(|r| r.round()).collect::<Vec<_>>(),
+            rates[1] / bare[1]
+        );
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+async fn timer_lateness() {
+    let url = database().await;
+    let pool = server::db::open(&url).await.unwrap();
+    let engines = replicas(&url, 2).await;
+    let n = if quick() { 1_000 } else { 10_000 };
+    let p = profile(&engines[0], 30).await;
+    // Set up n waiting routes: each fails once and waits 30 s; starting them takes a while, so
+    // their deadlines spread over the set-up time; the runs below wait for all of them.
+    let t = Instant::now();
+    let mut setups = Vec::new();
+    for w in 0..16 {
+        let e = engines[w % 2].clone();
+        let p = p.clone();
+        setups.push(tokio::spawn(async move {
+            for i in (w..n).step_by(16) {
+                let (r, g) = start(&e, &p, i).await;
+                e.submit(&r, overloaded(g)).await.unwrap();
+            }
+        }));
+    }
+    for s in setups {
+        s.await.unwrap();
+    }
+    let spread = count(
+        &pool,
+        "SELECT MAX(due_ms) - MIN(due_ms) FROM timers WHERE kind = 'deadline'",
+    )
+    .await;
+    println!(
+        "timer lateness: {n} routes waiting, set up in {:.1} s, deadlines spread over {:.1} s",
+        t.elapsed().as_secs_f64(),
+        spread as f64 / 1000.0
+    );
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let schedulers: Vec<_> = engines
+        .iter()
+        .map(|e| {
+            let mut rx = stop_rx.clone();
+            tokio::spawn(server::scheduler::run(e.clone(), async move {
+                let _ = rx.wait_for(|s| *s).await;
+            }))
+        })
+        .collect();
+    let end = Instant::now() + std::time::Duration::from_secs(60);
+    while count(&pool, "SELECT COUNT(*) FROM timers WHERE kind = 'deadline'").await > 0
+        && Instant::now() < end
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let _ = stop_tx.send(true);
+    for s in schedulers {
+        let _ = s.await;
+    }
+    // Lateness from the history: the time the deadline step committed against the deadline it
+    // fired (the retry's deadline is in the `failed` row's decision).
+    let rows = sql::query(
+        "SELECT f.decision_json AS decision, d.at AS fired FROM route_history d JOIN route_history f \
+         ON f.route_id = d.route_id AND f.event = 'failed' WHERE d.event = 'deadline_reached'",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    let mut late: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| {
+            let decision: serde_json::Value =
+                serde_json::from_str(&r.try_get::<String, _>("decision").ok()?).ok()?;
+            let due: chrono::DateTime<chrono::Utc> = decision["deadline"].as_str()?.parse().ok()?;
+            let fired: chrono::DateTime<chrono::Utc> = r.try_get::<String, _>("fired").ok()?.parse().ok()?;
+            Some((fired - due).num_microseconds()? as f64 / 1000.0)
+        })
+        .collect();
+    late.sort_by(f64::total_cmp);
+    let fired_by: Vec<String> = engines
+        .iter()
+        .map(|e| {
+            e.metrics()
+                .render()
+                .lines()
+                .find(|l| l.starts_with("recourse_timer_claims_lost_total"))
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    println!(
+        "timer lateness, 2 replicas: {} fired, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms (history `at` is milliseconds); claims lost: {fired_by:?}",
+        late.len(),
+        percentile(&late, 0.5),
+        percentile(&late, 0.99),
+        late.last().copied().unwrap_or(f64::NAN)
+    );
+}
+
+async fn restart_with_100k_routes() {
+    let url = database().await;
+    let pool = server::db::open(&url).await.unwrap();
+    let n = if quick() { 10_000 } else { 100_000 };
+    // Routes straight into the table (their engine path is measured above): 90% waiting on a
+    // far deadline, 10% with a started simulated attempt of a replica that is gone.
+    let engines = replicas(&url, 1).await;
+    let p = profile(&engines[0], 3600).await;
+    let (template, _) = start(&engines[0], &p, usize::MAX).await;
+    let t = Instant::now();
+    sql::query(format!(
+        "INSERT INTO routes (id, profile_id, caller_kind, caller_reference, invocation_id, title, state, generation, \
+         candidate_id, deadline_ms, state_json, durable_error, created_at, updated_at, owner) \
+         SELECT 'bulk-' || g, profile_id, caller_kind, caller_reference, 'bulk-' || g, title, state, generation, \
+         candidate_id, deadline_ms, state_json, NULL, created_at, updated_at, CASE WHEN g % 10 = 0 THEN 'gone#1' ELSE NULL END \
+         FROM routes, generate_series(1, {n}) AS g WHERE id = '{template}'"
+    ))
+    .execute(&pool)
+    .await
+    .unwrap();
+    println!(
+        "restart: {n} route rows written in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    // Another replica keeps firing timers meanwhile: 2,000 routes waiting 2 s.
+    let other = &engines[0];
+    let q = profile(other, 2).await;
+    for i in 0..2_000 {
+        let (r, g) = start(other, &q, i).await;
+        other.submit(&r, overloaded(g)).await.unwrap();
+    }
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let sched = tokio::spawn(server::scheduler::run(other.clone(), async move {
+        let _ = stop_rx.wait_for(|s| *s).await;
+    }));
+    let before = count(
+        &pool,
+        "SELECT COUNT(*) FROM route_history WHERE event = 'deadline_reached'",
+    )
+    .await;
+    let t = Instant::now();
+    let restarted = replicas(&url, 1).await.pop().unwrap();
+    let report = restarted.reconcile().await.unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let after = count(
+        &pool,
+        "SELECT COUNT(*) FROM route_history WHERE event = 'deadline_reached'",
+    )
+    .await;
+    let _ = stop_tx.send(true);
+    let _ = sched.await;
+    println!(
+        "restart of one replica with {} routes: ready to serve after {secs:.2} s ({report:?}); the other fired {} timers meanwhile",
+        n + 2_001,
+        after - before
+    );
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    if std::env::var_os("RECOURSE_BENCH_POSTGRES").is_none() {
+        println!("skipped: set RECOURSE_BENCH_POSTGRES to a PostgreSQL server URL (see the file's docs)");
+        return;
+    }
+    let only = std::env::var("RECOURSE_BENCH_ONLY").unwrap_or_default();
+    if only.is_empty() || only == "transitions" {
+        transitions_per_second().await;
+    }
+    if only.is_empty() || only == "timers" {
+        timer_lateness().await;
+    }
+    if only.is_empty() || only == "restart" {
+        restart_with_100k_routes().await;
+    }
+}
