@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{backend, candidate, class_policy, disabled, hang, sim, t0, Harness};
+use common::{candidate, class_policy, disabled, hang, sim, t0, Harness};
 use serde_json::json;
 use server::{
     clock::ManualClock,
@@ -25,17 +25,6 @@ use std::{
 };
 use tokio::sync::broadcast;
 
-/// Skips (with a message) when the tests run on SQLite.
-macro_rules! postgres_only {
-    () => {
-        if !backend::on_postgres() {
-            eprintln!(
-                "skipped: RECOURSE_TEST_POSTGRES is not set (this test is about the PostgreSQL backend)"
-            );
-            return;
-        }
-    };
-}
 
 /// A profile whose routes start, begin their attempt and then wait (the attempt hangs).
 async fn hanging_profile(h: &Harness) -> String {

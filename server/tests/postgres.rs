@@ -6,17 +6,6 @@ mod common;
 
 use common::backend;
 
-/// Skips (with a message) when the tests run on SQLite.
-macro_rules! postgres_only {
-    () => {
-        if !backend::on_postgres() {
-            eprintln!(
-                "skipped: RECOURSE_TEST_POSTGRES is not set (this test is about the PostgreSQL backend)"
-            );
-            return;
-        }
-    };
-}
 
 #[test]
 fn a_password_in_the_database_url_never_reaches_the_log_or_an_error() {

@@ -23,15 +23,6 @@ use server::{
 };
 use std::sync::Arc;
 
-/// Skips (with a message) when the tests run on SQLite.
-macro_rules! postgres_only {
-    () => {
-        if !backend::on_postgres() {
-            eprintln!("skipped: RECOURSE_TEST_POSTGRES is not set (this test is about several replicas on PostgreSQL)");
-            return;
-        }
-    };
-}
 
 /// `n` replicas (engines on pools of their own) of one new database, joined, on one manual
 /// clock; the first pool for the test's own reads.
