@@ -12,7 +12,8 @@
 //! 1. durable transitions per second with 1, 2 and 3 replicas (engines on pools of their own,
 //!    joined, 64 routes moving at once spread over them), each against a bare loop of one-row
 //!    commits on the same server in the same run, rounds interleaved;
-//! 2. timer lateness p50/p99/max with 10,000 routes waiting, their deadlines spread over 10 s,
+//! 2. timer lateness p50/p99/max with 10,000 routes waiting, their deadlines spread over the
+//!    set-up time (about 30 s here), with both schedulers running from the start,
 //!    fired by 2 replicas' real schedulers on the database's time;
 //! 3. the restart of one replica (boot reconciliation) with 100,000 routes in the database
 //!    while another replica keeps firing timers: how long until it serves, and how many timers
@@ -267,8 +268,19 @@ async fn timer_lateness() {
     let engines = replicas(&url, 2).await;
     let n = if quick() { 1_000 } else { 10_000 };
     let p = profile(&engines[0], 30).await;
+    // Both replicas' schedulers run from the start, as they would in production.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let schedulers: Vec<_> = engines
+        .iter()
+        .map(|e| {
+            let mut rx = stop_rx.clone();
+            tokio::spawn(server::scheduler::run(e.clone(), async move {
+                let _ = rx.wait_for(|s| *s).await;
+            }))
+        })
+        .collect();
     // Set up n waiting routes: each fails once and waits 30 s; starting them takes a while, so
-    // their deadlines spread over the set-up time; the runs below wait for all of them.
+    // their deadlines spread over the set-up time; the run below waits for all of them.
     let t = Instant::now();
     let mut setups = Vec::new();
     for w in 0..16 {
@@ -294,16 +306,6 @@ async fn timer_lateness() {
         t.elapsed().as_secs_f64(),
         spread as f64 / 1000.0
     );
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let schedulers: Vec<_> = engines
-        .iter()
-        .map(|e| {
-            let mut rx = stop_rx.clone();
-            tokio::spawn(server::scheduler::run(e.clone(), async move {
-                let _ = rx.wait_for(|s| *s).await;
-            }))
-        })
-        .collect();
     let end = Instant::now() + std::time::Duration::from_secs(60);
     while count(&pool, "SELECT COUNT(*) FROM timers WHERE kind = 'deadline'").await > 0
         && Instant::now() < end
@@ -358,22 +360,32 @@ async fn restart_with_100k_routes() {
     let url = database().await;
     let pool = server::db::open(&url).await.unwrap();
     let n = if quick() { 10_000 } else { 100_000 };
-    // Routes straight into the table (their engine path is measured above): 90% waiting on a
-    // far deadline, 10% with a started simulated attempt of a replica that is gone.
+    // Routes straight into the table (their engine path is measured above), copies of two made
+    // through the engine: 90% waiting an hour for a retry (their timer rows are restored at
+    // boot), 10% in flight on a replica that is gone (a started attempt: ambiguous).
     let engines = replicas(&url, 1).await;
     let p = profile(&engines[0], 3600).await;
-    let (template, _) = start(&engines[0], &p, usize::MAX).await;
+    let (waiting, g) = start(&engines[0], &p, usize::MAX).await;
+    engines[0].submit(&waiting, overloaded(g)).await.unwrap();
+    let (in_flight, _) = start(&engines[0], &p, usize::MAX - 1).await;
     let t = Instant::now();
-    sql::query(format!(
-        "INSERT INTO routes (id, profile_id, caller_kind, caller_reference, invocation_id, title, state, generation, \
-         candidate_id, deadline_ms, state_json, durable_error, created_at, updated_at, owner) \
-         SELECT 'bulk-' || g, profile_id, caller_kind, caller_reference, 'bulk-' || g, title, state, generation, \
-         candidate_id, deadline_ms, state_json, NULL, created_at, updated_at, CASE WHEN g % 10 = 0 THEN 'gone#1' ELSE NULL END \
-         FROM routes, generate_series(1, {n}) AS g WHERE id = '{template}'"
-    ))
-    .execute(&pool)
-    .await
-    .unwrap();
+    let copy = |template: &str, from: usize, to: usize, owner: &str| {
+        format!(
+            "INSERT INTO routes (id, profile_id, caller_kind, caller_reference, invocation_id, title, state, generation, \
+             candidate_id, deadline_ms, state_json, durable_error, created_at, updated_at, owner) \
+             SELECT 'bulk-' || g, profile_id, caller_kind, caller_reference, 'bulk-' || g, title, state, generation, \
+             candidate_id, deadline_ms, state_json, NULL, created_at, updated_at, {owner} \
+             FROM routes, generate_series({from}, {to}) AS g WHERE id = '{template}'"
+        )
+    };
+    sql::query(copy(&waiting, 1, n * 9 / 10, "NULL"))
+        .execute(&pool)
+        .await
+        .unwrap();
+    sql::query(copy(&in_flight, n * 9 / 10 + 1, n, "'gone#1'"))
+        .execute(&pool)
+        .await
+        .unwrap();
     println!(
         "restart: {n} route rows written in {:.1} s",
         t.elapsed().as_secs_f64()

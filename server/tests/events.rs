@@ -25,7 +25,6 @@ use std::{
 };
 use tokio::sync::broadcast;
 
-
 /// A profile whose routes start, begin their attempt and then wait (the attempt hangs).
 async fn hanging_profile(h: &Harness) -> String {
     h.profile(json!({"name": "hang", "targets": [sim("main", "anthropic", json!([hang()]))],

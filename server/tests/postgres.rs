@@ -6,7 +6,6 @@ mod common;
 
 use common::backend;
 
-
 #[test]
 fn a_password_in_the_database_url_never_reaches_the_log_or_an_error() {
     postgres_only!();

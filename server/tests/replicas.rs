@@ -23,7 +23,6 @@ use server::{
 };
 use std::sync::Arc;
 
-
 /// `n` replicas (engines on pools of their own) of one new database, joined, on one manual
 /// clock; the first pool for the test's own reads.
 async fn replicas(dir: &tempfile::TempDir, n: usize) -> (Vec<Arc<Engine>>, Pool, ManualClock) {

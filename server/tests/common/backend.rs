@@ -15,7 +15,9 @@ use std::{
 macro_rules! postgres_only {
     () => {
         if !$crate::common::backend::on_postgres() {
-            eprintln!("skipped: RECOURSE_TEST_POSTGRES is not set (this test is about the PostgreSQL backend)");
+            eprintln!(
+                "skipped: RECOURSE_TEST_POSTGRES is not set (this test is about the PostgreSQL backend)"
+            );
             return;
         }
     };
