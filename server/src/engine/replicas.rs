@@ -101,14 +101,17 @@ impl Engine {
             }
             let n = ids.len();
             let inputs = ids.into_iter().map(|id| (id, Input::Orphaned)).collect();
+            let mut failed = false;
             for answer in self.submit_all(inputs).await {
                 if let Err(e) = answer {
                     tracing::warn!(error = %e, "an orphaned route could not be taken up; next pass");
+                    failed = true;
                 }
             }
             total += n;
             // Each one taken up is owned now (or no longer in flight); a full pass may have more.
-            if n < ORPHANS_PER_PASS as usize {
+            // One that failed would be found again at once: leave it to the next pass.
+            if n < ORPHANS_PER_PASS as usize || failed {
                 return Ok(total);
             }
         }

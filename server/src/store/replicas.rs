@@ -9,10 +9,33 @@
 
 use super::{sql, Dialect, Store, StoreError, Tx};
 use chrono::{DateTime, Utc};
+use policy::route::StateName;
 
 /// The states a route is "in flight" in: a process launches or watches its attempt, or decides
 /// its switch (the states restart reconciliation takes up).
-const IN_FLIGHT: &str = "('active', 'retrying', 'switching')";
+pub(crate) const IN_FLIGHT: [StateName; 3] = [StateName::Active, StateName::Retrying, StateName::Switching];
+
+/// Whether a route in `state` is in flight (and so has an owner).
+pub(crate) fn in_flight(state: StateName) -> bool {
+    IN_FLIGHT.contains(&state)
+}
+
+/// The routes `r` that restart reconciliation takes up, as SQL conditions: in flight, not
+/// running an attempt whose report is already durable (a scheduled report fires as if nothing
+/// happened), and not running an external runner's attempt (its lease protocol decides).
+pub(crate) fn taken_up_on_restart() -> String {
+    let states: Vec<String> = IN_FLIGHT.iter().map(|s| format!("'{}'", s.as_str())).collect();
+    format!(
+        "r.state IN ({}) \
+         AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.route_id = r.id AND t.kind = 'report') \
+         AND NOT EXISTS (SELECT 1 FROM dispatches d WHERE d.route_id = r.id AND d.status = 'started' \
+         AND d.dispatcher = 'external')",
+        states.join(", ")
+    )
+}
+
+/// The database's time in SQL, Unix ms (PostgreSQL).
+const PG_NOW_MS: &str = "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
 
 /// What a heartbeat found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +51,7 @@ pub(crate) enum Renewal {
 fn now_sql(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Sqlite => "?",
-        Dialect::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+        Dialect::Postgres => PG_NOW_MS,
     }
 }
 
@@ -86,7 +109,7 @@ impl Store {
         Ok(match self.dialect() {
             Dialect::Sqlite => local.timestamp_millis(),
             Dialect::Postgres => {
-                sql::query("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)")
+                sql::query(format!("SELECT {PG_NOW_MS}"))
                     .scalar::<i64>(self.pool())
                     .await?
             }
@@ -172,11 +195,10 @@ impl Store {
     ) -> Result<Vec<String>, StoreError> {
         let now = self.db_now_ms(local).await?;
         Ok(sql::query(format!(
-            "SELECT r.id FROM routes r WHERE r.state IN {IN_FLIGHT} \
+            "SELECT r.id FROM routes r WHERE {} \
              AND NOT EXISTS (SELECT 1 FROM replicas p WHERE p.instance = r.owner AND p.lease_until_ms >= ?) \
-             AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.route_id = r.id AND t.kind = 'report') \
-             AND NOT EXISTS (SELECT 1 FROM dispatches d WHERE d.route_id = r.id AND d.status = 'started' \
-             AND d.dispatcher = 'external') ORDER BY r.id LIMIT ?"
+             ORDER BY r.id LIMIT ?",
+            taken_up_on_restart()
         ))
         .bind(now)
         .bind(limit)

@@ -257,12 +257,10 @@ impl Store {
     /// as if nothing happened), and not running an external runner's attempt (nobody claimed
     /// it: it is offered again; a runner acknowledged it: its lease decides).
     pub(crate) async fn routes_to_reconcile(&self) -> Result<Vec<String>, StoreError> {
-        Ok(sql::query(
-            "SELECT r.id FROM routes r WHERE r.state IN ('active', 'retrying', 'switching') \
-             AND NOT EXISTS (SELECT 1 FROM timers t WHERE t.route_id = r.id AND t.kind = 'report') \
-             AND NOT EXISTS (SELECT 1 FROM dispatches d WHERE d.route_id = r.id AND d.status = 'started' \
-             AND d.dispatcher = 'external') ORDER BY r.id",
-        )
+        Ok(sql::query(format!(
+            "SELECT r.id FROM routes r WHERE {} ORDER BY r.id",
+            super::replicas::taken_up_on_restart()
+        ))
         .scalars(&self.pool)
         .await?)
     }

@@ -118,10 +118,7 @@ pub(crate) struct DispatchInsert<'a> {
 /// The owner a route row gets: the committing instance while the route is in flight (an
 /// attempt pending or running, or switching), nobody otherwise.
 fn owner_of(owner: &Option<String>, state: &RouteState) -> Bind {
-    let in_flight = matches!(
-        state.state_name(),
-        StateName::Active | StateName::Retrying | StateName::Switching
-    );
+    let in_flight = super::replicas::in_flight(state.state_name());
     Bind::Text(owner.clone().filter(|_| in_flight))
 }
 
