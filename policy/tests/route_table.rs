@@ -774,6 +774,59 @@ fn stopping_an_attempt_in_flight_aborts_it_and_its_late_evidence_is_stale() {
 }
 
 #[test]
+fn the_events_said_to_abort_a_started_attempt_are_exactly_those_whose_change_aborts_it() {
+    let mut aborting = Vec::new();
+    for name in [
+        "active(idle)",
+        "active(pending)",
+        "active(started)",
+        "waiting_for_reset",
+        "retry_wait",
+        "retrying(pending)",
+        "retrying(started)",
+        "switching",
+        "action_required",
+    ] {
+        for code in EVENTS {
+            let mut d = situation(name);
+            d.now += secs(86_400 * 8);
+            let started = d
+                .state
+                .attempt()
+                .is_some_and(|a| a.dispatch == DispatchState::Started);
+            let e = event(&d, code);
+            let kind = e.kind();
+            let Ok(t) = d.try_step(e) else { continue };
+            let aborts = t
+                .effects
+                .iter()
+                .any(|e| matches!(e, RouteEffect::AbortDispatch { .. }));
+            if aborts {
+                aborting.push(format!("{name} + {code}"));
+            }
+            if started && t.changed {
+                assert_eq!(
+                    aborts,
+                    kind.aborts_started_attempt(),
+                    "{name} + {code}: the change aborts the attempt: {aborts}"
+                );
+            } else {
+                assert!(!aborts, "{name} + {code}: nothing started to abort");
+            }
+        }
+    }
+    assert_eq!(
+        aborting,
+        [
+            "active(started) + ST",
+            "active(started) + A",
+            "retrying(started) + ST",
+            "retrying(started) + A"
+        ]
+    );
+}
+
+#[test]
 fn abandon_closes_the_route_and_cancels_its_timer() {
     let mut d = situation("waiting_for_reset");
     let expected_generation = d.gen();

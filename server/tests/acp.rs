@@ -462,6 +462,59 @@ async fn a_persons_stop_sends_session_cancel_and_the_agent_process_is_gone_and_n
 }
 
 #[tokio::test]
+async fn a_stop_committed_through_another_replica_stops_the_agent_this_replica_runs() {
+    postgres_only!();
+    let d = agents_dir();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([{"prompt": [{"message": "Looking at the build..."}, {"wait_cancel": true},
+                           {"respond": {"stopReason": "cancelled"}}]}]),
+    );
+    let h = harness(&[&main], "").await;
+    // Replica B: an engine of its own on the same database, as another process would be.
+    let b = server::engine::Engine::new(
+        server::store::Store::new(server::db::open(&h.database).await.unwrap()),
+        std::sync::Arc::new(h.clock.clone()),
+    );
+    let p = h
+        .profile(json!({"name": "stop", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", class_policy(3, 5, 0, "skip"), disabled())]}}))
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Fix the build")).await;
+    until("the agent is prompted", LIMIT, || {
+        main.received("session/prompt") == 1
+    })
+    .await;
+    let pid = main.pids()[0];
+    let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
+    let applied = b
+        .submit(
+            &r,
+            server::engine::Input::Event(policy::route::RouteEvent::Manual {
+                action: policy::route::ManualAction::Stop,
+                expected_generation: g,
+            }),
+        )
+        .await
+        .unwrap();
+    assert!(applied.changed);
+    // A learns of it from the event log and stops its agent as its own stop would have.
+    settled(&h, &main).await;
+    assert!(!running(pid), "the agent process is gone");
+    assert_eq!(main.received("session/cancel"), 1);
+    let after = h.route(&r).await;
+    assert_eq!(after["route"]["snapshot"]["state"], "action_required");
+    assert_eq!(after["route"]["snapshot"]["action_reason"], "stopped_by_user");
+    assert_eq!(
+        after["route"]["snapshot"]["generation"],
+        g + 1,
+        "nothing was applied after the stop"
+    );
+}
+
+#[tokio::test]
 async fn an_agent_that_ignores_cancel_and_stdin_eof_is_killed_with_its_whole_process_group() {
     let d = agents_dir();
     let main = FakeAgent::new(

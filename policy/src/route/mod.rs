@@ -621,6 +621,14 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Whether a change this event makes to a route with a started attempt aborts that attempt
+    /// ([`RouteEffect::AbortDispatch`]): a person's stop, or the route abandoned. A replica
+    /// that learns of such a change from the event log, not from its own commit, stops the
+    /// attempt it runs by this (the table test holds it equal to the transition function).
+    pub const fn aborts_started_attempt(self) -> bool {
+        matches!(self, EventKind::Stop | EventKind::Abandon)
+    }
+
     pub const fn as_str(self) -> &'static str {
         match self {
             EventKind::Started => "started",

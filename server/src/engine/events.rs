@@ -10,6 +10,12 @@
 //! change twice. SQLite keeps the direct path: one process serves the database, and its events
 //! go out straight after each commit. Live attempt output (`updates`) stays local on both.
 //!
+//! The reader also stops attempts: a person's stop committed through replica B must stop the
+//! agent replica A runs, as it would in one process. A reads B's stop here and tells its
+//! dispatchers to stop the route's attempts that began before it (the generation fences a
+//! stop read late from stopping an attempt a person started afterwards). Their reports would
+//! be refused anyway (stale generation); this ends the work itself.
+//!
 //! When: every [`POLL`], and sooner when woken (at most once per [`GAP`]). Wake-ups come from
 //! PostgreSQL's `LISTEN/NOTIFY` on [`CHANNEL`]: every writer commit that wrote history
 //! notifies it, in its transaction (`store::Tx::commit`). The listener holds a connection of its own (a pool of
@@ -121,8 +127,12 @@ async fn read_all(
         let Some(engine) = engine.upgrade() else {
             return Ok(());
         };
-        if engine.events.receiver_count() > 0 {
-            for e in batch.events {
+        let listening = engine.events.receiver_count() > 0;
+        for e in batch.events {
+            if e.payload.event.aborts_started_attempt() {
+                engine.abort_started_before(&e.route_id, e.payload.generation);
+            }
+            if listening {
                 let _ = engine.events.send(RouteStreamEvent {
                     route_id: e.route_id,
                     payload: e.payload,
@@ -138,6 +148,15 @@ async fn read_all(
 }
 
 impl Engine {
+    /// A change that aborts the route's started attempt was committed (by any replica; this
+    /// one's own commit has aborted it already, through its effects): stop what this replica
+    /// runs of the route from before that change.
+    fn abort_started_before(&self, route_id: &str, generation: u64) {
+        for dispatcher in self.dispatchers.all() {
+            dispatcher.cancel_started_before(route_id, generation);
+        }
+    }
+
     /// Notes that every row below `horizon` has been sent (never moving back).
     fn delivered_up_to(&self, horizon: u64) {
         self.delivered.send_if_modified(|h| {

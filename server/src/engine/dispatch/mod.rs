@@ -202,6 +202,13 @@ pub(crate) trait Dispatcher: Send + Sync + 'static {
     /// and leave nothing running. Its late report will be stale.
     fn cancel(&self, _route_id: &str, _attempt: u32) {}
 
+    /// Another replica committed a change that aborts the route's started attempt (a person's
+    /// stop, the route abandoned; `EventKind::aborts_started_attempt`) and produced
+    /// `generation`: stop every attempt of the route this dispatcher runs that began before
+    /// it (its invocation generation is lower). An attempt begun after it (a person retried
+    /// meanwhile) is left alone.
+    fn cancel_started_before(&self, _route_id: &str, _generation: u64) {}
+
     /// Stop every attempt this dispatcher runs (this replica lost its lease: its routes may be
     /// another replica's now).
     fn cancel_all(&self) {}

@@ -44,8 +44,9 @@ use tokio::sync::watch;
 /// How long a group a previous Recourse process left gets between SIGTERM and SIGKILL.
 const RECONCILE_GRACE: Duration = Duration::from_secs(3);
 
-/// The attempts running now, by route and attempt: the way to tell each one to stop.
-type Running = Arc<Mutex<HashMap<(String, u32), watch::Sender<bool>>>>;
+/// The attempts running now, by route and attempt: the generation it began at, and the way to
+/// tell it to stop.
+type Running = Arc<Mutex<HashMap<(String, u32), (u64, watch::Sender<bool>)>>>;
 
 pub(crate) struct Acp {
     store: Store,
@@ -71,7 +72,7 @@ impl Dispatcher for Acp {
             self.running
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(key.clone(), stop_tx);
+                .insert(key.clone(), (request.invocation_generation, stop_tx));
             let (store, resumes) = (self.store.clone(), self.resumes.clone());
             let running = self.running.clone();
             tokio::spawn(async move {
@@ -88,14 +89,28 @@ impl Dispatcher for Acp {
 
     fn cancel(&self, route_id: &str, attempt: u32) {
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(stop) = running.get(&(route_id.to_owned(), attempt)) {
+        if let Some((_, stop)) = running.get(&(route_id.to_owned(), attempt)) {
             stop.send_replace(true);
+        }
+    }
+
+    fn cancel_started_before(&self, route_id: &str, generation: u64) {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        for ((route, attempt), (began, stop)) in running.iter() {
+            if route == route_id && *began < generation {
+                tracing::info!(
+                    route_id,
+                    attempt,
+                    "the route moved on through another replica; stopping its agent"
+                );
+                stop.send_replace(true);
+            }
         }
     }
 
     fn cancel_all(&self) {
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        for stop in running.values() {
+        for (_, stop) in running.values() {
             stop.send_replace(true);
         }
     }

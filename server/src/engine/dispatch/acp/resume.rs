@@ -242,6 +242,10 @@ impl Dispatcher for Guard {
         self.inner.cancel(route_id, attempt);
     }
 
+    fn cancel_started_before(&self, route_id: &str, generation: u64) {
+        self.inner.cancel_started_before(route_id, generation);
+    }
+
     fn cancel_all(&self) {
         self.inner.cancel_all();
     }

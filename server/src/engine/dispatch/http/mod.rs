@@ -52,8 +52,8 @@ use tokio::task::AbortHandle;
 /// The routing invocation id header.
 pub(crate) const REQUEST_ID_HEADER: &str = "x-client-request-id";
 
-/// Calls in flight, by route and attempt.
-type Running = Arc<Mutex<HashMap<(String, u32), AbortHandle>>>;
+/// Calls in flight, by route and attempt: the generation each began at, and its task.
+type Running = Arc<Mutex<HashMap<(String, u32), (u64, AbortHandle)>>>;
 
 pub(crate) struct Http {
     /// One client per (connect, read) timeout pair: those are the client's settings; the
@@ -147,6 +147,7 @@ impl Dispatcher for Http {
                 }
             };
             let key = (r.route_id.clone(), r.attempt);
+            let began = r.invocation_generation;
             let running = self.running.clone();
             let mut map = running.lock().unwrap_or_else(|e| e.into_inner());
             let task_running = self.running.clone();
@@ -189,7 +190,7 @@ impl Dispatcher for Http {
                     tracing::debug!(route_id = r.route_id, attempt = r.attempt, error = %e, "http report not applied");
                 }
             });
-            map.insert(key, handle.abort_handle());
+            map.insert(key, (began, handle.abort_handle()));
             Ok(None)
         })
     }
@@ -204,10 +205,26 @@ impl Dispatcher for Http {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&(route_id.to_owned(), attempt));
-        if let Some(h) = handle {
+        if let Some((_, h)) = handle {
             tracing::info!(route_id, attempt, "http call cancelled");
             h.abort();
         }
+    }
+
+    fn cancel_started_before(&self, route_id: &str, generation: u64) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.retain(|(route, attempt), (began, h)| {
+            let stop = route == route_id && *began < generation;
+            if stop {
+                tracing::info!(
+                    route_id,
+                    attempt,
+                    "the route moved on through another replica; http call cancelled"
+                );
+                h.abort();
+            }
+            !stop
+        });
     }
 }
 
@@ -307,4 +324,32 @@ fn invalid_key(variable: &str) -> Failure {
     Failure::before_sending(format!(
         "the environment variable {variable} that holds the API key is not a valid header value"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_change_read_from_another_replica_cancels_only_the_routes_calls_begun_before_it() {
+        let http = Http::new();
+        let call = || tokio::spawn(std::future::pending::<()>());
+        let (early, late, other) = (call(), call(), call());
+        {
+            let mut running = http.running.lock().unwrap();
+            running.insert(("r1".into(), 1), (5, early.abort_handle()));
+            running.insert(("r1".into(), 2), (9, late.abort_handle()));
+            running.insert(("r2".into(), 1), (5, other.abort_handle()));
+        }
+        // r1 was stopped at generation 7: attempt 1 (begun at 5) is stopped; attempt 2, begun
+        // at 9 after a person retried, and the other route's call go on.
+        http.cancel_started_before("r1", 7);
+        assert!(early.await.unwrap_err().is_cancelled());
+        let left: Vec<_> = http.running.lock().unwrap().keys().cloned().collect();
+        assert_eq!(left.len(), 2);
+        assert!(left.contains(&("r1".into(), 2)) && left.contains(&("r2".into(), 1)));
+        assert!(!late.is_finished() && !other.is_finished());
+        late.abort();
+        other.abort();
+    }
 }
