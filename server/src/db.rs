@@ -159,6 +159,65 @@ pub fn connect_options(database: &str) -> anyhow::Result<SqliteConnectOptions> {
         .busy_timeout(BUSY_TIMEOUT))
 }
 
+/// SQLite: this process is the one serving the database file, until it ends (the kernel lets
+/// the lock go whatever way the process ends, `SIGKILL` too).
+///
+/// A second `recourse serve` on the same file would run a second route engine on it: its
+/// restart reconciliation would take the first one's attempts in flight for a crash's (they
+/// would go to `action_required` as ambiguous), and both would fire timers. PostgreSQL is the
+/// backend for several serving processes (replicas); one SQLite file has one.
+#[derive(Debug)]
+pub struct ServingLock {
+    _file: std::fs::File,
+}
+
+/// Takes the [`ServingLock`] of the SQLite database `database` names, an exclusive lock on the
+/// file beside it with `.lock` appended (not inherited by agent processes: Rust opens files
+/// close-on-exec), holding this process's id. `None` for an in-memory database. Fails, naming
+/// the process that holds it, when another process serves the file.
+pub fn hold_serving_lock(database: &str) -> anyhow::Result<Option<ServingLock>> {
+    use std::io::{Read, Seek, Write};
+    let options = connect_options(database)?;
+    let file = options.get_filename();
+    if file.as_os_str().is_empty() || file.as_os_str() == ":memory:" {
+        return Ok(None);
+    }
+    let mut path = file.as_os_str().to_owned();
+    path.push(".lock");
+    let shown = std::path::Path::new(&path).display().to_string();
+    let mut lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("cannot open the serving lock `{shown}`"))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = lock.read_to_string(&mut holder);
+            let holder = holder
+                .trim()
+                .parse::<u32>()
+                .map_or_else(|_| "another process".to_owned(), |pid| format!("process {pid}"));
+            anyhow::bail!(
+                "database `{}` is served already, by {holder} (it holds `{shown}`): one SQLite file has \
+                 one serving process; stop that one first, or use PostgreSQL for several replicas",
+                file.display()
+            );
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock `{shown}`"));
+        }
+    }
+    // Who holds it, for the next one's message (best effort: the lock is what counts).
+    let _ = lock.set_len(0);
+    let _ = lock.rewind();
+    let _ = write!(lock, "{}", std::process::id());
+    Ok(Some(ServingLock { _file: lock }))
+}
+
 /// Opens (creating if needed) a SQLite database and applies pending migrations.
 pub async fn open_sqlite(database: &str) -> anyhow::Result<SqlitePool> {
     open_with(database, connect_options(database)?).await

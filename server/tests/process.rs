@@ -77,6 +77,76 @@ fn serve_creates_its_database_answers_healthz_and_stops_cleanly_on_sigterm() {
     );
 }
 
+/// Starts `recourse serve` on `db` and waits until it logs its address.
+fn serve_on(db: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = Command::new(BIN)
+        .args([
+            "--log-format",
+            "json",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--database",
+        ])
+        .arg(db)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("server exited before listening").unwrap();
+        if let Some(rest) = line.split("\"addr\":\"").nth(1) {
+            break rest.split('"').next().unwrap().to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    (child, addr)
+}
+
+#[test]
+fn a_second_serve_on_the_same_sqlite_file_is_refused_until_the_first_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("one.db");
+    let (mut first, addr) = serve_on(&db);
+    // The second one names the holder and exits, touching nothing (it never opened the file).
+    let second = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--database"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains("is served already, by process") && err.contains(&first.id().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("one SQLite file has one serving process"), "{err}");
+    assert!(http_get(&addr, "/healthz").is_some_and(|h| h.contains(r#""status":"ok""#)));
+    // A `sqlite:` URL naming the same file is the same file.
+    let url = format!("sqlite:{}", db.display());
+    let third = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--database", &url])
+        .output()
+        .unwrap();
+    assert!(
+        !third.status.success(),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
+    // Killed outright, the first lets the file go: the next serve starts.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let (mut next, addr) = serve_on(&db);
+    assert!(http_get(&addr, "/healthz").is_some_and(|h| h.contains(r#""status":"ok""#)));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(next.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(next.wait().unwrap().success());
+}
+
 #[test]
 fn help_lists_every_subcommand() {
     let out = Command::new(BIN).arg("--help").output().unwrap();
