@@ -20,9 +20,11 @@
 //!
 //! Besides criterion's estimates, `summary` measures from repeated batches (the fastest batch,
 //! which the machine's other jobs cannot make look better, and the median one): the ratios of
-//! both goals, the time per envelope (median and p90 over the corpus: goal <= 2 us for the
-//! typical envelope), and large and hostile inputs (the time per byte stays flat as inputs
-//! grow: worst-case time is linear).
+//! both goals (under goal 1 also `safe_excerpt` and the literal scan alone over every item's
+//! evidence text, in the same units: with `parse`, a floor under the pipeline), the time per
+//! envelope (median and p90 over the corpus: goal <= 2 us for the typical envelope), and
+//! large and hostile inputs (the time per byte stays flat as inputs grow: worst-case time is
+//! linear).
 //!
 //! Run: `cargo bench -p classifier --bench classify` (append `-- summary` to print only the
 //! summary, `-- ^pipeline`, `-- ^scan` or `-- ^redact` for one criterion group and the summary;
@@ -289,6 +291,28 @@ fn summary(cat: &Catalogue, corpus: &Corpus, ac: &AcScan, texts: &[(&'static str
         ns_per_byte(classify, bytes),
         ratio(classify, serde)
     );
+    // Two pieces of classify that every envelope needs, measured on their own over the same
+    // corpus (one evidence text per item: about one excerpt and one scan per envelope), in
+    // the same units: with parse, they bound from below what the pipeline can cost.
+    let evidence = common::evidence_texts(corpus);
+    let (redaction, _) = timed(&mut || {
+        black_box(excerpts(&evidence));
+    });
+    let (scan, _) = timed(&mut || {
+        for t in &evidence {
+            black_box(cat.scan_literals(black_box(t.as_bytes())));
+        }
+    });
+    println!(
+        "      within it: safe_excerpt {:>8.3} ns/B   {:.2}x serde (every item's evidence text)",
+        ns_per_byte(redaction, bytes),
+        ratio(redaction, serde)
+    );
+    println!(
+        "      within it: literal scan {:>8.3} ns/B   {:.2}x serde (the same texts)",
+        ns_per_byte(scan, bytes),
+        ratio(scan, serde)
+    );
 
     // The same, each envelope timed on its own (warm): what one piece of evidence costs.
     let per_env: Vec<(Duration, Duration, Duration)> = corpus
@@ -346,7 +370,6 @@ fn summary(cat: &Catalogue, corpus: &Corpus, ac: &AcScan, texts: &[(&'static str
     }
 
     println!("  redaction (part of the pipeline above; no goal of its own)");
-    let evidence = common::evidence_texts(corpus);
     let window_bytes = excerpt_bytes(&evidence);
     let (all, _) = timed(&mut || {
         black_box(excerpts(&evidence));
