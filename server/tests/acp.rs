@@ -296,6 +296,53 @@ async fn s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_
 }
 
 #[tokio::test]
+async fn an_agents_live_output_reaches_the_event_stream_with_its_secrets_redacted() {
+    let d = agents_dir();
+    let key = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH";
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([{"prompt": [{"message": format!("Found ANTHROPIC_API_KEY={key} in .env; using it.")},
+                           {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_1",
+                                       "title": format!("curl -H 'x-api-key: {key}' https://api.anthropic.com"),
+                                       "status": "completed"}},
+                           end_turn()]}]),
+    );
+    let h = harness(&[&main], "").await;
+    let p = h
+        .profile(json!({"name": "live", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}}))
+        .await;
+    let mut updates = h.engine.subscribe_updates();
+    let r = h.start_work(&p, "inv-1", main.work("Fix the build")).await;
+    h.wait_route(&r, LIMIT, |s| s["state"] == "active" && s["attempt"].is_null())
+        .await;
+    let mut seen = Vec::new();
+    while let Ok(u) = updates.try_recv() {
+        if u.route_id == r {
+            seen.push(u.update);
+        }
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    let text = serde_json::to_string(&seen).unwrap();
+    assert!(!text.contains("Zq8vN2xYpL4mK7rT"), "{text}");
+    assert!(
+        seen[0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[redacted]"),
+        "{text}"
+    );
+    assert!(
+        seen[1]["title"].as_str().unwrap().contains("[redacted]"),
+        "{text}"
+    );
+    assert_eq!(seen[1]["toolCallId"], "call_1");
+    settled(&h, &main).await;
+}
+
+#[tokio::test]
 async fn s5_exhausted_credits_with_a_stop_policy_go_to_manual_recovery_without_the_other_agent() {
     let d = agents_dir();
     let main = FakeAgent::new(

@@ -6,7 +6,8 @@
 //! It keeps facts, not judgements: the updates as the agent sent them (bounded), the prompt's
 //! result or error, whether the prompt was written and whether the agent answered it, tool
 //! activity. Whether message text is real output or a failure banner is the classifier's call:
-//! nothing here reads text.
+//! nothing here reads text. What goes out live (the route's event stream) is each update with
+//! every string redacted ([`shown`]); the kept ones stay as sent, for the classifier.
 //!
 //! Bounds: each kept update at most [`MAX_UPDATE_BYTES`] of JSON (a larger one keeps its kind,
 //! ids, status and the first [`MAX_UPDATE_BYTES`] of its text), at most [`MAX_UPDATES`] updates
@@ -180,7 +181,7 @@ impl Recorder {
     pub(super) fn update(&self, update: Value) {
         let update = bound_update(update);
         if let Some(live) = &self.live {
-            live.update(update.clone());
+            live.update(shown(&update));
         }
         self.with(|t| {
             t.answered = true;
@@ -272,6 +273,25 @@ fn bound_update(update: Value) -> Value {
     Value::Object(reduced)
 }
 
+/// What of an update may leave the process live (the route's event stream): every string in
+/// it, keys too, redacted as excerpts are (`classifier::redact`), since an agent's output can
+/// hold whatever it read (a key in a file, a provider's banner with account identifiers).
+/// Ids that look like tokens are redacted too. The kept update, for the classifier, stays as
+/// the agent sent it: the classifier redacts what it shows itself.
+fn shown(update: &Value) -> Value {
+    match update {
+        Value::String(s) => Value::String(classifier::redact::redact(s)),
+        Value::Array(items) => Value::Array(items.iter().map(shown).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (classifier::redact::redact(k), shown(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 fn bounded_error(mut e: RpcError) -> RpcError {
     e.message = cut(&e.message, MAX_UPDATE_BYTES);
     if let Some(d) = &e.data {
@@ -358,6 +378,41 @@ mod tests {
 
     fn chunk(text: &str) -> Value {
         json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+    }
+
+    #[test]
+    fn a_live_update_shows_every_string_redacted_and_the_kept_one_stays_as_sent() {
+        let key = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH";
+        let update = json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": format!("I found ANTHROPIC_API_KEY={key} in .env")},
+            "_meta": {"headers": [format!("Authorization: Bearer {key}")], key: true}});
+        let live = shown(&update);
+        let text = live.to_string();
+        assert!(!text.contains(&key[..24]), "{text}");
+        assert!(!text.contains("Zq8vN2xYpL4mK7rT"), "{text}");
+        assert_eq!(
+            live["sessionUpdate"], "agent_message_chunk",
+            "protocol words stay"
+        );
+        assert_eq!(live["content"]["type"], "text");
+        assert!(
+            live["content"]["text"].as_str().unwrap().starts_with("I found "),
+            "{text}"
+        );
+        assert!(
+            live["content"]["text"].as_str().unwrap().ends_with(" in .env"),
+            "{text}"
+        );
+        assert!(live["content"]["text"].as_str().unwrap().contains("[redacted]"));
+        assert!(live["_meta"]["headers"][0]
+            .as_str()
+            .unwrap()
+            .contains("[redacted]"));
+        // The recorder keeps what the agent sent, for the classifier.
+        let rec = Recorder::new(None);
+        rec.prompt_sent();
+        rec.update(update.clone());
+        assert_eq!(rec.snapshot().updates[0], update);
     }
 
     #[test]
