@@ -77,7 +77,8 @@ pub(super) enum End {
     Cancelled { acknowledged: bool },
     /// A resumable retry could not load its session (the agent no longer offers it).
     CannotLoad,
-    /// Our side could not go on (a prompt block that is not ACP content, an SDK failure).
+    /// Our side could not go on (a prompt block that is not ACP content, an SDK failure); an
+    /// SDK error's message is redacted (it is logged, and may quote what the agent sent).
     Local(String),
 }
 
@@ -110,7 +111,10 @@ pub(super) async fn run(
     match result {
         Ok(end) => end,
         Err(e) if closed(&e) => End::TransportClosed,
-        Err(e) => End::Local(format!("ACP connection failed: {}", e.message)),
+        Err(e) => End::Local(format!(
+            "ACP connection failed: {}",
+            classifier::redact::redact(&e.message)
+        )),
     }
 }
 
@@ -243,7 +247,12 @@ impl Session {
                 Err(_) if Instant::now() >= total => return End::TimedOut(Timeout::PromptTotal),
                 Err(_) => return End::TimedOut(Timeout::PromptIdle),
                 Ok(Err(e)) if closed(&e) => return End::TransportClosed,
-                Ok(Err(e)) => return End::Local(format!("ACP session failed: {}", e.message)),
+                Ok(Err(e)) => {
+                    return End::Local(format!(
+                        "ACP session failed: {}",
+                        classifier::redact::redact(&e.message)
+                    ))
+                }
                 Ok(Ok(SessionMessage::Message(m))) => self.answer(m, false),
                 Ok(Ok(SessionMessage::PromptResponse(Ok(r)))) => {
                     let result = serde_json::to_value(&r).unwrap_or(Value::Null);
