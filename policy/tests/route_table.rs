@@ -340,6 +340,19 @@ fn situation(name: &str) -> Driver {
     d
 }
 
+/// The situations of a route that is not finished.
+const LIVE: [&str; 9] = [
+    "active(idle)",
+    "active(pending)",
+    "active(started)",
+    "waiting_for_reset",
+    "retry_wait",
+    "retrying(pending)",
+    "retrying(started)",
+    "switching",
+    "action_required",
+];
+
 const EVENTS: [&str; 15] = [
     "DS", "DH", "LE", "F", "S", "DR", "CE", "WS", "RN", "SN", "CW", "ST", "C", "A", "R",
 ];
@@ -454,17 +467,7 @@ fn every_state_and_event_pair_has_the_tabled_outcome() {
 
 #[test]
 fn every_fenced_event_with_an_old_generation_is_rejected_in_every_live_state() {
-    for name in [
-        "active(idle)",
-        "active(pending)",
-        "active(started)",
-        "waiting_for_reset",
-        "retry_wait",
-        "retrying(pending)",
-        "retrying(started)",
-        "switching",
-        "action_required",
-    ] {
+    for name in LIVE {
         for code in EVENTS.iter().filter(|c| **c != "R") {
             let mut d = situation(name);
             let before = d.state.clone();
@@ -776,17 +779,7 @@ fn stopping_an_attempt_in_flight_aborts_it_and_its_late_evidence_is_stale() {
 #[test]
 fn the_events_said_to_abort_a_started_attempt_are_exactly_those_whose_change_aborts_it() {
     let mut aborting = Vec::new();
-    for name in [
-        "active(idle)",
-        "active(pending)",
-        "active(started)",
-        "waiting_for_reset",
-        "retry_wait",
-        "retrying(pending)",
-        "retrying(started)",
-        "switching",
-        "action_required",
-    ] {
+    for name in LIVE {
         for code in EVENTS {
             let mut d = situation(name);
             d.now += secs(86_400 * 8);
@@ -946,19 +939,7 @@ fn reset_waiting_is_used_once_per_cycle_and_again_after_a_success() {
 
 #[test]
 fn route_state_survives_a_json_round_trip_in_every_situation() {
-    for name in [
-        "active(idle)",
-        "active(pending)",
-        "active(started)",
-        "waiting_for_reset",
-        "retry_wait",
-        "retrying(pending)",
-        "retrying(started)",
-        "switching",
-        "action_required",
-        "completed",
-        "abandoned",
-    ] {
+    for name in LIVE.into_iter().chain(["completed", "abandoned"]) {
         let d = situation(name);
         let json = serde_json::to_string(&d.state).unwrap();
         let back: RouteState = serde_json::from_str(&json).unwrap();

@@ -458,6 +458,23 @@ async fn a_permission_request_is_rejected_counts_as_tool_activity_and_fs_request
     assert_eq!(init["terminal"], false);
 }
 
+/// Starts a route on `main` (its one candidate retries transient failures) and waits until the
+/// agent is prompted: the route, the agent's process and the route's generation then.
+async fn prompted(h: &Harness, main: &FakeAgent) -> (String, i32, u64) {
+    let p = h
+        .profile(json!({"name": "stop", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", class_policy(3, 5, 0, "skip"), disabled())]}}))
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Fix the build")).await;
+    until("the agent is prompted", LIMIT, || {
+        main.received("session/prompt") == 1
+    })
+    .await;
+    let pid = main.pids()[0];
+    let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
+    (r, pid, g)
+}
+
 #[tokio::test]
 async fn a_persons_stop_sends_session_cancel_and_the_agent_process_is_gone_and_nothing_is_reported() {
     let d = agents_dir();
@@ -471,18 +488,8 @@ async fn a_persons_stop_sends_session_cancel_and_the_agent_process_is_gone_and_n
                            {"respond": {"stopReason": "cancelled"}}]}]),
     );
     let h = harness(&[&main], "").await;
-    let p = h
-        .profile(json!({"name": "stop", "targets": [main.target("main")],
-          "policy": {"version": 1, "candidates": [candidate("main", class_policy(3, 5, 0, "skip"), disabled())]}}))
-        .await;
-    let r = h.start_work(&p, "inv-1", main.work("Fix the build")).await;
-    until("the agent is prompted", LIMIT, || {
-        main.received("session/prompt") == 1
-    })
-    .await;
-    let pid = main.pids()[0];
+    let (r, pid, g) = prompted(&h, &main).await;
     assert!(running(pid));
-    let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
     let (status, out) = h
         .post(
             &format!("/api/v1/routes/{r}/actions"),
@@ -525,17 +532,7 @@ async fn a_stop_committed_through_another_replica_stops_the_agent_this_replica_r
         server::store::Store::new(server::db::open(&h.database).await.unwrap()),
         std::sync::Arc::new(h.clock.clone()),
     );
-    let p = h
-        .profile(json!({"name": "stop", "targets": [main.target("main")],
-          "policy": {"version": 1, "candidates": [candidate("main", class_policy(3, 5, 0, "skip"), disabled())]}}))
-        .await;
-    let r = h.start_work(&p, "inv-1", main.work("Fix the build")).await;
-    until("the agent is prompted", LIMIT, || {
-        main.received("session/prompt") == 1
-    })
-    .await;
-    let pid = main.pids()[0];
-    let g = h.snapshot(&r).await["generation"].as_u64().unwrap();
+    let (r, pid, g) = prompted(&h, &main).await;
     let applied = b
         .submit(
             &r,

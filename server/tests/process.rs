@@ -19,10 +19,15 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
     Some(out)
 }
 
-#[test]
-fn serve_creates_its_database_answers_healthz_and_stops_cleanly_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("serve.db");
+/// Starts `recourse serve` (JSON logs) on `db`, on a port the OS picks, and waits until it
+/// logs the address it bound; the rest of its log follows.
+fn serve_on(
+    db: &std::path::Path,
+) -> (
+    std::process::Child,
+    String,
+    std::io::Lines<BufReader<std::process::ChildStderr>>,
+) {
     let mut child = Command::new(BIN)
         .args([
             "--log-format",
@@ -32,13 +37,11 @@ fn serve_creates_its_database_answers_healthz_and_stops_cleanly_on_sigterm() {
             "127.0.0.1:0",
             "--database",
         ])
-        .arg(&db)
+        .arg(db)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-
-    // The server logs the address it bound; port 0 lets the OS pick a free one.
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let addr = loop {
         let line = lines.next().expect("server exited before listening").unwrap();
@@ -46,6 +49,21 @@ fn serve_creates_its_database_answers_healthz_and_stops_cleanly_on_sigterm() {
             break rest.split('"').next().unwrap().to_owned();
         }
     };
+    (child, addr, lines)
+}
+
+/// [`serve_on`], its log drained.
+fn serve_quietly(db: &std::path::Path) -> (std::process::Child, String) {
+    let (child, addr, lines) = serve_on(db);
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    (child, addr)
+}
+
+#[test]
+fn serve_creates_its_database_answers_healthz_and_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("serve.db");
+    let (mut child, addr, lines) = serve_on(&db);
     let started = Instant::now();
     let health = loop {
         if let Some(resp) = http_get(&addr, "/healthz") {
@@ -77,38 +95,11 @@ fn serve_creates_its_database_answers_healthz_and_stops_cleanly_on_sigterm() {
     );
 }
 
-/// Starts `recourse serve` on `db` and waits until it logs its address.
-fn serve_on(db: &std::path::Path) -> (std::process::Child, String) {
-    let mut child = Command::new(BIN)
-        .args([
-            "--log-format",
-            "json",
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--database",
-        ])
-        .arg(db)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("server exited before listening").unwrap();
-        if let Some(rest) = line.split("\"addr\":\"").nth(1) {
-            break rest.split('"').next().unwrap().to_owned();
-        }
-    };
-    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
-    (child, addr)
-}
-
 #[test]
 fn a_second_serve_on_the_same_sqlite_file_is_refused_until_the_first_is_gone() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("one.db");
-    let (mut first, addr) = serve_on(&db);
+    let (mut first, addr) = serve_quietly(&db);
     // The second one names the holder and exits, touching nothing (it never opened the file).
     let second = Command::new(BIN)
         .args(["serve", "--addr", "127.0.0.1:0", "--database"])
@@ -137,7 +128,7 @@ fn a_second_serve_on_the_same_sqlite_file_is_refused_until_the_first_is_gone() {
     // Killed outright, the first lets the file go: the next serve starts.
     first.kill().unwrap();
     first.wait().unwrap();
-    let (mut next, addr) = serve_on(&db);
+    let (mut next, addr) = serve_quietly(&db);
     assert!(http_get(&addr, "/healthz").is_some_and(|h| h.contains(r#""status":"ok""#)));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(next.id() as i32),
