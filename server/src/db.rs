@@ -173,10 +173,14 @@ pub struct ServingLock {
 
 /// Takes the [`ServingLock`] of the SQLite database `database` names, an exclusive lock on the
 /// file beside it with `.lock` appended (not inherited by agent processes: Rust opens files
-/// close-on-exec), holding this process's id. `None` for an in-memory database. Fails, naming
-/// the process that holds it, when another process serves the file.
+/// close-on-exec), holding this process's id. `None` for an in-memory database and for
+/// PostgreSQL (several replicas serve one database). Fails, naming the process that holds it,
+/// when another process serves the file.
 pub fn hold_serving_lock(database: &str) -> anyhow::Result<Option<ServingLock>> {
     use std::io::{Read, Seek, Write};
+    if is_postgres(database) {
+        return Ok(None);
+    }
     let options = connect_options(database)?;
     let file = options.get_filename();
     if file.as_os_str().is_empty() || file.as_os_str() == ":memory:" {

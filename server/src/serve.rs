@@ -57,11 +57,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     // SQLite: one serving process per file (PostgreSQL takes several replicas).
-    let _serving = if db::is_postgres(&args.db.database) {
-        None
-    } else {
-        db::hold_serving_lock(&args.db.database)?
-    };
+    let _serving = db::hold_serving_lock(&args.db.database)?;
     let pool = db::open(&args.db.database).await?;
     let test_clock = args.test_clock.map(ManualClock::new);
     // This process's own clock (a manual one under `--test-clock`). On PostgreSQL, unless the
