@@ -200,7 +200,8 @@ pub fn hold_serving_lock(database: &str) -> anyhow::Result<Option<ServingLock>> 
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
             let mut holder = String::new();
-            let _ = lock.read_to_string(&mut holder);
+            // A pid is a few digits: read no more than that much of a file anyone may write.
+            let _ = (&lock).take(32).read_to_string(&mut holder);
             let holder = holder
                 .trim()
                 .parse::<u32>()
