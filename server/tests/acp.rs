@@ -307,6 +307,11 @@ async fn an_agents_live_output_reaches_the_event_stream_with_its_secrets_redacte
                            {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_1",
                                        "title": format!("curl -H 'x-api-key: {key}' https://api.anthropic.com"),
                                        "status": "completed"}},
+                           // Ids as Claude Code's agent sends them look like tokens.
+                           {"update": {"sessionUpdate": "tool_call", "toolCallId": "toolu_01A09q90qw90lq917835lq9F",
+                                       "title": "Read .env", "status": "in_progress"}},
+                           {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_01A09q90qw90lq917835lq9F",
+                                       "status": "completed"}},
                            end_turn()]}]),
     );
     let h = harness(&[&main], "").await;
@@ -324,9 +329,14 @@ async fn an_agents_live_output_reaches_the_event_stream_with_its_secrets_redacte
             seen.push(u.update);
         }
     }
-    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen.len(), 4, "{seen:?}");
     let text = serde_json::to_string(&seen).unwrap();
     assert!(!text.contains("Zq8vN2xYpL4mK7rT"), "{text}");
+    assert!(!text.contains("lq917835"), "{text}");
+    // The token-like id is replaced by one pseudonym, the same in both of its updates.
+    let id = seen[2]["toolCallId"].as_str().unwrap();
+    assert!(id.starts_with("id-"), "{text}");
+    assert_eq!(seen[3]["toolCallId"], id, "{text}");
     assert!(
         seen[0]["content"]["text"]
             .as_str()

@@ -403,8 +403,8 @@ async fn list_circuits(State(s): State<AppState>) -> ApiResult<Response> {
 
 /// Server-Sent Events: one `route` event per accepted change (`RouteEventPayload` plus
 /// `route_id`), and one `update` event per live update of a running attempt (an agent's
-/// messages and tool calls as it sends them, every string redacted: `route_id`, `attempt`,
-/// `generation`, `update`).
+/// messages and tool calls as it sends them, every string redacted and token-like ids shown as
+/// stable pseudonyms: `route_id`, `attempt`, `generation`, `update`).
 /// A slow client that falls behind gets a `lagged` event and should reload. Every stream ends
 /// when the server begins to stop, so a graceful stop never waits on a browser tab.
 ///

@@ -276,8 +276,13 @@ fn bound_update(update: Value) -> Value {
 /// What of an update may leave the process live (the route's event stream): every string in
 /// it, keys too, redacted as excerpts are (`classifier::redact`), since an agent's output can
 /// hold whatever it read (a key in a file, a provider's banner with account identifiers).
-/// Ids that look like tokens are redacted too. The kept update, for the classifier, stays as
-/// the agent sent it: the classifier redacts what it shows itself.
+/// The kept update, for the classifier, stays as the agent sent it: the classifier redacts
+/// what it shows itself.
+///
+/// An id field (`toolCallId`, `terminalId`, any key ending in `Id`) whose value redaction
+/// would remove, as it removes `toolu_01…` and UUIDs, gets a [`pseudonym`] instead of
+/// `[redacted]`: a client still tells one tool call's updates from another's, and learns
+/// nothing of the id.
 fn shown(update: &Value) -> Value {
     match update {
         Value::String(s) => Value::String(classifier::redact::redact(s)),
@@ -285,11 +290,60 @@ fn shown(update: &Value) -> Value {
         Value::Object(fields) => Value::Object(
             fields
                 .iter()
-                .map(|(k, v)| (classifier::redact::redact(k), shown(v)))
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::String(id) if is_id_key(k) => Value::String(shown_id(id)),
+                        v => shown(v),
+                    };
+                    (classifier::redact::redact(k), v)
+                })
                 .collect(),
         ),
         other => other.clone(),
     }
+}
+
+fn is_id_key(key: &str) -> bool {
+    key == "id" || key.ends_with("Id")
+}
+
+/// An id as it may be shown: as sent when redaction leaves it whole, else its pseudonym.
+fn shown_id(id: &str) -> String {
+    let redacted = classifier::redact::redact(id);
+    if redacted == id {
+        redacted
+    } else {
+        pseudonym(id)
+    }
+}
+
+/// `id-` and 16 hex digits of a SHA-256 over a key drawn at random once per process and the
+/// id: equal ids get equal pseudonyms within this process, and the pseudonym cannot be
+/// checked against a guessed id without the key, which never leaves the process.
+fn pseudonym(id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    use std::sync::OnceLock;
+    static KEY: OnceLock<[u8; 32]> = OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        let mut key = [0; 32];
+        // Without the system's randomness (never seen on Linux), a key from the process's
+        // own hashing seed and the time still stays inside the process.
+        if getrandom::fill(&mut key).is_err() {
+            use std::hash::{BuildHasher, RandomState};
+            let seed = RandomState::new().hash_one(std::time::SystemTime::now());
+            key[..8].copy_from_slice(&seed.to_le_bytes());
+        }
+        key
+    });
+    let digest = Sha256::new()
+        .chain_update(key)
+        .chain_update(id.as_bytes())
+        .finalize();
+    let mut out = String::from("id-");
+    for b in &digest[..8] {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
 }
 
 fn bounded_error(mut e: RpcError) -> RpcError {
@@ -378,6 +432,37 @@ mod tests {
 
     fn chunk(text: &str) -> Value {
         json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+    }
+
+    #[test]
+    fn a_live_tool_calls_id_is_shown_as_a_stable_pseudonym_when_it_looks_like_a_token() {
+        let update = |id: &str, status: &str| {
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": status,
+                "content": [{"type": "terminal", "terminalId": "term-1"}]})
+        };
+        let first = "toolu_01A09q90qw90lq917835lq9F";
+        let other = "call_8Fz2Qm1xYk3LpW7vT9sR4bNc";
+        let (a, b, c) = (
+            shown(&update(first, "in_progress")),
+            shown(&update(first, "completed")),
+            shown(&update(other, "completed")),
+        );
+        let id = a["toolCallId"].as_str().unwrap();
+        assert!(id.starts_with("id-") && id.len() == 19, "{id}");
+        assert_eq!(a["toolCallId"], b["toolCallId"], "one tool call, one id");
+        assert_ne!(a["toolCallId"], c["toolCallId"], "two tool calls, two ids");
+        for live in [&a, &b, &c] {
+            let text = live.to_string();
+            assert!(!text.contains("lq917835") && !text.contains("Qm1xYk3L"), "{text}");
+        }
+        assert_eq!(
+            a["content"][0]["terminalId"], "term-1",
+            "an id redaction leaves whole stays"
+        );
+        // A secret under an id key is not shown either.
+        let key = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH";
+        let live = shown(&json!({"sessionUpdate": "tool_call", "toolCallId": format!("x {key}")}));
+        assert!(!live.to_string().contains("Zq8vN2xYpL4mK7rT"), "{live}");
     }
 
     #[test]
