@@ -23,6 +23,7 @@
 //! `serve` says so at start and [`ui_missing`] answers page requests with a page that says how
 //! to build it, instead of a page that never becomes interactive.
 
+use crate::hex::hex;
 use axum::{
     body::{Body, Bytes},
     extract::Request,
@@ -39,7 +40,6 @@ use sha2::{Digest, Sha256};
 use std::{
     borrow::Cow,
     collections::BTreeMap,
-    fmt::Write as _,
     sync::{Arc, LazyLock},
 };
 
@@ -309,14 +309,6 @@ fn ui_files(files: &BTreeMap<String, Bytes>) -> Result<Option<[&str; 3]>, SiteEr
 fn weak_etag(bytes: &[u8]) -> HeaderValue {
     let digest = hex(&Sha256::digest(bytes));
     HeaderValue::from_str(&format!("W/\"{}\"", &digest[..32])).unwrap_or(HeaderValue::from_static("W/\"\""))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 /// What a page request gets from a binary built without its UI: 503 and how to build it. The

@@ -46,6 +46,7 @@ pub mod engine;
 pub mod failure;
 pub mod guard;
 pub mod headers;
+pub mod hex;
 pub mod metrics;
 pub mod openapi;
 pub mod ops;

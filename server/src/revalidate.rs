@@ -87,7 +87,7 @@ fn etag(page: &[u8], nonce: &[u8]) -> HeaderValue {
     }
     hash.update(rest);
     let digest = hash.finalize();
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = crate::hex::hex(&digest[..16]);
     HeaderValue::from_str(&format!("W/\"{hex}\"")).unwrap_or(HeaderValue::from_static("W/\"\""))
 }
 

@@ -19,12 +19,7 @@ pub fn generate() -> Result<String, super::password::PasswordError> {
 
 /// What is stored and looked up: the hex SHA-256 of the secret.
 pub fn digest(secret: &str) -> String {
-    let sum = Sha256::digest(secret.as_bytes());
-    let mut out = String::with_capacity(64);
-    for b in sum {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    crate::hex::hex(&Sha256::digest(secret.as_bytes()))
 }
 
 /// What the `Authorization` header holds.

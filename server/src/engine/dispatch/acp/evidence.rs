@@ -307,43 +307,33 @@ fn is_id_key(key: &str) -> bool {
     key == "id" || key.ends_with("Id")
 }
 
-/// An id as it may be shown: as sent when redaction leaves it whole, else its pseudonym.
+/// An id as it may be shown: as sent when redaction leaves it whole, else its pseudonym (or
+/// the redaction, if the process has no key).
 fn shown_id(id: &str) -> String {
     let redacted = classifier::redact::redact(id);
     if redacted == id {
-        redacted
-    } else {
-        pseudonym(id)
+        return redacted;
     }
+    pseudonym(id).unwrap_or(redacted)
 }
 
 /// `id-` and 16 hex digits of a SHA-256 over a key drawn at random once per process and the
 /// id: equal ids get equal pseudonyms within this process, and the pseudonym cannot be
-/// checked against a guessed id without the key, which never leaves the process.
-fn pseudonym(id: &str) -> String {
+/// checked against a guessed id without the key, which never leaves the process. `None`
+/// when the system gave no randomness for the key.
+fn pseudonym(id: &str) -> Option<String> {
     use sha2::{Digest, Sha256};
     use std::sync::OnceLock;
-    static KEY: OnceLock<[u8; 32]> = OnceLock::new();
+    static KEY: OnceLock<Option<[u8; 32]>> = OnceLock::new();
     let key = KEY.get_or_init(|| {
         let mut key = [0; 32];
-        // Without the system's randomness (never seen on Linux), a key from the process's
-        // own hashing seed and the time still stays inside the process.
-        if getrandom::fill(&mut key).is_err() {
-            use std::hash::{BuildHasher, RandomState};
-            let seed = RandomState::new().hash_one(std::time::SystemTime::now());
-            key[..8].copy_from_slice(&seed.to_le_bytes());
-        }
-        key
+        getrandom::fill(&mut key).ok().map(|()| key)
     });
     let digest = Sha256::new()
-        .chain_update(key)
+        .chain_update((*key)?)
         .chain_update(id.as_bytes())
         .finalize();
-    let mut out = String::from("id-");
-    for b in &digest[..8] {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    Some(format!("id-{}", crate::hex::hex(&digest[..8])))
 }
 
 fn bounded_error(mut e: RpcError) -> RpcError {

@@ -147,10 +147,7 @@ impl Resumes {
 /// The digest of a route's work: the prompt generation a session answered.
 pub(super) fn digest(work: &Work) -> String {
     let bytes = serde_json::to_vec(work).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::hex::hex(&Sha256::digest(&bytes))
 }
 
 /// Whether the candidate's current policy would retry this same candidate (a retry or a
