@@ -157,7 +157,9 @@ impl<'a> SignalJson<'a> {
     }
 }
 
-/// Every string value inside a JSON value, in document order (bounded depth).
+/// Every string value inside a JSON value, in document order (bounded depth), except those
+/// under a credential's key (`password`, `x-api-key`): the text drops the keys, so redaction
+/// could not see the context that names them (rules' JSON conditions still read them).
 fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
     if depth > 16 {
         return;
@@ -165,7 +167,10 @@ fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
     match v {
         Value::String(s) => out.push(s),
         Value::Array(a) => a.iter().for_each(|x| leaf_strings(x, out, depth + 1)),
-        Value::Object(o) => o.values().for_each(|x| leaf_strings(x, out, depth + 1)),
+        Value::Object(o) => o
+            .iter()
+            .filter(|(k, _)| !redact::is_credential_name(k))
+            .for_each(|(_, x)| leaf_strings(x, out, depth + 1)),
         _ => {}
     }
 }

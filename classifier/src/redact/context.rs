@@ -104,6 +104,16 @@ fn name_before(b: &[u8], p: usize) -> Option<Kind> {
         }
         name = name_ending_at(b, e)?;
     }
+    // `curl -u admin:pw`, `--user admin:pw`, `--user=admin:pw`: the name is a user, and what
+    // follows the `:` is the password (only `:` separates them).
+    let before = &b[..name.0];
+    if b[p] == b':'
+        && [&b"-u "[..], b"--user ", b"--user=", b"--proxy-user "]
+            .iter()
+            .any(|f| before.ends_with(f))
+    {
+        return Some(Kind::Secret);
+    }
     judge(name.1)
 }
 
@@ -135,6 +145,11 @@ fn name_ending_at(b: &[u8], end: usize) -> Option<(usize, &[u8])> {
         start -= 1;
     }
     (start < end && end - start <= 96).then(|| (start, &b[start..end]))
+}
+
+/// Whether a name (a JSON key) names a credential or a header whose value is one.
+pub(super) fn is_credential_name(name: &[u8]) -> bool {
+    matches!(judge(name), Some(Kind::Secret | Kind::Line))
 }
 
 fn judge(name: &[u8]) -> Option<Kind> {
@@ -250,14 +265,44 @@ fn word_kind(w: &[u8]) -> WordKind {
     match w {
         b"key" | b"apikey" | b"token" | b"secret" | b"password" | b"passwd" | b"pwd" | b"pass"
         | b"passphrase" | b"credential" | b"credentials" | b"cred" | b"creds" | b"authorization"
-        | b"auth" | b"cookie" | b"bearer" | b"signature" | b"sig" | b"sas" | b"session" | b"jwt" | b"otp" => {
-            WordKind::Credential
-        }
+        | b"auth" | b"cookie" | b"bearer" | b"signature" | b"sig" | b"sas" | b"session" | b"jwt" | b"otp"
+        | b"pw" => WordKind::Credential,
         b"account" | b"project" | b"org" | b"organization" | b"organisation" | b"tenant"
         | b"subscription" | b"customer" | b"user" | b"workspace" | b"billing" | b"team" => WordKind::Id,
         b"id" | b"ids" | b"number" | b"no" | b"num" | b"uuid" | b"name" | b"email" => WordKind::IdSuffix,
+        _ if glued_credential(w) => WordKind::Credential,
         _ => WordKind::Other,
     }
+}
+
+/// Whether a component glues a credential word to others (`dbpassword`, `PGPASSWORD`,
+/// `clientsecret`, `authtoken`, `PHPSESSID`): a strong credential word anywhere in it, or
+/// `token` at its end (not `tokens`: `maxtokens` counts tokens). Also the word for password
+/// in a few other languages, glued or not.
+fn glued_credential(w: &[u8]) -> bool {
+    const STRONG: &[&[u8]] = &[
+        b"password",
+        b"passwd",
+        b"passwort",
+        b"passphrase",
+        b"secret",
+        b"apikey",
+        b"accesskey",
+        b"privatekey",
+        b"credential",
+        b"sessid",
+        b"sessionid",
+        b"senha",
+        b"contrasena",
+        b"kennwort",
+        b"wachtwoord",
+        b"motdepasse",
+    ];
+    w.len() >= 5
+        && (w.ends_with(b"token")
+            || STRONG
+                .iter()
+                .any(|s| w.len() >= s.len() && w.windows(s.len()).any(|x| x == *s)))
 }
 
 /// Calls `f` with each component of a name: split at non-alphanumerics, at a lower-case or
@@ -322,8 +367,22 @@ fn value_after(b: &[u8], v: usize, kind: Kind) -> Option<(usize, usize)> {
         }
     }
     let end = match b.get(i)? {
-        // A nested object or list: its own names decide.
-        b'{' | b'[' => return None,
+        // A nested object: its own names decide. A braced value that is not an object
+        // (ODBC's `Pwd={Tr0ub;4dor}`) is the value, braces and all.
+        b'{' => {
+            let next = b[i + 1..].iter().find(|c| !c.is_ascii_whitespace());
+            if matches!(next, None | Some(b'"' | b'\'' | b'\\' | b'}' | b'{' | b'[')) {
+                return None;
+            }
+            let close = i + 1 + memchr::memchr2(b'}', b'\n', &b[i + 1..b.len().min(i + 1 + MAX_LIST_BYTES)])?;
+            if b[close] != b'}' || !kind_accepts(kind, &b[i + 1..close]) {
+                return None;
+            }
+            return Some((start, close + 1));
+        }
+        // A list of scalars (`"api_key": ["..."]`, Go's `X-Api-Key:[...]`): every element is
+        // the value. A list of objects or lists: their own names decide.
+        b'[' => return list_after(b, i, kind).map(|(s, e)| (if start < i { start } else { s }, e)),
         _ if quote_at(b, i).is_some() => {
             let (q, slashes, open_len) = quote_at(b, i)?;
             let inner = i + open_len;
@@ -357,6 +416,52 @@ fn value_after(b: &[u8], v: usize, kind: Kind) -> Option<(usize, usize)> {
     };
     (end > i && kind_accepts(kind, &b[i..end])).then_some((start, end))
 }
+
+/// The elements of the list of scalars opened at `i`, as one range (from the first element to
+/// the last one's end), when `kind` accepts them; `None` for an empty list, a list holding an
+/// object or a list, or one that does not close on its line within [`MAX_LIST_BYTES`].
+fn list_after(b: &[u8], i: usize, kind: Kind) -> Option<(usize, usize)> {
+    let from = i + 1;
+    let window = &b[from..b.len().min(from + MAX_LIST_BYTES)];
+    let mut close = None;
+    let mut quote: Option<u8> = None;
+    let mut k = 0;
+    while k < window.len() {
+        let c = window[k];
+        if c == b'\\' {
+            // An escaped byte, in a string or in escaped JSON (`[\"...\"]`): never a delimiter.
+            k += 2;
+            continue;
+        }
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                b'"' | b'\'' | b'`' => quote = Some(c),
+                b']' => {
+                    close = Some(from + k);
+                    break;
+                }
+                b'{' | b'[' | b'\n' | b'\r' => return None,
+                _ => {}
+            },
+        }
+        k += 1;
+    }
+    let close = close?;
+    let mut s = from;
+    while s < close && b[s].is_ascii_whitespace() {
+        s += 1;
+    }
+    let mut e = close;
+    while e > s && b[e - 1].is_ascii_whitespace() {
+        e -= 1;
+    }
+    (e > s && kind_accepts(kind, &b[s..e])).then_some((s, e))
+}
+
+/// The longest list [`list_after`] reads as a value, in bytes.
+const MAX_LIST_BYTES: usize = 512;
 
 /// A secret value that ends its line at `e` may go on at the start of the next (a terminal
 /// wraps a long key; stderr lines are joined with `\n` in one entry, and a JSON string

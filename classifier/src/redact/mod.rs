@@ -341,7 +341,15 @@ pub fn safe_excerpt(text: &str) -> String {
     let mut out = String::new();
     for pass in 0..CUT_PASSES {
         let (head, cut, head_chars, collapsed) = cut(text, budget);
-        let (spans, shape_collapsed) = spans_and_shape(head);
+        let (spans, shape_collapsed) = if cut {
+            // The detectors read past the cut, so a secret it splits is still known for one
+            // (`postgres://app:Pa55w0rd` is a password only with the `@host` the cut left out),
+            // and what of it the head holds is redacted; nothing past the cut is shown.
+            let seen = &text[..floor_boundary(text, head.len() + LOOKAHEAD_BYTES)];
+            (clip(secret_spans(seen), head.len()), false)
+        } else {
+            spans_and_shape(head)
+        };
         out = collapse_redacted(head, &spans, collapsed || shape_collapsed);
         if cut {
             out.push('…');
@@ -365,6 +373,19 @@ pub fn safe_excerpt(text: &str) -> String {
         out = shorter;
     }
     out
+}
+
+/// How far past a cut the detectors read: enough for the rest of a URL, a header value or a
+/// key the cut split.
+const LOOKAHEAD_BYTES: usize = 256;
+
+/// `spans` (sorted, merged) limited to the first `end` bytes.
+fn clip(mut spans: Vec<(usize, usize)>, end: usize) -> Vec<(usize, usize)> {
+    spans.retain(|&(s, _)| s < end);
+    for span in &mut spans {
+        span.1 = span.1.min(end);
+    }
+    spans
 }
 
 /// Whether text is its own collapse: words separated by single spaces, no other whitespace
@@ -594,6 +615,12 @@ fn safe_cut_before(t: &str, mut i: usize) -> &str {
     &t[..i]
 }
 
+/// Whether a JSON key names a credential (`password`, `x-api-key`, `Authorization`, ...): its
+/// value is never evidence of a failure, and is left out wherever keys are dropped.
+pub(crate) fn is_credential_name(name: &str) -> bool {
+    context::is_credential_name(name.as_bytes())
+}
+
 /// A provider or model ID as given, if it looks like an identifier and holds nothing
 /// redaction would remove; otherwise `[redacted]`.
 pub(crate) fn identifier(s: &str) -> String {
@@ -601,7 +628,17 @@ pub(crate) fn identifier(s: &str) -> String {
         && s.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/' | b':' | b'@' | b'[' | b']')
         });
-    if plain && secret_spans(s).is_empty() {
+    // `user:password@host` (userinfo without a scheme), and a long segment mixing upper-case
+    // letters, lower-case ones and digits (a key, not a model name: those are lower-case or
+    // name their parts, `Qwen2.5-Coder-32B-Instruct`).
+    let userinfo = s.find('@').is_some_and(|at| s[..at].contains(':'));
+    let random_segment = s.split(['-', '_', '.', '/', ':', '@']).any(|seg| {
+        seg.len() >= 12
+            && seg.bytes().any(|b| b.is_ascii_uppercase())
+            && seg.bytes().any(|b| b.is_ascii_lowercase())
+            && seg.bytes().any(|b| b.is_ascii_digit())
+    });
+    if plain && !userinfo && !random_segment && secret_spans(s).is_empty() {
         s.to_owned()
     } else {
         MARK.to_owned()

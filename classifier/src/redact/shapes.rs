@@ -46,12 +46,21 @@ pub(super) fn userinfo_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
     while end < b.len() && !ends_url(b[end]) && !matches!(b[end], b'/' | b'\\' | b'?' | b'#') {
         end += 1;
     }
-    if let Some(at) = memchr::memrchr(b'@', &b[start..end]) {
-        if at > 0 {
-            spans.push((start, start + at));
-        }
+    let at = memchr::memrchr(b'@', &b[start..end]).or_else(|| {
+        // A password may hold an unencoded `/ ? #` (`redis://:pa#ss@cache`): then a `:` comes
+        // before an `@` further on in the URL (read up to `MAX_USERINFO_BYTES` on).
+        let limit = b.len().min(end + MAX_USERINFO_BYTES);
+        let url_end = end + b[end..limit].iter().take_while(|c| !ends_url(**c)).count();
+        let at = memchr::memchr(b'@', &b[end..url_end])? + (end - start);
+        b[start..start + at].contains(&b':').then_some(at)
+    });
+    if let Some(at) = at.filter(|&at| at > 0) {
+        spans.push((start, start + at));
     }
 }
+
+/// How far past the authority [`userinfo_at`] looks for the `@` of a password holding `/ ? #`.
+const MAX_USERINFO_BYTES: usize = 256;
 
 /// The query or fragment parameters after the `?` or `#` at `q`, if a `name=` follows it.
 /// Called for every `?` and `#`, in any order.

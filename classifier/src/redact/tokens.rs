@@ -227,7 +227,7 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
     if st.hex >= MIN_HEX && only_dashes_besides(st.hex) && st.digits > 0 && st.digits < st.hex {
         return true;
     }
-    if random_joined(u, st) {
+    if random_joined(u, st) || random_groups(u) {
         return true;
     }
     if st.longest_piece < MIN_RANDOM_PIECE {
@@ -244,6 +244,29 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
         }
     })
 }
+
+/// A key printed in groups of one letter case (`4prxo181ko-w9g1mgh55x-iktimf0w9o`, licence
+/// keys `S0J8H-T9LGM-XG9ED`, `5v2seh60_kvj50ce9_uvw53efr`): no piece is long and the unit has
+/// one letter case, so neither [`random_joined`] nor [`random_piece`] sees it. It is judged by
+/// its groups: at least [`MIN_GROUPS`] pieces (split at `-` and `_`) of [`MIN_GROUP`] or more
+/// letters and digits that mix both. Identifiers agents print have at most one such piece
+/// (`claude-sonnet-4-5-20250929`, `gpt-4o-mini`, `Mixtral-8x7B-Instruct-v0`).
+fn random_groups(u: &[u8]) -> bool {
+    u.split(|c| class(*c) & DASH != 0)
+        .filter(|piece| {
+            piece.len() >= MIN_GROUP
+                && piece.iter().all(u8::is_ascii_alphanumeric)
+                && piece.iter().any(u8::is_ascii_digit)
+                && piece.iter().any(u8::is_ascii_alphabetic)
+        })
+        .count()
+        >= MIN_GROUPS
+}
+
+/// The fewest mixed groups [`random_groups`] judges a key.
+const MIN_GROUPS: usize = 3;
+/// The shortest group [`random_groups`] counts.
+const MIN_GROUP: usize = 5;
 
 /// A base64url secret (`A-Z a-z 0-9 - _`) whose `-` and `_` happen to fall every few
 /// characters has no long piece, and a short random piece can read as words by chance, so a

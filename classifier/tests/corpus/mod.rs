@@ -510,7 +510,50 @@ pub(crate) fn secrets() -> Vec<Secret> {
             vec![a, b],
         );
     }
+    // Found by an adversarial probe (session 26): names glued from a credential word, values
+    // in lists and braces, command-line users, passwords holding URL delimiters, keys printed
+    // in groups of one letter case.
+    one!("glued-name-dbpassword", "dbpassword={}", r.pick(PUNCT_PW, 12));
+    one!("glued-name-pgpassword-env", "PGPASSWORD={}", r.pick(PUNCT_PW, 12));
+    one!("glued-name-authtoken", "authtoken={}", r.pick(B62, 12));
+    one!("glued-name-clientsecret", "clientsecret: {}", r.pick(B62, 12));
+    one!(
+        "go-header-map",
+        "map[Content-Type:[application/json] X-Api-Key:[{}]]",
+        r.pick(B62, 14)
+    );
+    one!("json-list-api-key", "\"api_key\":[\"{}\"]", r.pick(B62, 14));
+    one!("python-list-password", "{{'password': ['{}']}}", r.pick(PUNCT_PW, 12));
+    one!("curl-user-password", "curl -u admin:{} https://api.example.com/v1", r.pick(PUNCT_PW, 12));
+    one!("odbc-braced-password", "Server=db;Uid=sa;Pwd={{{}}};", r.pick(PUNCT_PW, 12));
+    {
+        let (a, b) = (r.pick(B62, 10), r.pick(B62, 6));
+        add(
+            "redis-url-password-with-hash",
+            format!("redis://:{a}#{b}@cache:6379"),
+            vec![a],
+        );
+    }
+    {
+        let groups: Vec<String> = (0..5).map(|_| r.pick(LOWER36, 10)).collect();
+        let key = groups.join("-");
+        add("key-in-lower-case-groups", key.clone(), vec![key]);
+        let groups: Vec<String> = (0..5).map(|_| r.pick(LOWER36, 8)).collect();
+        let key = groups.join("_");
+        add("key-in-underscored-groups", key.clone(), vec![key]);
+    }
     v
+}
+
+/// `n` characters of a rate-limit notice and ordinary words, ending in a space.
+fn prose(n: usize) -> String {
+    let mut t = String::from("Error: 429 rate limit exceeded, the upstream provider rejected the request ");
+    while t.len() < n {
+        t.push_str("while the agent was working on the task ");
+    }
+    t.truncate(n - 1);
+    let t = t.trim_end().to_owned();
+    format!("{t}{} ", ".".repeat(n - 1 - t.len()))
 }
 
 /// Every evidence position of the corpus: where agents and providers put text.
@@ -567,6 +610,16 @@ pub(crate) fn positions() -> Vec<Position> {
         Position {
             name: "stderr-line",
             build: |s| json!({"items": [{"kind": "stderr", "lines": [format!("Error: request failed with {s}")]}]}),
+        },
+        Position {
+            // The excerpt's cut (240 characters) falls inside the secret: what the head shows
+            // of it must be redacted, though the rest that makes it a secret is past the cut.
+            name: "stderr-across-the-cut",
+            build: |s| json!({"items": [{"kind": "stderr", "lines": [format!("{}{s} and more", prose(205))]}]}),
+        },
+        Position {
+            name: "stderr-across-the-cut-late",
+            build: |s| json!({"items": [{"kind": "stderr", "lines": [format!("{}{s} and more", prose(226))]}]}),
         },
         Position {
             name: "stderr-continuation-line",
