@@ -41,7 +41,8 @@ pub(crate) enum TimingExtractor {
     RetryAfterMs,
     /// `x-ratelimit-reset-*`: Go durations (`6m0s`, `644ms`) or epoch numbers.
     XRatelimitReset,
-    /// `anthropic-ratelimit-*-reset`: RFC 3339 timestamps.
+    /// `anthropic-ratelimit-*-reset`: RFC 3339 timestamps (the plan windows' `unified` ones:
+    /// epoch seconds).
     AnthropicRatelimitReset,
     /// Google `RetryInfo.retryDelay` (`"39s"`) in a JSON body or in text.
     GoogleRetryInfo,
@@ -106,6 +107,13 @@ impl TimingExtractor {
                 DateTime::parse_from_rfc3339(v.trim())
                     .ok()
                     .map(|d| DateTimeOrDelta::At(d.with_timezone(&Utc)))
+                    // The plan windows' `anthropic-ratelimit-unified-reset` is epoch seconds.
+                    .or_else(|| {
+                        let v = v.trim();
+                        (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                            .then(|| parse_number_reset(v))
+                            .flatten()
+                    })
             })?,
             TimingExtractor::GoogleRetryInfo => {
                 let d = json
@@ -320,7 +328,14 @@ where
             continue;
         };
         let remaining = remaining_header(prefix, &limit);
-        if headers.get(&remaining).is_some_and(|r| r.trim() == "0") {
+        // A plan window says it is used up by its status (`anthropic-ratelimit-unified-status:
+        // rejected`), not by a remaining count.
+        let rejected = || {
+            headers
+                .get(&format!("{prefix}{limit}-status"))
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("rejected"))
+        };
+        if headers.get(&remaining).is_some_and(|r| r.trim() == "0") || rejected() {
             exhausted.push(at);
         }
         all.push(at);

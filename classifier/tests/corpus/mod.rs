@@ -523,9 +523,21 @@ pub(crate) fn secrets() -> Vec<Secret> {
         r.pick(B62, 14)
     );
     one!("json-list-api-key", "\"api_key\":[\"{}\"]", r.pick(B62, 14));
-    one!("python-list-password", "{{'password': ['{}']}}", r.pick(PUNCT_PW, 12));
-    one!("curl-user-password", "curl -u admin:{} https://api.example.com/v1", r.pick(PUNCT_PW, 12));
-    one!("odbc-braced-password", "Server=db;Uid=sa;Pwd={{{}}};", r.pick(PUNCT_PW, 12));
+    one!(
+        "python-list-password",
+        "{{'password': ['{}']}}",
+        r.pick(PUNCT_PW, 12)
+    );
+    one!(
+        "curl-user-password",
+        "curl -u admin:{} https://api.example.com/v1",
+        r.pick(PUNCT_PW, 12)
+    );
+    one!(
+        "odbc-braced-password",
+        "Server=db;Uid=sa;Pwd={{{}}};",
+        r.pick(PUNCT_PW, 12)
+    );
     {
         let (a, b) = (r.pick(B62, 10), r.pick(B62, 6));
         add(
