@@ -15,9 +15,11 @@
 //! **Order: cut, then redact.** [`safe_excerpt`] first cuts the evidence to what the excerpt
 //! can show ([`MAX_EXCERPT_CHARS`] once whitespace is collapsed), never inside a run of
 //! letters, digits and `_ - + / = . @ %` (so a token is kept whole or not at all), then
-//! redacts exactly that text, then collapses whitespace. Nothing can cross the cut: the
-//! detectors see every character the excerpt shows, and nothing it does not show. A text
-//! redaction made longer is cut again (cutting redacted text cannot reveal anything).
+//! redacts that text, then collapses whitespace. Nothing can cross the cut: the detectors see
+//! every character the excerpt shows, and also read [`LOOKAHEAD_BYTES`] past the cut, so a
+//! secret the cut splits is still recognized by what follows it (a URL password by its
+//! `@host`); the part of it the head holds is redacted, and nothing past the cut is shown. A
+//! text redaction made longer is cut again (cutting redacted text cannot reveal anything).
 //!
 //! The text is bounded (the excerpt's window); one pass over its bytes finds the places each
 //! detector looks at (see `secret_spans`), and the detectors read around those places only.
