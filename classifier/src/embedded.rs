@@ -20,8 +20,8 @@
 //! run per text, and nesting is followed [`MAX_NESTING`] levels deep for at most
 //! [`MAX_NESTED`] strings.
 
-use crate::json::{Doc, Json};
-use std::cell::OnceCell;
+use crate::json::{fast, Json};
+use std::{cell::OnceCell, marker::PhantomData};
 
 /// Most start positions tried in one text.
 pub(crate) const MAX_STARTS: usize = 8;
@@ -80,9 +80,16 @@ fn has_control(b: &[u8]) -> bool {
 
 /// One JSON object or array at the start of `s`, and its length; what follows is ignored.
 fn one_value(s: &str) -> Option<(usize, Json<'_>)> {
-    let mut values = serde_json::Deserializer::from_str(s).into_iter::<Json<'_>>();
-    let v = values.next()?.ok()?;
-    let len = values.byte_offset();
+    // Plain JSON through the fast reader; anything else as `serde_json` reads it (an object or
+    // an array ends at its closing bracket either way: neither checks what follows it).
+    let (v, len) = match fast::prefix(s, PhantomData::<Json<'_>>) {
+        Ok(found) => found,
+        Err(fast::Bail) => {
+            let mut values = serde_json::Deserializer::from_str(s).into_iter::<Json<'_>>();
+            let v = values.next()?.ok()?;
+            (v, values.byte_offset())
+        }
+    };
     match &v {
         Json::Object(_) => Some((len, v)),
         Json::Array(a) if a.iter().any(|x| matches!(x, Json::Object(_) | Json::Array(_))) => Some((len, v)),
@@ -201,7 +208,7 @@ mod tests {
         let text = root.to_string();
         let spaced = OnceCell::new();
         let (_, root) = embedded_json_at(&text, &spaced).expect("a root");
-        super::nested_roots(&root).iter().map(Doc::to_value).collect()
+        super::nested_roots(&root).iter().map(Json::to_value).collect()
     }
 
     #[test]

@@ -259,9 +259,7 @@ pub(crate) fn json_any(
         };
     };
     match (first, v) {
-        (Seg::Key(k), Json::Object(_)) => {
-            crate::json::Doc::get(v, k).is_some_and(|x| json_any(x, rest, pred))
-        }
+        (Seg::Key(k), Json::Object(_)) => v.get(k).is_some_and(|x| json_any(x, rest, pred)),
         (Seg::Key(_), Json::Array(a)) => a.iter().any(|x| json_any(x, segs, pred)),
         (Seg::Index(i), Json::Array(a)) => a.get(*i).is_some_and(|x| json_any(x, rest, pred)),
         (Seg::Any, Json::Array(a)) => a.iter().any(|x| json_any(x, rest, pred)),

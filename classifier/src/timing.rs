@@ -16,7 +16,7 @@
 
 use crate::{
     engine::{Signal, SignalJson},
-    json::{Doc, Json, View},
+    json::Json,
 };
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
 use regex::Regex;
@@ -409,8 +409,8 @@ fn json_resets_at(v: &Json<'_>, base: DateTime<Utc>, depth: usize) -> Option<Dat
 
 /// A JSON number as an `i64`, if it is one.
 fn as_i64(v: &Json<'_>) -> Option<i64> {
-    match v.view() {
-        View::Number(n) => n.as_i64(),
+    match v {
+        Json::Number(n) => n.as_i64(),
         _ => None,
     }
 }
@@ -421,7 +421,7 @@ fn find_string<'v>(v: &'v Json<'_>, key: &str, depth: usize) -> Option<&'v str> 
         return None;
     }
     match v {
-        Json::Object(_) => v.get(key).and_then(Doc::as_str).or_else(|| {
+        Json::Object(_) => v.get(key).and_then(Json::as_str).or_else(|| {
             v.entries()?
                 .into_iter()
                 .find_map(|(_, x)| find_string(x, key, depth + 1))
@@ -440,7 +440,7 @@ fn find_retry_delay(v: &Json<'_>, depth: usize) -> Option<Duration> {
         Json::Object(_) => {
             let is_retry_info = v
                 .get("@type")
-                .and_then(Doc::as_str)
+                .and_then(Json::as_str)
                 .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"));
             if is_retry_info {
                 match v.get("retryDelay") {

@@ -1,18 +1,15 @@
-//! A borrowed JSON tree, and the one view the envelope reader takes of any JSON document.
+//! A borrowed JSON tree: the provider's error object as the catalogue's JSON conditions read it.
 //!
-//! `serde_json::Value` owns every string and keeps objects in a `BTreeMap`, so reading an
-//! envelope through it allocates for every key, string and object and frees it all again:
-//! for the small envelopes agents send, that costs more than the parse. [`Json`] is the same
-//! document read by the same parser (`serde_json`'s, so what is valid JSON, the nesting
-//! limit, numbers and error messages do not change), but strings without escapes borrow the
-//! input and an object is one vector of its entries in document order.
-//!
-//! [`Doc`] is what the envelope reader needs of a document, implemented by both trees, so
-//! [`crate::envelope::Envelope::parse`] (bytes, through [`Json`]) and
-//! [`crate::envelope::Envelope::from_value`] (an already parsed `Value`) run the same code and
-//! give the same envelope. Where a `Value` would differ from document order, [`Json`] reads
-//! as a `Value` does: a repeated key's last value counts, and object entries are visited in
-//! key order ([`Doc::entries`]).
+//! `serde_json::Value` owns every string and keeps objects in a `BTreeMap`, so reading the JSON
+//! found in evidence through it allocates for every key, string and object and frees it all
+//! again. [`Json`] is the same document read by the same parser (`serde_json`'s, so what is
+//! valid JSON, the nesting limit, numbers and error messages do not change), but strings without
+//! escapes borrow the input and an object is one vector of its entries in document order. Where
+//! a `Value` would differ from document order, [`Json`] reads as a `Value` does: a repeated key's
+//! last value counts ([`Json::get`]), and object entries are visited in key order
+//! ([`Json::entries`]).
+
+pub(crate) mod fast;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
@@ -80,106 +77,26 @@ impl Json<'_> {
     }
 }
 
-/// One node of a document, seen without its tree's type.
-pub(crate) enum View<'d, D> {
-    Null,
-    Bool(bool),
-    Number(&'d Number),
-    Str(&'d str),
-    Array(&'d [D]),
-    Object,
-}
+impl<'a> Json<'a> {
+    /// The string, if this is one.
+    pub(crate) fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
 
-/// What reading an envelope needs of a JSON document (see the module documentation).
-pub(crate) trait Doc: Sized {
-    fn view(&self) -> View<'_, Self>;
     /// The value of `key` in an object (the last one, if repeated); `None` for non-objects.
-    fn get(&self, key: &str) -> Option<&Self>;
-    /// An object's entries in key order, one per key (the last value of a repeated key);
-    /// `None` for non-objects.
-    fn entries(&self) -> Option<Vec<(&str, &Self)>>;
-    /// The node as a `serde_json::Value` (for values kept or serialized whole).
-    fn to_value(&self) -> Value;
-
-    fn as_str(&self) -> Option<&str> {
-        match self.view() {
-            View::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn as_array(&self) -> Option<&[Self]> {
-        match self.view() {
-            View::Array(a) => Some(a),
-            _ => None,
-        }
-    }
-
-    fn as_bool(&self) -> Option<bool> {
-        match self.view() {
-            View::Bool(b) => Some(b),
-            _ => None,
-        }
-    }
-
-    fn is_null(&self) -> bool {
-        matches!(self.view(), View::Null)
-    }
-
-    fn is_object(&self) -> bool {
-        matches!(self.view(), View::Object)
-    }
-}
-
-impl Doc for Value {
-    fn view(&self) -> View<'_, Self> {
-        match self {
-            Value::Null => View::Null,
-            Value::Bool(b) => View::Bool(*b),
-            Value::Number(n) => View::Number(n),
-            Value::String(s) => View::Str(s),
-            Value::Array(a) => View::Array(a),
-            Value::Object(_) => View::Object,
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<&Self> {
-        self.as_object()?.get(key)
-    }
-
-    fn entries(&self) -> Option<Vec<(&str, &Self)>> {
-        // A `Map` iterates in key order only without serde_json's `preserve_order`, which any
-        // crate in a build may switch on: sort, so the order never depends on the build.
-        let mut e: Vec<(&str, &Self)> = self.as_object()?.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        e.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        Some(e)
-    }
-
-    fn to_value(&self) -> Value {
-        self.clone()
-    }
-}
-
-impl<'a> Doc for Json<'a> {
-    fn view(&self) -> View<'_, Self> {
-        match self {
-            Json::Null => View::Null,
-            Json::Bool(b) => View::Bool(*b),
-            Json::Number(n) => View::Number(n),
-            Json::String(s) => View::Str(s),
-            Json::Array(a) => View::Array(a),
-            Json::Object(_) => View::Object,
-        }
-    }
-
-    fn get(&self, key: &str) -> Option<&Self> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Self> {
         match self {
             Json::Object(o) => o.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
 
-    fn entries(&self) -> Option<Vec<(&str, &Self)>> {
+    /// An object's entries in key order, one per key (the last value of a repeated key);
+    /// `None` for non-objects.
+    pub(crate) fn entries(&self) -> Option<Vec<(&str, &Self)>> {
         let Json::Object(o) = self else {
             return None;
         };
@@ -196,13 +113,14 @@ impl<'a> Doc for Json<'a> {
         Some(out)
     }
 
-    fn to_value(&self) -> Value {
+    /// The node as a `serde_json::Value` (for values kept or serialized whole).
+    pub(crate) fn to_value(&self) -> Value {
         match self {
             Json::Null => Value::Null,
             Json::Bool(b) => Value::Bool(*b),
             Json::Number(n) => Value::Number(n.clone()),
             Json::String(s) => Value::String(s.as_ref().to_owned()),
-            Json::Array(a) => Value::Array(a.iter().map(Doc::to_value).collect()),
+            Json::Array(a) => Value::Array(a.iter().map(Json::to_value).collect()),
             // Inserted in document order: a repeated key's last value counts, as in parsing.
             Json::Object(o) => Value::Object(
                 o.iter()
@@ -353,9 +271,15 @@ mod tests {
     #[test]
     fn repeated_keys_read_as_a_value_reads_them() {
         let (v, j) = both(r#"{"b":1,"a":2,"b":3,"A":4}"#);
-        assert_eq!(j.get("b").map(Doc::to_value), v.get("b").cloned());
+        assert_eq!(j.get("b").map(Json::to_value), v.get("b").cloned());
         let keys: Vec<&str> = j.entries().expect("object").iter().map(|e| e.0).collect();
-        let value_keys: Vec<&str> = v.entries().expect("object").iter().map(|e| e.0).collect();
+        let mut value_keys: Vec<&str> = v
+            .as_object()
+            .expect("object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        value_keys.sort_unstable();
         assert_eq!(keys, value_keys);
         assert_eq!(keys, ["A", "a", "b"]);
         let last: Vec<Value> = j

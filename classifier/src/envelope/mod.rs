@@ -8,14 +8,18 @@
 //! Effects implied by ACP updates are derived here, from *all* updates, before the list is cut,
 //! so a tool call early in a long prompt still counts.
 //!
-//! Bytes are read by `serde_json` into a borrowed tree (`crate::json`), not a `Value`: strings
-//! are copied once, into the envelope. The reader is written once against `crate::json::Doc`,
-//! so [`Envelope::parse`] and [`Envelope::from_value`] agree by construction (a property test
-//! checks it, repeated keys and any key order included).
+//! - `read`: one pass of `serde_json`'s deserializer, no tree in between: each field is read by
+//!   a visitor straight into what the envelope keeps, everything else is walked and dropped.
+//!   Bytes and an already parsed `Value` go through the same visitors, so [`Envelope::parse`]
+//!   and [`Envelope::from_value`] agree by construction (a property test checks it, repeated
+//!   keys and any key order included).
+//! - `build`: the fields read, bounded and assembled into an [`Envelope`].
 
-use crate::json::{Doc, Json, View};
+mod build;
+mod read;
+
 use chrono::{DateTime, Utc};
-use policy::classification::{Effects, Phase, PromptDelivery};
+use policy::classification::{Effects, Phase};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -182,9 +186,9 @@ pub struct ProcessExitEvidence {
 impl Envelope {
     /// Parses one envelope from JSON bytes, applying every bound.
     ///
-    /// The bytes are read by `serde_json` into a borrowed tree ([`crate::json`]) rather than a
-    /// `Value`, so strings are copied once, into the envelope, and only up to their bounds; the
-    /// result is the same as [`Envelope::from_value`] on the same bytes.
+    /// One pass of `serde_json`'s deserializer reads each field straight into the envelope
+    /// (`read`), walking what it does not keep, and strings are copied once, into the envelope,
+    /// up to their bounds; the result is the same as [`Envelope::from_value`] on the same bytes.
     pub fn parse(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
         if bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(EnvelopeError::TooLarge {
@@ -195,57 +199,31 @@ impl Envelope {
         // One UTF-8 check of the whole input (vectorized) rather than one per string as the
         // byte reader makes; input that is not UTF-8 goes through the byte reader, so its
         // error is the one `serde_json` gives for it (the two readers agree on valid text).
-        let doc: Json<'_> = match std::str::from_utf8(bytes) {
-            Ok(text) => serde_json::from_str(text)?,
-            Err(_) => serde_json::from_slice(bytes)?,
+        let top = match std::str::from_utf8(bytes) {
+            Ok(text) => {
+                // Plain JSON is read by the fast reader; anything it does not read (a float,
+                // an odd escape, malformed input), `serde_json` reads, with its own errors.
+                if let Ok(envelope) = crate::json::fast::document(text, read::Top) {
+                    return envelope;
+                }
+                let mut de = serde_json::Deserializer::from_str(text);
+                let envelope = read::top(&mut de)?;
+                de.end()?;
+                envelope
+            }
+            Err(_) => {
+                let mut de = serde_json::Deserializer::from_slice(bytes);
+                let envelope = read::top(&mut de)?;
+                de.end()?;
+                envelope
+            }
         };
-        Envelope::from_doc(&doc)
+        top
     }
 
     /// Builds an envelope from an already parsed JSON value, leniently and bounded.
     pub fn from_value(value: &Value) -> Result<Envelope, EnvelopeError> {
-        Envelope::from_doc(value)
-    }
-
-    fn from_doc<D: Doc>(value: &D) -> Result<Envelope, EnvelopeError> {
-        if !value.is_object() {
-            return Err(EnvelopeError::NotAnObject);
-        }
-        let obj = value;
-        let items = obj
-            .get("items")
-            .and_then(D::as_array)
-            .ok_or(EnvelopeError::MissingItems)?;
-        let mut b = Bounder::default();
-        let mut env = Envelope {
-            invocation_id: b.short_str(obj.get("invocation_id")),
-            generation: obj.get("generation").and_then(as_u64),
-            active_generation: obj.get("active_generation").and_then(as_u64),
-            phase: obj
-                .get("phase")
-                .and_then(|v| serde_json::from_value(v.to_value()).ok()),
-            occurred_at: obj
-                .get("occurred_at")
-                .and_then(D::as_str)
-                .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-                .map(|d| d.with_timezone(&Utc)),
-            provider_id: b.short_str(obj.get("provider_id")),
-            model_id: b.short_str(obj.get("model_id")),
-            agent: b.short_str(obj.get("agent")),
-            cancel_requested: obj.get("cancel_requested").and_then(D::as_bool).unwrap_or(false),
-            effects: obj.get("effects").map(parse_effects).unwrap_or_default(),
-            ..Envelope::default()
-        };
-        if items.len() > MAX_ITEMS {
-            b.truncated = true;
-        }
-        for item in items.iter().take(MAX_ITEMS) {
-            if let Some(parsed) = parse_item(item, &mut b, &mut env.derived) {
-                env.items.push(parsed);
-            }
-        }
-        env.truncated = b.truncated;
-        Ok(env)
+        read::top(value)?
     }
 
     /// True when `generation` and `active_generation` are both given and differ.
@@ -256,313 +234,7 @@ impl Envelope {
 
 impl<'de> serde::Deserialize<'de> for Envelope {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
-        Envelope::from_value(&v).map_err(serde::de::Error::custom)
-    }
-}
-
-/// A whole number, however it is spelled: `3`, `3.0` (JSON Schema's `integer` includes it, so
-/// the API accepts it) or the text `"3"` (lenient, for adapters).
-fn as_u64<D: Doc>(v: &D) -> Option<u64> {
-    match v.view() {
-        View::Number(n) => n.as_u64().or_else(|| policy::whole::parse(&n.to_string())),
-        View::Str(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// See [`as_u64`].
-fn as_i64<D: Doc>(v: &D) -> Option<i64> {
-    match v.view() {
-        View::Number(n) => n.as_i64().or_else(|| policy::whole::parse(&n.to_string())),
-        View::Str(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn parse_effects<D: Doc>(v: &D) -> Effects {
-    let flag = |k: &str| v.get(k).and_then(D::as_bool).unwrap_or(false);
-    Effects {
-        assistant_output: flag("assistant_output"),
-        tool_activity: flag("tool_activity"),
-        partial_result: flag("partial_result"),
-        prompt_delivery: v
-            .get("prompt_delivery")
-            .and_then(|d| serde_json::from_value(d.to_value()).ok())
-            // An unreadable delivery value is not evidence of non-delivery: fail closed.
-            .unwrap_or(if v.get("prompt_delivery").is_some() {
-                PromptDelivery::Ambiguous
-            } else {
-                PromptDelivery::NotSent
-            }),
-    }
-}
-
-/// Applies bounds and remembers whether it cut anything.
-#[derive(Default)]
-struct Bounder {
-    truncated: bool,
-}
-
-impl Bounder {
-    fn cut(&mut self, s: &str, max: usize) -> String {
-        if s.len() <= max {
-            return s.to_owned();
-        }
-        self.truncated = true;
-        let mut end = max;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        s[..end].to_owned()
-    }
-
-    fn short_str<D: Doc>(&mut self, v: Option<&D>) -> Option<String> {
-        match v?.view() {
-            View::Str(s) => Some(self.cut(s, MAX_SHORT_BYTES)),
-            View::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
-    }
-
-    /// Text of a value: a string as is, anything else as compact JSON; bounded.
-    fn text<D: Doc>(&mut self, v: &D, max: usize) -> String {
-        match v.view() {
-            View::Str(s) => self.cut(s, max),
-            _ => {
-                let s = v.to_value().to_string();
-                self.cut(&s, max)
-            }
-        }
-    }
-
-    /// A JSON value kept whole if its serialization fits, else reduced to its bounded text.
-    fn json<D: Doc>(&mut self, v: &D) -> Value {
-        match v.view() {
-            View::Str(s) => Value::String(self.cut(s, MAX_TEXT_BYTES)),
-            View::Null | View::Bool(_) | View::Number(_) => v.to_value(),
-            _ => {
-                let v = v.to_value();
-                let s = v.to_string();
-                if s.len() <= MAX_TEXT_BYTES {
-                    v
-                } else {
-                    Value::String(self.cut(&s, MAX_TEXT_BYTES))
-                }
-            }
-        }
-    }
-}
-
-fn parse_item<D: Doc>(item: &D, b: &mut Bounder, derived: &mut DerivedEffects) -> Option<EvidenceItem> {
-    if !item.is_object() {
-        return None;
-    }
-    let obj = item;
-    match obj.get("kind").and_then(D::as_str)? {
-        "http" => Some(EvidenceItem::Http(parse_http(obj, b))),
-        "acp_error" => Some(EvidenceItem::AcpError(parse_acp_error(obj, b))),
-        "acp_updates" => Some(EvidenceItem::AcpUpdates(parse_updates(obj, b, derived))),
-        "stderr" => Some(EvidenceItem::Stderr(parse_stderr(obj, b))),
-        "process_exit" => Some(EvidenceItem::ProcessExit(ProcessExitEvidence {
-            code: obj.get("code").and_then(as_i64),
-            signal: obj.get("signal").and_then(signal_name),
-        })),
-        // An unknown kind from a newer adapter is ignored, but not silently.
-        _ => {
-            b.truncated = true;
-            None
-        }
-    }
-}
-
-fn parse_http<D: Doc>(obj: &D, b: &mut Bounder) -> HttpEvidence {
-    let mut headers = BTreeMap::new();
-    if let Some(h) = obj.get("headers").and_then(D::entries) {
-        if h.len() > MAX_HEADERS {
-            b.truncated = true;
-        }
-        for (name, value) in h.into_iter().take(MAX_HEADERS) {
-            let value = match value.view() {
-                View::Str(s) => b.cut(s, MAX_SHORT_BYTES),
-                View::Number(n) => n.to_string(),
-                // Some clients give repeated headers as a list; the first one counts.
-                View::Array(a) => match a.first().and_then(D::as_str) {
-                    Some(s) => b.cut(s, MAX_SHORT_BYTES),
-                    _ => continue,
-                },
-                _ => continue,
-            };
-            let name = b.cut(&name.to_ascii_lowercase(), MAX_SHORT_BYTES);
-            headers.insert(name, value);
-        }
-    }
-    HttpEvidence {
-        status: obj
-            .get("status")
-            .and_then(as_u64)
-            .and_then(|s| u16::try_from(s).ok()),
-        headers,
-        body: obj
-            .get("body")
-            .filter(|v| !v.is_null())
-            .map(|v| b.text(v, MAX_TEXT_BYTES)),
-    }
-}
-
-fn parse_acp_error<D: Doc>(obj: &D, b: &mut Bounder) -> AcpErrorEvidence {
-    AcpErrorEvidence {
-        code: obj.get("code").and_then(as_i64),
-        message: obj
-            .get("message")
-            .filter(|v| !v.is_null())
-            .map(|v| b.text(v, MAX_TEXT_BYTES)),
-        data: obj.get("data").filter(|v| !v.is_null()).map(|v| b.json(v)),
-    }
-}
-
-fn parse_updates<D: Doc>(obj: &D, b: &mut Bounder, derived: &mut DerivedEffects) -> AcpUpdatesEvidence {
-    let mut out = AcpUpdatesEvidence::default();
-    let updates = obj.get("updates").and_then(D::as_array).unwrap_or(&[]);
-    if updates.len() > MAX_UPDATES {
-        b.truncated = true;
-    }
-    for (i, raw) in updates.iter().enumerate() {
-        // Accept both the bare update and the whole `session/update` params object.
-        let u = raw.get("update").filter(|u| u.is_object()).unwrap_or(raw);
-        let Some(kind) = u.get("sessionUpdate").and_then(D::as_str) else {
-            continue;
-        };
-        let update = match kind {
-            "agent_message_chunk" | "agent_thought_chunk" => {
-                derived.delivered = true;
-                let text = content_text(u.get("content"));
-                let text = b.cut(&text, MAX_TEXT_BYTES);
-                if kind == "agent_message_chunk" {
-                    AcpUpdate::AgentMessageChunk { text }
-                } else {
-                    AcpUpdate::AgentThoughtChunk { text }
-                }
-            }
-            "tool_call" | "tool_call_update" => {
-                derived.delivered = true;
-                derived.tool_activity = true;
-                AcpUpdate::ToolCall {
-                    status: u
-                        .get("status")
-                        .and_then(D::as_str)
-                        .map(|s| b.cut(s, MAX_SHORT_BYTES)),
-                }
-            }
-            // The user's own echoed prompt proves nothing about the agent.
-            "user_message_chunk" => continue,
-            other => {
-                derived.delivered = true;
-                AcpUpdate::Other {
-                    name: b.cut(other, MAX_SHORT_BYTES),
-                }
-            }
-        };
-        if i < MAX_UPDATES {
-            out.updates.push(update);
-        }
-    }
-    if let Some(r) = obj.get("prompt_result").filter(|v| !v.is_null()) {
-        derived.delivered = true;
-        out.stop_reason = r
-            .get("stopReason")
-            .or_else(|| r.get("stop_reason"))
-            .and_then(D::as_str)
-            .map(|s| b.cut(s, MAX_SHORT_BYTES));
-    }
-    if let Some(e) = obj.get("prompt_error").filter(|e| e.is_object()) {
-        out.prompt_error = Some(parse_acp_error(e, b));
-    }
-    out
-}
-
-/// The text of an ACP content block (or a list of them).
-fn content_text<D: Doc>(c: Option<&D>) -> String {
-    let Some(c) = c else {
-        return String::new();
-    };
-    match c.view() {
-        View::Str(s) => s.to_owned(),
-        View::Object => c.get("text").and_then(D::as_str).unwrap_or_default().to_owned(),
-        View::Array(a) => a
-            .iter()
-            .map(|x| content_text(Some(x)))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
-fn parse_stderr<D: Doc>(obj: &D, b: &mut Bounder) -> StderrEvidence {
-    let mut lines: Vec<&str> = Vec::new();
-    match obj.get("lines").map(D::view) {
-        Some(View::Array(a)) => lines.extend(a.iter().filter_map(D::as_str)),
-        Some(View::Str(s)) => lines.extend(s.lines()),
-        _ => {}
-    }
-    if let Some(View::Str(s)) = obj.get("text").map(D::view) {
-        lines.extend(s.lines());
-    }
-    // A single "line" holding many lines is split, so each is matched on its own.
-    let mut split: Vec<&str> = lines.iter().flat_map(|l| l.lines()).collect();
-    if split.len() > MAX_LINES {
-        b.truncated = true;
-        split.drain(..split.len() - MAX_LINES);
-    }
-    StderrEvidence {
-        lines: split
-            .into_iter()
-            .map(|l| b.cut(l, MAX_LINE_BYTES))
-            .filter(|l| !l.trim().is_empty())
-            .collect(),
-    }
-}
-
-fn signal_name<D: Doc>(v: &D) -> Option<String> {
-    const NAMES: [(i64, &str); 15] = [
-        (1, "SIGHUP"),
-        (2, "SIGINT"),
-        (3, "SIGQUIT"),
-        (4, "SIGILL"),
-        (6, "SIGABRT"),
-        (7, "SIGBUS"),
-        (8, "SIGFPE"),
-        (9, "SIGKILL"),
-        (11, "SIGSEGV"),
-        (13, "SIGPIPE"),
-        (14, "SIGALRM"),
-        (15, "SIGTERM"),
-        (10, "SIGUSR1"),
-        (12, "SIGUSR2"),
-        (24, "SIGXCPU"),
-    ];
-    match v.view() {
-        View::Number(_) => {
-            let n = as_i64(v)?;
-            Some(
-                NAMES
-                    .iter()
-                    .find(|(k, _)| *k == n)
-                    .map_or_else(|| format!("SIG{n}"), |(_, s)| (*s).to_owned()),
-            )
-        }
-        View::Str(s) => {
-            let s = s.trim().to_ascii_uppercase();
-            if s.is_empty() || s.len() > 16 {
-                return None;
-            }
-            Some(if s.starts_with("SIG") {
-                s
-            } else {
-                format!("SIG{s}")
-            })
-        }
-        _ => None,
+        read::top(d)?.map_err(serde::de::Error::custom)
     }
 }
 
