@@ -342,7 +342,7 @@ impl Rule {
             return false;
         }
         for (name, accepted) in &self.headers {
-            let Some(v) = s.headers.and_then(|h| h.get(name)) else {
+            let Some(v) = s.headers.and_then(|h| h.get(name.as_str())) else {
                 return false;
             };
             if !accepted

@@ -27,7 +27,7 @@
 use crate::{
     catalogue::{Catalogue, Outcome, SignalKind, Tier},
     embedded,
-    envelope::{AcpErrorEvidence, AcpUpdate, Envelope, EvidenceItem},
+    envelope::{AcpErrorEvidence, AcpUpdate, Envelope, EvidenceItem, Headers},
     gate,
     json::Json,
     redact, stderr,
@@ -42,7 +42,7 @@ use policy::{
 };
 use serde::Serialize;
 use serde_json::Value;
-use std::{borrow::Cow, cell::OnceCell, collections::BTreeMap};
+use std::{borrow::Cow, cell::OnceCell};
 
 /// The longest reset a `rate_limited` result may carry and stay transient: one hour.
 pub const SHORT_RATE_LIMIT_SECS: u64 = 3600;
@@ -68,10 +68,10 @@ pub(crate) struct Signal<'a> {
     pub(crate) exit_code: Option<i64>,
     pub(crate) exit_signal: Option<&'a str>,
     pub(crate) stop_reason: Option<&'a str>,
-    pub(crate) headers: Option<&'a BTreeMap<String, String>>,
+    pub(crate) headers: Option<&'a Headers<'a>>,
     pub(crate) text: Cow<'a, str>,
     /// The ACP error this signal stands for, if any (its JSON root, see [`SignalJson`]).
-    pub(crate) acp_error: Option<&'a AcpErrorEvidence>,
+    pub(crate) acp_error: Option<&'a AcpErrorEvidence<'a>>,
     /// A copy of the text with its control characters read as spaces, made only if the
     /// signal's JSON is looked for and needs it (see [`SignalJson`]).
     spaced: OnceCell<String>,
@@ -97,7 +97,7 @@ impl<'a> Signal<'a> {
     pub(crate) fn for_test(
         kind: SignalKind,
         text: Cow<'a, str>,
-        headers: Option<&'a BTreeMap<String, String>>,
+        headers: Option<&'a Headers<'a>>,
     ) -> Signal<'a> {
         let mut s = Signal::new(kind, text);
         s.headers = headers;
@@ -113,7 +113,7 @@ impl<'a> Signal<'a> {
 /// borrows itself).
 pub(crate) struct SignalJson<'a> {
     text: &'a str,
-    acp_error: Option<&'a AcpErrorEvidence>,
+    acp_error: Option<&'a AcpErrorEvidence<'a>>,
     spaced: &'a OnceCell<String>,
     found: OnceCell<FoundJson<'a>>,
 }
@@ -177,7 +177,7 @@ fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
 
 /// What a rule sees while matching one signal.
 pub(crate) struct MatchCtx<'a, 'j> {
-    pub(crate) envelope: &'a Envelope,
+    pub(crate) envelope: &'a Envelope<'a>,
     pub(crate) signal: &'a Signal<'a>,
     /// The catalogue literals found in the text, with where each first occurs.
     pub(crate) found: &'a Found,
@@ -307,7 +307,7 @@ enum SignalMatch {
 }
 
 /// Cuts the envelope into signals, in evidence order.
-fn signals(env: &Envelope) -> Vec<Signal<'_>> {
+fn signals<'a>(env: &'a Envelope<'a>) -> Vec<Signal<'a>> {
     // At most one signal per stderr line, about one per other item: allocate once.
     let lines: usize = env
         .items
@@ -383,7 +383,7 @@ fn run_len(updates: &[AcpUpdate]) -> usize {
         .sum()
 }
 
-fn acp_error_signal(e: &AcpErrorEvidence) -> Signal<'_> {
+fn acp_error_signal<'a>(e: &'a AcpErrorEvidence<'a>) -> Signal<'a> {
     // The text is the message plus every string inside `data`: adapters nest the agent's own
     // error text (often itself JSON) in `data.details`, and rules read it as text.
     let message = e.message.as_deref().unwrap_or_default();
@@ -410,7 +410,7 @@ fn acp_error_signal(e: &AcpErrorEvidence) -> Signal<'_> {
 }
 
 /// The ACP error as one JSON object (`code`, `message`, `data`), for JSON conditions.
-fn acp_error_root(e: &AcpErrorEvidence) -> Json<'_> {
+fn acp_error_root<'a>(e: &'a AcpErrorEvidence<'a>) -> Json<'a> {
     let mut obj = Vec::with_capacity(3);
     if let Some(c) = e.code {
         obj.push((Cow::Borrowed("code"), Json::Number(c.into())));

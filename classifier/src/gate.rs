@@ -151,7 +151,7 @@ mod tests {
         );
     }
 
-    fn resumable_at(generation: u64) -> Envelope {
+    fn resumable_at(generation: u64) -> Envelope<'static> {
         Envelope {
             generation: Some(3),
             resume: Some(crate::envelope::Resume {

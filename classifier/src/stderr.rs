@@ -23,7 +23,7 @@ use std::borrow::Cow;
 pub(crate) const MAX_ENTRY_LINES: usize = 48;
 
 /// The entries of a stderr item, in order.
-pub(crate) fn entries(lines: &[String]) -> Vec<Cow<'_, str>> {
+pub(crate) fn entries<'a>(lines: &'a [Cow<'a, str>]) -> Vec<Cow<'a, str>> {
     let mut out = Vec::with_capacity(lines.len());
     let mut i = 0;
     while i < lines.len() {
@@ -41,7 +41,7 @@ pub(crate) fn entries(lines: &[String]) -> Vec<Cow<'_, str>> {
             j += 1;
         }
         out.push(if j == i + 1 {
-            Cow::Borrowed(lines[i].as_str())
+            Cow::Borrowed(&*lines[i])
         } else {
             Cow::Owned(lines[i..j].join("\n"))
         });
@@ -121,7 +121,7 @@ mod tests {
     use super::*;
 
     fn group(lines: &[&str]) -> Vec<String> {
-        let owned: Vec<String> = lines.iter().map(|s| (*s).to_owned()).collect();
+        let owned: Vec<Cow<'_, str>> = lines.iter().map(|s| Cow::Borrowed(*s)).collect();
         entries(&owned).into_iter().map(Cow::into_owned).collect()
     }
 
@@ -176,8 +176,8 @@ mod tests {
 
     #[test]
     fn an_entry_is_bounded() {
-        let lines: Vec<String> = std::iter::once("{".to_owned())
-            .chain((0..200).map(|i| format!("\"k{i}\": 1,")))
+        let lines: Vec<Cow<'_, str>> = std::iter::once(Cow::Borrowed("{"))
+            .chain((0..200).map(|i| Cow::Owned(format!("\"k{i}\": 1,"))))
             .collect();
         let e = entries(&lines);
         assert!(e.iter().all(|x| x.lines().count() <= MAX_ENTRY_LINES));

@@ -91,7 +91,7 @@ impl TimingExtractor {
         base: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> Option<Hint> {
-        let header = |name: &str| s.headers.and_then(|h| h.get(name)).map(String::as_str);
+        let header = |name: &str| s.headers.and_then(|h| h.get(name)).map(|v| &**v);
         let at = match self {
             TimingExtractor::RetryAfter => retry_after(header("retry-after")?, base)?,
             TimingExtractor::RetryAfterMs => {
@@ -317,7 +317,9 @@ where
     let headers = s.headers?;
     let mut all = Vec::new();
     let mut exhausted = Vec::new();
-    for (name, value) in headers.range(prefix.to_owned()..) {
+    for (name, value) in
+        headers.range::<str, _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded))
+    {
         if !name.starts_with(prefix) {
             break;
         }
@@ -332,10 +334,10 @@ where
         // rejected`), not by a remaining count.
         let rejected = || {
             headers
-                .get(&format!("{prefix}{limit}-status"))
+                .get(format!("{prefix}{limit}-status").as_str())
                 .is_some_and(|v| v.trim().eq_ignore_ascii_case("rejected"))
         };
-        if headers.get(&remaining).is_some_and(|r| r.trim() == "0") || rejected() {
+        if headers.get(remaining.as_str()).is_some_and(|r| r.trim() == "0") || rejected() {
             exhausted.push(at);
         }
         all.push(at);
@@ -580,7 +582,7 @@ fn month_number(m: &str) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::{catalogue::SignalKind, engine::Signal};
-    use std::{borrow::Cow, collections::BTreeMap};
+    use std::borrow::Cow;
 
     fn t(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s)
@@ -598,9 +600,9 @@ mod tests {
     }
 
     fn header_hint(x: &str, headers: &[(&str, &str)]) -> Option<Hint> {
-        let h: BTreeMap<String, String> = headers
+        let h: crate::envelope::Headers<'_> = headers
             .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .map(|(k, v)| (Cow::Borrowed(*k), Cow::Borrowed(*v)))
             .collect();
         let s = Signal::for_test(SignalKind::Http, Cow::Borrowed(""), Some(&h));
         TimingExtractor::parse(x)

@@ -14,7 +14,8 @@ fn now() -> DateTime<Utc> {
 }
 
 fn verdict_json(env: &serde_json::Value) -> serde_json::Value {
-    let env = Envelope::parse(&serde_json::to_vec(env).expect("bytes")).expect("parses");
+    let bytes = serde_json::to_vec(env).expect("bytes");
+    let env = Envelope::parse(&bytes).expect("parses");
     serde_json::to_value(classify(&env, now())).expect("verdict json")
 }
 

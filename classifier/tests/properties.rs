@@ -201,7 +201,7 @@ fn assert_parse_is_from_value(bytes: &[u8]) {
     let fast = Envelope::parse(bytes);
     let slow = serde_json::from_slice::<Value>(bytes)
         .map_err(classifier::EnvelopeError::from)
-        .and_then(|v| Envelope::from_value(&v));
+        .and_then(|v| Envelope::from_value(&v).map(Envelope::into_owned));
     match (fast, slow) {
         (Ok(a), Ok(b)) => assert_eq!(a, b),
         (Err(a), Err(b)) => assert_eq!((a.kind(), a.to_string()), (b.kind(), b.to_string())),
@@ -279,9 +279,9 @@ fn classification_is_linear_on_a_large_adversarial_input() {
     // Many near-miss fragments in the largest body the envelope keeps: the regex crate and
     // Aho-Corasick stay linear, so this finishes quickly even in a debug build.
     let body = "Rate limit reached for ".repeat(800);
-    let env = Envelope::from_value(&json!({"items":[{"kind":"http","status":429,"body":body},
-        {"kind":"stderr","lines":vec!["((((((((((((((((((((a".repeat(90); 64]}]}))
-    .expect("parses");
+    let json = json!({"items":[{"kind":"http","status":429,"body":body},
+        {"kind":"stderr","lines":vec!["((((((((((((((((((((a".repeat(90); 64]}]});
+    let env = Envelope::from_value(&json).expect("parses");
     let v = classify(&env, now());
     assert!(v.truncated);
     assert_well_formed(&v);

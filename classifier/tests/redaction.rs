@@ -148,7 +148,8 @@ fn verdicts_holding(secret: &str) -> Vec<(&'static str, String)> {
     envelopes
         .into_iter()
         .map(|(name, value)| {
-            let env = Envelope::parse(&serde_json::to_vec(&value).expect("bytes")).expect("envelope");
+            let bytes = serde_json::to_vec(&value).expect("bytes");
+            let env = Envelope::parse(&bytes).expect("envelope");
             let v = classifier::classify(&env, now());
             (name, serde_json::to_string(&v).expect("verdict"))
         })

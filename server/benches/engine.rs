@@ -127,7 +127,9 @@ fn overloaded(generation: u64) -> Input {
     let env = json!({"generation": generation, "phase": "prompt", "effects": {"prompt_delivery": "confirmed"},
         "items": [{"kind": "http", "status": 529,
         "body": "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}"}]});
-    Input::Evidence(Box::new(classifier::Envelope::from_value(&env).unwrap()))
+    Input::Evidence(Box::new(
+        classifier::Envelope::from_value(&env).unwrap().into_owned(),
+    ))
 }
 
 async fn history_rows(pool: &sqlx::SqlitePool) -> i64 {

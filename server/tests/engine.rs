@@ -249,7 +249,7 @@ async fn started_routes(h: &Harness, p: &str, n: usize) -> Vec<(String, u64)> {
 
 async fn overloaded_for(h: &Harness, route_id: &str, invocation: &str) -> server::engine::Input {
     let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
-    env.invocation_id = Some(invocation.into());
+    env.invocation_id = Some(invocation.to_owned().into());
     env.generation = h.snapshot(route_id).await["generation"].as_u64();
     server::engine::Input::Evidence(Box::new(env))
 }

@@ -359,7 +359,7 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
             expected_generation: g,
         };
         let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
-        env.invocation_id = Some(format!("race-{i}"));
+        env.invocation_id = Some(format!("race-{i}").into());
         env.generation = Some(g);
         let mut inputs = vec![
             Input::Event(deadline),
@@ -376,7 +376,7 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
         // timer is meaningful for half the races.
         if next().is_multiple_of(2) {
             let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
-            env.invocation_id = Some(format!("race-{i}"));
+            env.invocation_id = Some(format!("race-{i}").into());
             env.generation = Some(g);
             h.engine.submit(&r, Input::Evidence(Box::new(env))).await.unwrap();
             h.clock.advance(chrono::TimeDelta::seconds(5));

@@ -18,7 +18,8 @@ pub(crate) const NEEDLE: &[u8] = b"\x00never-present-needle\x00";
 
 pub(crate) struct Corpus {
     pub(crate) raw: Vec<Vec<u8>>,
-    pub(crate) envelopes: Vec<Envelope>,
+    /// The same envelopes parsed (owning their texts).
+    pub(crate) envelopes: Vec<Envelope<'static>>,
     pub(crate) bytes: u64,
 }
 
@@ -44,7 +45,7 @@ pub(crate) fn corpus() -> Corpus {
     );
     let envelopes = raw
         .iter()
-        .map(|b| Envelope::parse(b).expect("envelope"))
+        .map(|b| Envelope::parse(b).expect("envelope").into_owned())
         .collect();
     let bytes = raw.iter().map(|b| b.len() as u64).sum();
     Corpus {
@@ -210,8 +211,8 @@ pub(crate) fn kept_bytes(e: &Envelope) -> usize {
     e.items
         .iter()
         .map(|i| match i {
-            EvidenceItem::Http(h) => h.body.as_ref().map_or(0, String::len),
-            EvidenceItem::Stderr(s) => s.lines.iter().map(String::len).sum(),
+            EvidenceItem::Http(h) => h.body.as_ref().map_or(0, |b| b.len()),
+            EvidenceItem::Stderr(s) => s.lines.iter().map(|l| l.len()).sum(),
             EvidenceItem::AcpUpdates(u) => u
                 .updates
                 .iter()
@@ -222,7 +223,7 @@ pub(crate) fn kept_bytes(e: &Envelope) -> usize {
                     _ => 0,
                 })
                 .sum(),
-            EvidenceItem::AcpError(a) => a.message.as_ref().map_or(0, String::len),
+            EvidenceItem::AcpError(a) => a.message.as_ref().map_or(0, |m| m.len()),
             EvidenceItem::ProcessExit(_) => 0,
         })
         .sum()
@@ -235,14 +236,14 @@ pub(crate) fn evidence_texts(corpus: &Corpus) -> Vec<String> {
     for e in &corpus.envelopes {
         for item in &e.items {
             let text = match item {
-                EvidenceItem::Http(h) => h.body.clone().unwrap_or_default(),
+                EvidenceItem::Http(h) => h.body.clone().unwrap_or_default().into_owned(),
                 EvidenceItem::Stderr(s) => s.lines.join("\n"),
-                EvidenceItem::AcpError(a) => a.message.clone().unwrap_or_default(),
+                EvidenceItem::AcpError(a) => a.message.clone().unwrap_or_default().into_owned(),
                 EvidenceItem::AcpUpdates(u) => u
                     .updates
                     .iter()
                     .filter_map(|x| match x {
-                        AcpUpdate::AgentMessageChunk { text } => Some(text.as_str()),
+                        AcpUpdate::AgentMessageChunk { text } => Some(&**text),
                         _ => None,
                     })
                     .collect(),
@@ -259,12 +260,12 @@ pub(crate) fn evidence_texts(corpus: &Corpus) -> Vec<String> {
 pub(crate) struct Case {
     pub(crate) name: &'static str,
     pub(crate) raw: Vec<u8>,
-    pub(crate) env: Envelope,
+    pub(crate) env: Envelope<'static>,
 }
 
 impl Case {
     pub(crate) fn new(name: &'static str, raw: Vec<u8>) -> Case {
-        let env = Envelope::parse(&raw).expect("envelope");
+        let env = Envelope::parse(&raw).expect("envelope").into_owned();
         Case { name, raw, env }
     }
 }

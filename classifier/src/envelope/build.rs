@@ -19,7 +19,7 @@ use serde_json::Value;
 use std::{borrow::Cow, collections::BTreeMap};
 
 /// The envelope of a top-level object read by `super::read`.
-pub(super) fn envelope(raw: RawEnvelope<'_>) -> Result<Envelope, EnvelopeError> {
+pub(super) fn envelope(raw: RawEnvelope<'_>) -> Result<Envelope<'_>, EnvelopeError> {
     let RawEnvelope {
         invocation_id,
         generation,
@@ -38,7 +38,7 @@ pub(super) fn envelope(raw: RawEnvelope<'_>) -> Result<Envelope, EnvelopeError> 
         truncated: items.truncated,
     };
     Ok(Envelope {
-        invocation_id: invocation_id.and_then(|v| b.short_str(&v)),
+        invocation_id: invocation_id.and_then(|v| b.short_str(v)),
         generation: generation.as_ref().and_then(as_u64),
         active_generation: active_generation.as_ref().and_then(as_u64),
         phase: phase.as_ref().and_then(enum_value),
@@ -47,9 +47,9 @@ pub(super) fn envelope(raw: RawEnvelope<'_>) -> Result<Envelope, EnvelopeError> 
             .and_then(Scalar::as_str)
             .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
             .map(|d| d.with_timezone(&Utc)),
-        provider_id: provider_id.and_then(|v| b.short_str(&v)),
-        model_id: model_id.and_then(|v| b.short_str(&v)),
-        agent: agent.and_then(|v| b.short_str(&v)),
+        provider_id: provider_id.and_then(|v| b.short_str(v)),
+        model_id: model_id.and_then(|v| b.short_str(v)),
+        agent: agent.and_then(|v| b.short_str(v)),
         cancel_requested: matches!(cancel_requested, Some(Scalar::Bool(true))),
         effects: effects.map(self::effects).unwrap_or_default(),
         items: items.items,
@@ -108,51 +108,42 @@ struct Bounder {
 }
 
 impl Bounder {
-    fn cut(&mut self, s: &str, max: usize) -> String {
+    /// `s` cut to at most `max` bytes (at a character boundary).
+    fn cut<'a>(&mut self, s: Cow<'a, str>, max: usize) -> Cow<'a, str> {
         if s.len() <= max {
-            return s.to_owned();
+            return s;
         }
         self.truncated = true;
-        s[..floor_boundary(s, max)].to_owned()
-    }
-
-    /// [`Bounder::cut`], keeping an owned string's allocation.
-    fn cut_cow(&mut self, s: Cow<'_, str>, max: usize) -> String {
+        let end = floor_boundary(&s, max);
         match s {
             Cow::Owned(mut s) => {
-                if s.len() > max {
-                    self.truncated = true;
-                    s.truncate(floor_boundary(&s, max));
-                }
-                s
+                s.truncate(end);
+                Cow::Owned(s)
             }
-            Cow::Borrowed(s) => self.cut(s, max),
+            Cow::Borrowed(s) => Cow::Borrowed(&s[..end]),
         }
     }
 
-    fn short_str(&mut self, v: &Scalar<'_>) -> Option<String> {
+    fn short_str<'a>(&mut self, v: Scalar<'a>) -> Option<Cow<'a, str>> {
         match v {
             Scalar::Str(s) => Some(self.cut(s, MAX_SHORT_BYTES)),
-            Scalar::Number(n) => Some(n.to_string()),
+            Scalar::Number(n) => Some(Cow::Owned(n.to_string())),
             _ => None,
         }
     }
 
     /// Text of a value: a string as is, anything else as compact JSON; bounded.
-    fn text(&mut self, v: Json<'_>, max: usize) -> String {
+    fn text<'a>(&mut self, v: Json<'a>, max: usize) -> Cow<'a, str> {
         match v {
-            Json::String(s) => self.cut_cow(s, max),
-            other => {
-                let s = other.to_value().to_string();
-                self.cut_cow(Cow::Owned(s), max)
-            }
+            Json::String(s) => self.cut(s, max),
+            other => self.cut(Cow::Owned(other.to_value().to_string()), max),
         }
     }
 
     /// A JSON value kept whole if its serialization fits, else reduced to its bounded text.
     fn json(&mut self, v: Json<'_>) -> Value {
         match v {
-            Json::String(s) => Value::String(self.cut_cow(s, MAX_TEXT_BYTES)),
+            Json::String(s) => Value::String(self.cut(s, MAX_TEXT_BYTES).into_owned()),
             Json::Null | Json::Bool(_) | Json::Number(_) => v.to_value(),
             _ => {
                 let v = v.to_value();
@@ -160,7 +151,7 @@ impl Bounder {
                 if s.len() <= MAX_TEXT_BYTES {
                     v
                 } else {
-                    Value::String(self.cut_cow(Cow::Owned(s), MAX_TEXT_BYTES))
+                    Value::String(self.cut(Cow::Owned(s), MAX_TEXT_BYTES).into_owned())
                 }
             }
         }
@@ -177,15 +168,15 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
 
 /// The items read so far, assembled, and what assembling them cut and derived.
 #[derive(Default)]
-pub(super) struct Items {
-    items: Vec<EvidenceItem>,
+pub(super) struct Items<'a> {
+    items: Vec<EvidenceItem<'a>>,
     pub(super) truncated: bool,
     derived: DerivedEffects,
 }
 
-impl Items {
+impl<'a> Items<'a> {
     /// Assembles one item, taking its fields.
-    pub(super) fn push(&mut self, raw: &mut RawItem<'_>) {
+    pub(super) fn push(&mut self, raw: &mut RawItem<'a>) {
         let mut b = Bounder::default();
         if let Some(item) = item(raw, &mut b, &mut self.derived) {
             self.items.push(item);
@@ -194,7 +185,11 @@ impl Items {
     }
 }
 
-fn item(raw: &mut RawItem<'_>, b: &mut Bounder, derived: &mut DerivedEffects) -> Option<EvidenceItem> {
+fn item<'a>(
+    raw: &mut RawItem<'a>,
+    b: &mut Bounder,
+    derived: &mut DerivedEffects,
+) -> Option<EvidenceItem<'a>> {
     let kind = raw.kind.take()?;
     Some(match kind.as_str()? {
         "http" => EvidenceItem::Http(http(raw, b)),
@@ -220,13 +215,13 @@ fn item(raw: &mut RawItem<'_>, b: &mut Bounder, derived: &mut DerivedEffects) ->
     })
 }
 
-fn http(raw: &mut RawItem<'_>, b: &mut Bounder) -> HttpEvidence {
+fn http<'a>(raw: &mut RawItem<'a>, b: &mut Bounder) -> HttpEvidence<'a> {
     let mut headers = BTreeMap::new();
     if let Some(Some(mut h)) = raw.headers.take() {
         // In key order, one per key (a repeated key's last value), as a `Value` holds them:
         // the sort is stable, so among equal keys document order stays.
         h.sort_by(|x, y| x.0.cmp(&y.0));
-        let mut unique: Vec<(Cow<'_, str>, HeaderValue<'_>)> = Vec::with_capacity(h.len());
+        let mut unique: Vec<(Cow<'a, str>, HeaderValue<'a>)> = Vec::with_capacity(h.len());
         for (name, value) in h {
             match unique.last_mut() {
                 Some(last) if last.0 == name => last.1 = value,
@@ -238,12 +233,16 @@ fn http(raw: &mut RawItem<'_>, b: &mut Bounder) -> HttpEvidence {
         }
         for (name, value) in unique.into_iter().take(MAX_HEADERS) {
             let value = match value {
-                HeaderValue::Str(s) | HeaderValue::First(Some(s)) => b.cut_cow(s, MAX_SHORT_BYTES),
-                HeaderValue::Number(n) => n.to_string(),
+                HeaderValue::Str(s) | HeaderValue::First(Some(s)) => b.cut(s, MAX_SHORT_BYTES),
+                HeaderValue::Number(n) => Cow::Owned(n.to_string()),
                 HeaderValue::First(None) | HeaderValue::Other => continue,
             };
-            let name = b.cut_cow(Cow::Owned(name.to_ascii_lowercase()), MAX_SHORT_BYTES);
-            headers.insert(name, value);
+            let name = if name.bytes().any(|c| c.is_ascii_uppercase()) {
+                Cow::Owned(name.to_ascii_lowercase())
+            } else {
+                name
+            };
+            headers.insert(b.cut(name, MAX_SHORT_BYTES), value);
         }
     }
     HttpEvidence {
@@ -261,7 +260,7 @@ fn http(raw: &mut RawItem<'_>, b: &mut Bounder) -> HttpEvidence {
     }
 }
 
-fn acp_error(e: RawError<'_>, b: &mut Bounder) -> AcpErrorEvidence {
+fn acp_error<'a>(e: RawError<'a>, b: &mut Bounder) -> AcpErrorEvidence<'a> {
     AcpErrorEvidence {
         code: e.code.as_ref().and_then(as_i64),
         message: e
@@ -272,7 +271,11 @@ fn acp_error(e: RawError<'_>, b: &mut Bounder) -> AcpErrorEvidence {
     }
 }
 
-fn updates(raw: &mut RawItem<'_>, b: &mut Bounder, derived: &mut DerivedEffects) -> AcpUpdatesEvidence {
+fn updates<'a>(
+    raw: &mut RawItem<'a>,
+    b: &mut Bounder,
+    derived: &mut DerivedEffects,
+) -> AcpUpdatesEvidence<'a> {
     let mut out = AcpUpdatesEvidence::default();
     if let Some(Some(u)) = raw.updates.take() {
         b.truncated |= u.truncated;
@@ -289,7 +292,7 @@ fn updates(raw: &mut RawItem<'_>, b: &mut Bounder, derived: &mut DerivedEffects)
             r.stop_reason_snake
         };
         out.stop_reason = match reason {
-            Some(Scalar::Str(s)) => Some(b.cut_cow(s, MAX_SHORT_BYTES)),
+            Some(Scalar::Str(s)) => Some(b.cut(s, MAX_SHORT_BYTES)),
             _ => None,
         };
     }
@@ -302,8 +305,8 @@ fn updates(raw: &mut RawItem<'_>, b: &mut Bounder, derived: &mut DerivedEffects)
 /// An item's updates, reduced as they are read: the first [`MAX_UPDATES`] as the classifier
 /// reads them, and the effects all of them imply.
 #[derive(Default)]
-pub(super) struct Updates {
-    updates: Vec<AcpUpdate>,
+pub(super) struct Updates<'a> {
+    updates: Vec<AcpUpdate<'a>>,
     truncated: bool,
     /// Some update came back for this prompt: it was delivered.
     delivered: bool,
@@ -312,27 +315,29 @@ pub(super) struct Updates {
     seen: usize,
 }
 
-impl Updates {
+impl<'a> Updates<'a> {
     /// Takes the next update (`None`: not an object).
-    pub(super) fn push(&mut self, u: Option<&RawUpdate<'_>>) {
+    pub(super) fn push(&mut self, u: Option<RawUpdate<'a>>) {
         let index = self.seen;
         self.seen += 1;
         if index == MAX_UPDATES {
             self.truncated = true;
         }
-        let Some(kind) = u.and_then(|u| u.kind.as_ref()).and_then(Scalar::as_str) else {
+        let Some(mut u) = u else {
+            return;
+        };
+        let Some(Scalar::Str(kind)) = u.kind.take() else {
             return;
         };
         let keep = index < MAX_UPDATES;
         let mut b = Bounder::default();
-        let update = match kind {
+        let update = match &*kind {
             "agent_message_chunk" | "agent_thought_chunk" => {
                 self.delivered = true;
                 if !keep {
                     return;
                 }
-                let text = u.and_then(|u| u.content.as_deref()).unwrap_or_default();
-                let text = b.cut(text, MAX_TEXT_BYTES);
+                let text = b.cut(u.content.take().unwrap_or_default(), MAX_TEXT_BYTES);
                 if kind == "agent_message_chunk" {
                     AcpUpdate::AgentMessageChunk { text }
                 } else {
@@ -346,10 +351,10 @@ impl Updates {
                     return;
                 }
                 AcpUpdate::ToolCall {
-                    status: u
-                        .and_then(|u| u.status.as_ref())
-                        .and_then(Scalar::as_str)
-                        .map(|s| b.cut(s, MAX_SHORT_BYTES)),
+                    status: match u.status.take() {
+                        Some(Scalar::Str(s)) => Some(b.cut(s, MAX_SHORT_BYTES)),
+                        _ => None,
+                    },
                 }
             }
             // The user's own echoed prompt proves nothing about the agent.
@@ -360,7 +365,7 @@ impl Updates {
                     return;
                 }
                 AcpUpdate::Other {
-                    name: b.cut(other, MAX_SHORT_BYTES),
+                    name: b.cut(Cow::Owned(other.to_owned()), MAX_SHORT_BYTES),
                 }
             }
         };
@@ -369,18 +374,24 @@ impl Updates {
     }
 }
 
-fn stderr(raw: &RawItem<'_>, b: &mut Bounder) -> StderrEvidence {
-    let mut lines: Vec<&str> = Vec::new();
-    match &raw.lines {
-        Some(Lines::List(a)) => lines.extend(a.iter().map(|s| &**s)),
-        Some(Lines::Str(s)) => lines.extend(s.lines()),
+fn stderr<'a>(raw: &mut RawItem<'a>, b: &mut Bounder) -> StderrEvidence<'a> {
+    // Every line, a single "line" holding many lines split, so each is matched on its own:
+    // borrowed where the text was, in order (`lines`, then `text`).
+    let mut split: Vec<Cow<'a, str>> = Vec::new();
+    let mut add = |text: Cow<'a, str>| match text {
+        Cow::Borrowed(t) => split.extend(t.lines().map(Cow::Borrowed)),
+        Cow::Owned(t) if t.is_empty() => {}
+        Cow::Owned(t) if !t.contains(['\n', '\r']) => split.push(Cow::Owned(t)),
+        Cow::Owned(t) => split.extend(t.lines().map(|l| Cow::Owned(l.to_owned()))),
+    };
+    match raw.lines.take() {
+        Some(Lines::List(a)) => a.into_iter().for_each(&mut add),
+        Some(Lines::Str(s)) => add(s),
         Some(Lines::Other) | None => {}
     }
-    if let Some(Scalar::Str(s)) = &raw.text {
-        lines.extend(s.lines());
+    if let Some(Scalar::Str(s)) = raw.text.take() {
+        add(s);
     }
-    // A single "line" holding many lines is split, so each is matched on its own.
-    let mut split: Vec<&str> = lines.iter().flat_map(|l| l.lines()).collect();
     if split.len() > MAX_LINES {
         b.truncated = true;
         split.drain(..split.len() - MAX_LINES);

@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 use policy::classification::{Effects, Phase};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::{borrow::Cow, collections::BTreeMap};
 
 /// Largest accepted envelope, in bytes of JSON. Larger input is an error, not a silent cut.
 pub const MAX_ENVELOPE_BYTES: usize = 1024 * 1024;
@@ -71,11 +71,13 @@ impl EnvelopeError {
 }
 
 /// One failure observation, bounded. Build it with [`Envelope::parse`] or
-/// [`Envelope::from_value`]; both apply the limits above.
+/// [`Envelope::from_value`]; both apply the limits above. Its texts borrow the JSON it was read
+/// from where they can (strings without escapes, within their bounds): [`Envelope::into_owned`]
+/// makes one that outlives it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Envelope {
+pub struct Envelope<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub invocation_id: Option<String>,
+    pub invocation_id: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generation: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -85,15 +87,15 @@ pub struct Envelope {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub occurred_at: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub provider_id: Option<String>,
+    pub provider_id: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_id: Option<String>,
+    pub model_id: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
+    pub agent: Option<Cow<'a, str>>,
     pub cancel_requested: bool,
     /// Effects as the adapter reported them (not yet combined with derived ones).
     pub effects: Effects,
-    pub items: Vec<EvidenceItem>,
+    pub items: Vec<EvidenceItem<'a>>,
     /// Effects derived from ACP updates while parsing (tool calls, any agent update).
     #[serde(skip)]
     pub(crate) derived: DerivedEffects,
@@ -128,52 +130,54 @@ pub(crate) struct DerivedEffects {
 /// One piece of evidence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum EvidenceItem {
-    Http(HttpEvidence),
-    AcpError(AcpErrorEvidence),
-    AcpUpdates(AcpUpdatesEvidence),
-    Stderr(StderrEvidence),
+pub enum EvidenceItem<'a> {
+    Http(HttpEvidence<'a>),
+    AcpError(AcpErrorEvidence<'a>),
+    AcpUpdates(AcpUpdatesEvidence<'a>),
+    Stderr(StderrEvidence<'a>),
     ProcessExit(ProcessExitEvidence),
 }
 
+/// An HTTP response's headers: lower-cased names (header names are case-insensitive).
+pub type Headers<'a> = BTreeMap<Cow<'a, str>, Cow<'a, str>>;
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct HttpEvidence {
+pub struct HttpEvidence<'a> {
     pub status: Option<u16>,
-    /// Lower-cased names; header names are case-insensitive.
-    pub headers: BTreeMap<String, String>,
+    pub headers: Headers<'a>,
     /// The body as text (a JSON body is kept as its compact serialization).
-    pub body: Option<String>,
+    pub body: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct AcpErrorEvidence {
+pub struct AcpErrorEvidence<'a> {
     pub code: Option<i64>,
-    pub message: Option<String>,
+    pub message: Option<Cow<'a, str>>,
     pub data: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct AcpUpdatesEvidence {
+pub struct AcpUpdatesEvidence<'a> {
     /// The ordered updates that matter to classification (messages, tool calls, thoughts);
     /// bounded in count, with text fields bounded in length.
-    pub updates: Vec<AcpUpdate>,
-    pub stop_reason: Option<String>,
-    pub prompt_error: Option<AcpErrorEvidence>,
+    pub updates: Vec<AcpUpdate<'a>>,
+    pub stop_reason: Option<Cow<'a, str>>,
+    pub prompt_error: Option<AcpErrorEvidence<'a>>,
 }
 
 /// One ACP `session/update`, reduced to what classification reads.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
-pub enum AcpUpdate {
-    AgentMessageChunk { text: String },
-    AgentThoughtChunk { text: String },
-    ToolCall { status: Option<String> },
-    Other { name: String },
+pub enum AcpUpdate<'a> {
+    AgentMessageChunk { text: Cow<'a, str> },
+    AgentThoughtChunk { text: Cow<'a, str> },
+    ToolCall { status: Option<Cow<'a, str>> },
+    Other { name: Cow<'a, str> },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct StderrEvidence {
-    pub lines: Vec<String>,
+pub struct StderrEvidence<'a> {
+    pub lines: Vec<Cow<'a, str>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -183,13 +187,87 @@ pub struct ProcessExitEvidence {
     pub signal: Option<String>,
 }
 
-impl Envelope {
+/// A text that outlives what it was read from.
+fn owned(s: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(s.into_owned())
+}
+
+impl Envelope<'_> {
+    /// The same envelope owning its texts (to keep it past the JSON it was read from).
+    pub fn into_owned(self) -> Envelope<'static> {
+        Envelope {
+            invocation_id: self.invocation_id.map(owned),
+            generation: self.generation,
+            active_generation: self.active_generation,
+            phase: self.phase,
+            occurred_at: self.occurred_at,
+            provider_id: self.provider_id.map(owned),
+            model_id: self.model_id.map(owned),
+            agent: self.agent.map(owned),
+            cancel_requested: self.cancel_requested,
+            effects: self.effects,
+            items: self.items.into_iter().map(EvidenceItem::into_owned).collect(),
+            derived: self.derived,
+            resume: self.resume,
+            truncated: self.truncated,
+        }
+    }
+}
+
+impl EvidenceItem<'_> {
+    fn into_owned(self) -> EvidenceItem<'static> {
+        match self {
+            EvidenceItem::Http(h) => EvidenceItem::Http(HttpEvidence {
+                status: h.status,
+                headers: h.headers.into_iter().map(|(k, v)| (owned(k), owned(v))).collect(),
+                body: h.body.map(owned),
+            }),
+            EvidenceItem::AcpError(e) => EvidenceItem::AcpError(e.into_owned()),
+            EvidenceItem::AcpUpdates(u) => EvidenceItem::AcpUpdates(AcpUpdatesEvidence {
+                updates: u
+                    .updates
+                    .into_iter()
+                    .map(|x| match x {
+                        AcpUpdate::AgentMessageChunk { text } => {
+                            AcpUpdate::AgentMessageChunk { text: owned(text) }
+                        }
+                        AcpUpdate::AgentThoughtChunk { text } => {
+                            AcpUpdate::AgentThoughtChunk { text: owned(text) }
+                        }
+                        AcpUpdate::ToolCall { status } => AcpUpdate::ToolCall {
+                            status: status.map(owned),
+                        },
+                        AcpUpdate::Other { name } => AcpUpdate::Other { name: owned(name) },
+                    })
+                    .collect(),
+                stop_reason: u.stop_reason.map(owned),
+                prompt_error: u.prompt_error.map(AcpErrorEvidence::into_owned),
+            }),
+            EvidenceItem::Stderr(s) => EvidenceItem::Stderr(StderrEvidence {
+                lines: s.lines.into_iter().map(owned).collect(),
+            }),
+            EvidenceItem::ProcessExit(p) => EvidenceItem::ProcessExit(p),
+        }
+    }
+}
+
+impl AcpErrorEvidence<'_> {
+    fn into_owned(self) -> AcpErrorEvidence<'static> {
+        AcpErrorEvidence {
+            code: self.code,
+            message: self.message.map(owned),
+            data: self.data,
+        }
+    }
+}
+
+impl<'a> Envelope<'a> {
     /// Parses one envelope from JSON bytes, applying every bound.
     ///
     /// One pass of `serde_json`'s deserializer reads each field straight into the envelope
     /// (`read`), walking what it does not keep, and strings are copied once, into the envelope,
     /// up to their bounds; the result is the same as [`Envelope::from_value`] on the same bytes.
-    pub fn parse(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
+    pub fn parse(bytes: &'a [u8]) -> Result<Envelope<'a>, EnvelopeError> {
         if bytes.len() > MAX_ENVELOPE_BYTES {
             return Err(EnvelopeError::TooLarge {
                 size: bytes.len(),
@@ -222,7 +300,7 @@ impl Envelope {
     }
 
     /// Builds an envelope from an already parsed JSON value, leniently and bounded.
-    pub fn from_value(value: &Value) -> Result<Envelope, EnvelopeError> {
+    pub fn from_value(value: &'a Value) -> Result<Envelope<'a>, EnvelopeError> {
         read::top(value)?
     }
 
@@ -232,9 +310,12 @@ impl Envelope {
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Envelope {
+/// An envelope owning its texts, read from any deserializer (`serde_json::from_value`, ...).
+impl<'de> serde::Deserialize<'de> for Envelope<'static> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        read::top(d)?.map_err(serde::de::Error::custom)
+        read::top(d)?
+            .map(Envelope::into_owned)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -254,7 +335,7 @@ mod tests {
             panic!("http first")
         };
         assert_eq!(h.status, Some(429));
-        assert_eq!(h.headers.get("retry-after").map(String::as_str), Some("20"));
+        assert_eq!(h.headers.get("retry-after").map(|v| &**v), Some("20"));
         let EvidenceItem::ProcessExit(p) = &env.items[1] else {
             panic!("exit second")
         };
@@ -272,7 +353,7 @@ mod tests {
         let EvidenceItem::Http(h) = &env.items[0] else {
             panic!("http")
         };
-        assert_eq!(h.body.as_ref().map(String::len), Some(MAX_TEXT_BYTES));
+        assert_eq!(h.body.as_ref().map(|b| b.len()), Some(MAX_TEXT_BYTES));
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub(super) struct RawEnvelope<'de> {
     pub(super) cancel_requested: Option<Scalar<'de>>,
     pub(super) effects: Option<RawEffects<'de>>,
     /// `Some(None)` when the last `items` was not an array.
-    pub(super) items: Option<Option<build::Items>>,
+    pub(super) items: Option<Option<build::Items<'de>>>,
 }
 
 /// The `effects` object's fields; `None` fields were absent. A non-object reads as absent.
@@ -85,7 +85,7 @@ pub(super) struct RawItem<'de> {
     pub(super) message: Option<Json<'de>>,
     pub(super) data: Option<Json<'de>>,
     /// `Some(None)` when the last `updates` was not an array.
-    pub(super) updates: Option<Option<Updates>>,
+    pub(super) updates: Option<Option<Updates<'de>>>,
     pub(super) prompt_result: Option<RawResult<'de>>,
     /// `Some(None)` when the last `prompt_error` was not an object.
     pub(super) prompt_error: Option<Option<RawError<'de>>>,
@@ -130,7 +130,7 @@ pub(super) enum Lines<'de> {
 
 /// Reads one document (see the module documentation): the envelope, or why the document is
 /// valid JSON but no envelope.
-pub(super) fn top<'de, D: Deserializer<'de>>(d: D) -> Result<Result<Envelope, EnvelopeError>, D::Error> {
+pub(super) fn top<'de, D: Deserializer<'de>>(d: D) -> Result<Result<Envelope<'de>, EnvelopeError>, D::Error> {
     d.deserialize_any(TopVisitor)
 }
 
@@ -138,7 +138,7 @@ pub(super) fn top<'de, D: Deserializer<'de>>(d: D) -> Result<Result<Envelope, En
 pub(super) struct Top;
 
 impl<'de> DeserializeSeed<'de> for Top {
-    type Value = Result<Envelope, EnvelopeError>;
+    type Value = Result<Envelope<'de>, EnvelopeError>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         top(d)
@@ -185,7 +185,7 @@ macro_rules! walk_others {
 struct TopVisitor;
 
 impl<'de> Visitor<'de> for TopVisitor {
-    type Value = Result<Envelope, EnvelopeError>;
+    type Value = Result<Envelope<'de>, EnvelopeError>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any valid JSON value")
@@ -376,7 +376,7 @@ impl<'de> Visitor<'de> for EffectsVisitor {
 struct ItemsVisitor;
 
 impl<'de> Visitor<'de> for ItemsVisitor {
-    type Value = Option<build::Items>;
+    type Value = Option<build::Items<'de>>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any valid JSON value")
@@ -407,11 +407,11 @@ impl<'de> Visitor<'de> for ItemsVisitor {
 }
 
 /// One item: its fields read, then assembled by kind into `items` (a non-object is ignored).
-struct ItemVisitor<'a> {
-    items: &'a mut build::Items,
+struct ItemVisitor<'a, 'de> {
+    items: &'a mut build::Items<'de>,
 }
 
-impl<'de> Visitor<'de> for ItemVisitor<'_> {
+impl<'de> Visitor<'de> for ItemVisitor<'_, 'de> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -620,7 +620,7 @@ impl<'de> Visitor<'de> for LinesVisitor {
 struct UpdatesVisitor;
 
 impl<'de> Visitor<'de> for UpdatesVisitor {
-    type Value = Option<Updates>;
+    type Value = Option<Updates<'de>>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any valid JSON value")
@@ -637,7 +637,7 @@ impl<'de> Visitor<'de> for UpdatesVisitor {
                 Some(Some(inner)) => *inner,
                 _ => u,
             });
-            out.push(u.as_ref());
+            out.push(u);
         }
         Ok(Some(out))
     }

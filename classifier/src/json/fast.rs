@@ -147,43 +147,57 @@ impl<'a> Reader<'a> {
     }
 
     /// The rest of a string from its first escape at `at`, decoded.
+    ///
+    /// Escapes are dense in the JSON bodies agents nest in strings (`{\"type\":\"error\"...`),
+    /// so the runs between them are short: copied byte by byte when they are, which costs less
+    /// than a call to copy them.
     fn escaped(&mut self, start: usize, mut at: usize) -> Result<String, Bail> {
-        let mut out = String::with_capacity(at - start + 16);
-        out.push_str(self.text.get(start..at).ok_or(Bail)?);
+        let b = self.b;
+        let mut out: Vec<u8> = Vec::with_capacity(2 * (at - start) + 32);
+        out.extend_from_slice(b.get(start..at).ok_or(Bail)?);
         loop {
-            match self.b.get(at) {
-                Some(b'"') => {
+            match *b.get(at).ok_or(Bail)? {
+                b'"' => {
                     self.pos = at + 1;
-                    return Ok(out);
+                    // Escapes decode to whole characters, and the runs between them are whole
+                    // characters of valid text: this cannot fail.
+                    return String::from_utf8(out).map_err(|_| Bail);
                 }
-                Some(b'\\') => {
-                    let c = match self.b.get(at + 1).ok_or(Bail)? {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
+                b'\\' => {
+                    let c = match *b.get(at + 1).ok_or(Bail)? {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
                         b'u' => {
                             let (c, len) = self.unicode_escape(at)?;
-                            out.push(c);
+                            let mut buf = [0u8; 4];
+                            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
                             at += len;
-                            let next = self.special_from(at);
-                            out.push_str(self.text.get(at..next).ok_or(Bail)?);
-                            at = next;
                             continue;
                         }
                         _ => return Err(Bail),
                     };
                     out.push(c);
                     at += 2;
+                }
+                c if c < 0x20 => return Err(Bail),
+                _ => {
                     let next = self.special_from(at);
-                    out.push_str(self.text.get(at..next).ok_or(Bail)?);
+                    let run = b.get(at..next).ok_or(Bail)?;
+                    if run.len() <= 16 {
+                        for &c in run {
+                            out.push(c);
+                        }
+                    } else {
+                        out.extend_from_slice(run);
+                    }
                     at = next;
                 }
-                _ => return Err(Bail),
             }
         }
     }

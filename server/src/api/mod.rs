@@ -227,6 +227,7 @@ async fn submit_evidence(
     let value: serde_json::Value = json_body(&body)?;
     EvidenceEnvelope::check(&value).map_err(|why| Failure::BadRequest(format!("invalid envelope: {why}")))?;
     let envelope = Envelope::from_value(&value)
+        .map(Envelope::into_owned)
         .map_err(|e| Failure::BadRequest(format!("invalid envelope: {}", e.kind())))?;
     if envelope.generation.is_none() {
         return Err(Failure::Invalid(ValidationErrors {

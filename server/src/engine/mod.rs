@@ -104,7 +104,7 @@ pub enum Input {
     Event(RouteEvent),
     /// An evidence envelope for the route's current invocation; classified inside the
     /// transaction against the route's current generation and the profile's current policy.
-    Evidence(Box<Envelope>),
+    Evidence(Box<Envelope<'static>>),
     /// The attempt started at `generation` succeeded with a result (an HTTP call's response
     /// body), stored with the success in one transaction.
     Succeeded {

@@ -87,7 +87,9 @@ impl Report {
             Report::Succeeded { result: None } => Input::Event(RouteEvent::Succeeded { generation }),
             Report::Succeeded { result: Some(result) } => Input::Succeeded { generation, result },
             Report::Failed { envelope } => {
-                let mut env = Envelope::from_value(&envelope).unwrap_or_default();
+                let mut env = Envelope::from_value(&envelope)
+                    .map(Envelope::into_owned)
+                    .unwrap_or_default();
                 env.generation = Some(generation);
                 Input::Evidence(Box::new(env))
             }
