@@ -20,8 +20,11 @@
 //! run per text, and nesting is followed [`MAX_NESTING`] levels deep for at most
 //! [`MAX_NESTED`] strings.
 
-use crate::json::{fast, Json};
-use std::{cell::OnceCell, marker::PhantomData};
+use crate::json::{
+    pull::{Source, Text},
+    Json,
+};
+use std::cell::OnceCell;
 
 /// Most start positions tried in one text.
 pub(crate) const MAX_STARTS: usize = 8;
@@ -80,11 +83,12 @@ fn has_control(b: &[u8]) -> bool {
 
 /// One JSON object or array at the start of `s`, and its length; what follows is ignored.
 fn one_value(s: &str) -> Option<(usize, Json<'_>)> {
-    // Plain JSON through the fast reader; anything else as `serde_json` reads it (an object or
+    // Plain JSON read directly (`crate::json::pull`); anything else as `serde_json` reads it (an object or
     // an array ends at its closing bracket either way: neither checks what follows it).
-    let (v, len) = match fast::prefix(s, PhantomData::<Json<'_>>) {
-        Ok(found) => found,
-        Err(fast::Bail) => {
+    let mut text = Text::new(s);
+    let (v, len) = match text.value().and_then(|t| Json::pull(&mut text, t)) {
+        Ok(v) => (v, text.offset()),
+        Err(_) => {
             let mut values = serde_json::Deserializer::from_str(s).into_iter::<Json<'_>>();
             let v = values.next()?.ok()?;
             (v, values.byte_offset())

@@ -379,6 +379,12 @@ fn stderr<'a>(raw: &mut RawItem<'a>, b: &mut Bounder) -> StderrEvidence<'a> {
     // borrowed where the text was, in order (`lines`, then `text`).
     let mut split: Vec<Cow<'a, str>> = Vec::new();
     let mut add = |text: Cow<'a, str>| match text {
+        // Most lines are one line: `str::lines` would give it whole (and an empty one not).
+        Cow::Borrowed(t) if memchr::memchr(b'\n', t.as_bytes()).is_none() => {
+            if !t.is_empty() {
+                split.push(Cow::Borrowed(t));
+            }
+        }
         Cow::Borrowed(t) => split.extend(t.lines().map(Cow::Borrowed)),
         Cow::Owned(t) if t.is_empty() => {}
         Cow::Owned(t) if !t.contains(['\n', '\r']) => split.push(Cow::Owned(t)),

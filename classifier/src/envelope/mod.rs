@@ -18,6 +18,8 @@
 mod build;
 mod read;
 
+use crate::json::pull::{Text, Walk};
+
 use chrono::{DateTime, Utc};
 use policy::classification::{Effects, Phase};
 use serde::Serialize;
@@ -277,31 +279,30 @@ impl<'a> Envelope<'a> {
         // One UTF-8 check of the whole input (vectorized) rather than one per string as the
         // byte reader makes; input that is not UTF-8 goes through the byte reader, so its
         // error is the one `serde_json` gives for it (the two readers agree on valid text).
-        let top = match std::str::from_utf8(bytes) {
+        // Plain JSON is read directly (`crate::json::pull`); anything that reader does not
+        // read (a float, an odd escape, malformed input) is read by `serde_json`, whose
+        // reading and errors are the definition. One UTF-8 check of the whole input
+        // (vectorized); input that is not UTF-8 goes to `serde_json`'s byte reader, so its
+        // error is the one `serde_json` gives for it.
+        let value: Value = match std::str::from_utf8(bytes) {
             Ok(text) => {
-                // Plain JSON is read by the fast reader; anything it does not read (a float,
-                // an odd escape, malformed input), `serde_json` reads, with its own errors.
-                if let Ok(envelope) = crate::json::fast::document(text, read::Top) {
-                    return envelope;
+                let mut t = Text::new(text);
+                if let Ok(envelope) = read::top(&mut t) {
+                    if t.at_end() {
+                        return envelope;
+                    }
                 }
-                let mut de = serde_json::Deserializer::from_str(text);
-                let envelope = read::top(&mut de)?;
-                de.end()?;
-                envelope
+                serde_json::from_str(text)?
             }
-            Err(_) => {
-                let mut de = serde_json::Deserializer::from_slice(bytes);
-                let envelope = read::top(&mut de)?;
-                de.end()?;
-                envelope
-            }
+            Err(_) => serde_json::from_slice(bytes)?,
         };
-        top
+        Envelope::from_value(&value).map(Envelope::into_owned)
     }
 
     /// Builds an envelope from an already parsed JSON value, leniently and bounded.
     pub fn from_value(value: &'a Value) -> Result<Envelope<'a>, EnvelopeError> {
-        read::top(value)?
+        // A walk of a value never gives up: every token it gives is what the reader asked for.
+        read::top(&mut Walk::new(value)).unwrap_or(Err(EnvelopeError::NotAnObject))
     }
 
     /// True when `generation` and `active_generation` are both given and differ.
@@ -313,7 +314,8 @@ impl<'a> Envelope<'a> {
 /// An envelope owning its texts, read from any deserializer (`serde_json::from_value`, ...).
 impl<'de> serde::Deserialize<'de> for Envelope<'static> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        read::top(d)?
+        let value = Value::deserialize(d)?;
+        Envelope::from_value(&value)
             .map(Envelope::into_owned)
             .map_err(serde::de::Error::custom)
     }

@@ -9,7 +9,7 @@
 //! last value counts ([`Json::get`]), and object entries are visited in key order
 //! ([`Json::entries`]).
 
-pub(crate) mod fast;
+pub(crate) mod pull;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
@@ -128,6 +128,37 @@ impl<'a> Json<'a> {
                     .collect(),
             ),
         }
+    }
+}
+
+impl<'a> Json<'a> {
+    /// The value `tok` starts, read from `source` (see `pull`).
+    pub(crate) fn pull<S: pull::Source<'a>>(
+        source: &mut S,
+        tok: pull::Tok<'a>,
+    ) -> Result<Json<'a>, pull::Bail> {
+        Ok(match tok {
+            pull::Tok::Null => Json::Null,
+            pull::Tok::Bool(b) => Json::Bool(b),
+            pull::Tok::Number(n) => Json::Number(n),
+            pull::Tok::Str(s) => Json::String(s),
+            pull::Tok::Object => {
+                let mut entries = Vec::new();
+                while let Some(k) = source.key()? {
+                    let t = source.value()?;
+                    entries.push((k, Json::pull(source, t)?));
+                }
+                Json::Object(entries)
+            }
+            pull::Tok::Array => {
+                let mut elements = Vec::new();
+                while source.more()? {
+                    let t = source.value()?;
+                    elements.push(Json::pull(source, t)?);
+                }
+                Json::Array(elements)
+            }
+        })
     }
 }
 
