@@ -7,8 +7,8 @@
 //!
 //! - `context`: a credential *context* (a header name, `key=`, `token`, `secret`,
 //!   `password`, `Bearer`, an identifier's name, ...) redacts whatever value follows it;
-//! - `tokens`: long random-looking tokens, known key prefixes, account numbers, hex IDs and
-//!   e-mail addresses go wherever they stand;
+//! - `tokens`: random-looking tokens of 16 characters or more, known key prefixes, account
+//!   numbers, hex IDs and e-mail addresses go wherever they stand;
 //! - `shapes`: URL credentials and query strings, webhook paths, armored private keys, home
 //!   directories and account resource paths.
 //!

@@ -229,3 +229,32 @@ fn a_key_wrapped_onto_the_next_line_goes_whole() {
         "password: [redacted] retrying now"
     );
 }
+
+#[test]
+fn short_random_tokens_go_and_words_of_their_length_stay() {
+    for token in [
+        "266023592ddb08b3",
+        "q8Zk+XyW/Ab3Cd9e",
+        "BUOBk6T-KNsXTNvf",
+        "hepmvspcmfotouic",
+        "849MbeikcebHoybR",
+    ] {
+        assert_eq!(
+            redact(&format!("rejected {token} here")),
+            "rejected [redacted] here",
+            "{token}"
+        );
+    }
+    for word in [
+        "generativelanguage",
+        "cloudresourcemanager",
+        "internationalization",
+        "/opt/homebrew/lib/node_modules/npm/bin/npm-cli.js",
+        "/usr/local/lib/python3.12/site-packages/anthropic/_base_client.py",
+        "aaaaaaaaaaaaaaaaaaaa",
+        "GenerateRequestsPerDayPerProjectPerModel",
+    ] {
+        let t = format!("failed at {word} now");
+        assert_eq!(redact(&t), t, "{word}");
+    }
+}
