@@ -60,8 +60,9 @@ pub fn redact(text: &str) -> String {
 /// place a detector looks at: each unit (a run of letters, digits and `_ - + / =`) of 8 bytes
 /// or more for `tokens` (shorter ones are never secrets alone); the blank after a unit whose
 /// word may be a scheme (`context`); each `:` and `=` for a credential name (`context`) and
-/// `://` (`shapes`); `?` and `#` for a query; `@`, `%40` and `\\u0040` for an e-mail
-/// address; `/` and backslashes for home directories and account paths. Webhook markers and
+/// `://` (`shapes`); `?` and `#` for a query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and
+/// `&commat;` for an e-mail address; `/` and backslashes for home directories and account
+/// paths. Webhook markers and
 /// armor are found from a rare byte (`k`, `B`). Each detector judges its places
 /// independently, and the ranges are sorted and merged, so the order of the visits does not
 /// matter.
@@ -171,7 +172,7 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     (merged, collapsed)
 }
 
-/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ /`), it looks.
+/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / &`), it looks.
 fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
     match b[i] {
         b':' => {
@@ -179,9 +180,24 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
             shapes::userinfo_at(b, i, spans);
         }
         b'=' => context::at_separator(b, i, spans),
-        b'?' | b'#' => shapes::query_at(b, i, spans),
+        b'?' => shapes::query_at(b, i, spans),
+        b'#' => {
+            // `&#64;` and `&#x40;`: an `@` written as an HTML entity.
+            if i > 0 && b[i - 1] == b'&' {
+                match b.get(i + 1..i + 4) {
+                    Some(b"64;") => tokens::email_at(b, i - 1, 5, spans),
+                    Some(b"x40" | b"X40") if b.get(i + 4) == Some(&b';') => {
+                        tokens::email_at(b, i - 1, 6, spans)
+                    }
+                    _ => {}
+                }
+            }
+            shapes::query_at(b, i, spans);
+        }
         b'@' => tokens::email_at(b, i, 1, spans),
+        b'&' if b[i + 1..].starts_with(b"commat;") => tokens::email_at(b, i, 8, spans),
         b'%' if b[i + 1..].starts_with(b"40") => tokens::email_at(b, i, 3, spans),
+        b'%' if b[i + 1..].starts_with(b"2540") => tokens::email_at(b, i, 5, spans),
         b'%' if matches!(b.get(i + 1..i + 3), Some(b"3D" | b"3d" | b"3A" | b"3a")) => {
             context::at_percent_separator(b, i, spans);
         }
@@ -208,7 +224,7 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
 struct Planes {
     /// A unit byte (a letter, a digit or `_ - + / =`).
     unit: u64,
-    /// A byte a detector looks at: `: = ? # @ % \\ /`.
+    /// A byte a detector looks at: `: = ? # @ % \\ / &`.
     marked: u64,
     /// A blank: ` ` or a tab.
     blank: u64,
@@ -239,7 +255,7 @@ static BYTE_FLAGS: [u8; 256] = {
         if tokens::is_unit_byte(b) {
             t[c] |= UNIT;
         }
-        if matches!(b, b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/') {
+        if matches!(b, b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/' | b'&') {
             t[c] |= MARKED;
         }
         if matches!(b, b' ' | b'\t') {

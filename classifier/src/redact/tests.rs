@@ -258,3 +258,20 @@ fn short_random_tokens_go_and_words_of_their_length_stay() {
         assert_eq!(redact(&t), t, "{word}");
     }
 }
+
+#[test]
+fn e_mail_addresses_in_other_spellings_go() {
+    for t in [
+        "o'neil@example.com",
+        "alice@example.xn--p1ai",
+        "jos\u{e9}@example.com",
+        "alice&#64;example.com",
+        "alice&#x40;example.com",
+        "alice&commat;example.com",
+        "alice%2540example.com",
+        "\"alice smith\"@example.com",
+    ] {
+        let r = redact(&format!("to {t} now"));
+        assert_eq!(r, "to [redacted] now", "{t}");
+    }
+}

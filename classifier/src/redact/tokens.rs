@@ -21,7 +21,8 @@
 //! - it is hexadecimal of [`MIN_RANDOM_PIECE`] digits or more, or [`MIN_HEX`] as a UUID's
 //!   groups.
 //!
-//! E-mail addresses (`@`, `%40` or `\u0040` between a local part and a dotted domain) go whole.
+//! E-mail addresses (`@` in any spelling: `%40`, `%2540`, `\u0040`, `&#64;`, `&commat;`,
+//! between a local part and a dotted domain) go whole.
 
 /// The shortest piece judged for randomness.
 pub(super) const MIN_RANDOM_PIECE: usize = 16;
@@ -523,11 +524,17 @@ const BIGRAM_LOG_ODDS: [&[u8; 26]; 26] = [
     b"eaaahaaceaaaaadaabdacaaaed", // z
 ];
 
-/// The e-mail address around the `@` written at `at` in `len` bytes (`@`, `%40` or
-/// `\\u0040`), if any. Called for every such spelling in the text, in any order.
+/// The e-mail address around the `@` written at `at` in `len` bytes (`@`, `%40`, `%2540`,
+/// `\\u0040`, `&#64;`, `&#x40;` or `&commat;`), if any. Called for every such spelling in the
+/// text, in any order.
+///
+/// The local part may hold an apostrophe between letters (`o'neil`) or be quoted (`"a b"@`);
+/// both parts may hold non-ASCII letters (internationalized addresses); the top-level domain
+/// is two letters or more, or punycode (`xn--p1ai`).
 pub(super) fn email_at(b: &[u8], at: usize, len: usize, spans: &mut Vec<(usize, usize)>) {
-    let is_local = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
-    let is_domain = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-');
+    let is_local =
+        |c: u8| c.is_ascii_alphanumeric() || c >= 0x80 || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
+    let is_domain = |c: u8| c.is_ascii_alphanumeric() || c >= 0x80 || matches!(c, b'.' | b'-');
     // `\\u0040` (escaped once more): the backslashes belong to the `@`.
     let mut s = at;
     while s > 0 && b[s - 1] == b'\\' {
@@ -542,18 +549,37 @@ pub(super) fn email_at(b: &[u8], at: usize, len: usize, spans: &mut Vec<(usize, 
         e -= 1;
     }
     let domain = &b[d..e];
-    let tld_ok = domain
-        .rsplit(|c| *c == b'.')
-        .next()
-        .is_some_and(|tld| tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic));
+    let tld_ok = domain.rsplit(|c| *c == b'.').next().is_some_and(|tld| {
+        (tld.len() >= 2 && tld.iter().all(|c| c.is_ascii_alphabetic() || *c >= 0x80))
+            || (tld.len() > 4 && tld[..4].eq_ignore_ascii_case(b"xn--"))
+    });
+    if !domain.contains(&b'.') || !tld_ok {
+        return;
+    }
     let local_end = s;
-    while s > 0 && is_local(b[s - 1]) {
+    if s > 0 && b[s - 1] == b'"' {
+        // A quoted local part (`"alice smith"@example.com`): back to its opening quote.
+        let from = (s - 1).saturating_sub(MAX_QUOTED_LOCAL);
+        if let Some(open) = memchr::memrchr(b'"', &b[from..s - 1]) {
+            let open = from + open;
+            if !b[open..s].contains(&b'\n') {
+                spans.push((open, e));
+            }
+        }
+        return;
+    }
+    while s > 0
+        && (is_local(b[s - 1]) || (b[s - 1] == b'\'' && s >= 2 && s < local_end && is_local(b[s - 2])))
+    {
         s -= 1;
     }
-    if s < local_end && domain.contains(&b'.') && tld_ok {
+    if s < local_end {
         spans.push((s, e));
     }
 }
+
+/// The longest quoted local part [`email_at`] reads back, in bytes.
+const MAX_QUOTED_LOCAL: usize = 64;
 
 /// Every e-mail address in `b`, with `@` written plainly, percent-encoded or JSON-escaped
 /// (the visits [`super::secret_spans`] makes in its one pass, for tests).
