@@ -61,8 +61,8 @@ pub fn redact(text: &str) -> String {
 /// or more for `tokens` (shorter ones are never secrets alone); the blank after a unit whose
 /// word may be a scheme (`context`); each `:` and `=` for a credential name (`context`) and
 /// `://` (`shapes`); `?` and `#` for a query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and
-/// `&commat;` for an e-mail address; `/` and backslashes for home directories and account
-/// paths. Webhook markers and
+/// `&commat;` for an e-mail address; `/`, `~`, `%2F` and backslashes for home directories and
+/// account paths. Webhook markers and
 /// armor are found from a rare byte (`k`, `B`). Each detector judges its places
 /// independently, and the ranges are sorted and merged, so the order of the visits does not
 /// matter.
@@ -172,7 +172,7 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     (merged, collapsed)
 }
 
-/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / &`), it looks.
+/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / & ~`), it looks.
 fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
     match b[i] {
         b':' => {
@@ -201,6 +201,7 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
         b'%' if matches!(b.get(i + 1..i + 3), Some(b"3D" | b"3d" | b"3A" | b"3a")) => {
             context::at_percent_separator(b, i, spans);
         }
+        b'%' if matches!(b.get(i + 1..i + 3), Some(b"2F" | b"2f")) => shapes::encoded_home_at(b, i, spans),
         b'\\' => {
             if b[i + 1..].starts_with(b"u0040") {
                 tokens::email_at(b, i, 6, spans);
@@ -215,6 +216,7 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
                 shapes::collection_at(b, i, spans);
             }
         }
+        b'~' => shapes::tilde_home_at(b, i, spans),
         _ => {}
     }
 }
@@ -224,7 +226,7 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
 struct Planes {
     /// A unit byte (a letter, a digit or `_ - + / =`).
     unit: u64,
-    /// A byte a detector looks at: `: = ? # @ % \\ / &`.
+    /// A byte a detector looks at: `: = ? # @ % \\ / & ~`.
     marked: u64,
     /// A blank: ` ` or a tab.
     blank: u64,
@@ -255,7 +257,10 @@ static BYTE_FLAGS: [u8; 256] = {
         if tokens::is_unit_byte(b) {
             t[c] |= UNIT;
         }
-        if matches!(b, b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/' | b'&') {
+        if matches!(
+            b,
+            b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/' | b'&' | b'~'
+        ) {
             t[c] |= MARKED;
         }
         if matches!(b, b' ' | b'\t') {

@@ -275,3 +275,25 @@ fn e_mail_addresses_in_other_spellings_go() {
         assert_eq!(r, "to [redacted] now", "{t}");
     }
 }
+
+#[test]
+fn home_directories_in_other_spellings_lose_their_user() {
+    for (text, kept) in [
+        ("/Users/Alice Smith/Documents/x", "/Users/[redacted]/Documents/x"),
+        (
+            "at /home/alice and /home/bob",
+            "at /home/[redacted] and /home/[redacted]",
+        ),
+        ("\\/home\\/alice\\/repo", "\\/home\\/[redacted]\\/repo"),
+        ("cd ~alice/projects", "cd ~[redacted]/projects"),
+        (
+            "file%3A%2F%2F%2Fhome%2Falice%2Fsrc",
+            "file%3A%2F%2F%2Fhome%2F[redacted]%2Fsrc",
+        ),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+    for t in ["cd ~/projects", "about ~100ms"] {
+        assert_eq!(redact(t), t);
+    }
+}
