@@ -2,13 +2,14 @@
 //!
 //! Excerpts reach the database, the API, the event stream, the log and the UI, and evidence
 //! is written by parties we do not control, so redaction assumes an adversary: a key format
-//! nobody has listed yet must not leak by default. Three detectors mark byte ranges, and every
+//! nobody has listed yet must not leak by default. Four detectors mark byte ranges, and every
 //! range becomes `[redacted]` (overlapping ranges merge):
 //!
 //! - `context`: a credential *context* (a header name, `key=`, `token`, `secret`,
 //!   `password`, `Bearer`, an identifier's name, ...) redacts whatever value follows it;
 //! - `tokens`: random-looking tokens of 16 characters or more, known key prefixes, account
 //!   numbers, hex IDs and e-mail addresses go wherever they stand;
+//! - `numbers`: phone and card numbers, IBANs and social security numbers in groups;
 //! - `shapes`: URL credentials and query strings, webhook paths, armored private keys, home
 //!   directories and account resource paths.
 //!
@@ -25,6 +26,7 @@
 //! detector looks at (see `secret_spans`), and the detectors read around those places only.
 
 mod context;
+mod numbers;
 mod shapes;
 mod tokens;
 
@@ -58,14 +60,14 @@ pub fn redact(text: &str) -> String {
 ///
 /// One pass over the bytes builds bit planes of the text (see `Planes`), which say every
 /// place a detector looks at: each unit (a run of letters, digits and `_ - + / =`) of 8 bytes
-/// or more for `tokens` (shorter ones are never secrets alone); the blank after a unit whose
-/// word may be a scheme (`context`); each `:` and `=` for a credential name (`context`) and
-/// `://` (`shapes`); `?` and `#` for a query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and
-/// `&commat;` for an e-mail address; `/`, `~`, `%2F` and backslashes for home directories and
-/// account paths. Webhook markers and
-/// armor are found from a rare byte (`k`, `B`). Each detector judges its places
-/// independently, and the ranges are sorted and merged, so the order of the visits does not
-/// matter.
+/// or more for `tokens` and `numbers` (shorter ones are never secrets alone); the blank after
+/// a unit whose word may be a scheme (`context`), that ends in a digit or is followed by one
+/// (`numbers`); each `:` and `=` for a credential name (`context`) and `://` (`shapes`); `?`
+/// and `#` for a query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and `&commat;` for an e-mail
+/// address; `/`, `~`, `%2F` and backslashes for home directories and account paths. Webhook
+/// markers and armor are found from a rare byte (`k`, `B`); line breaks, already set apart for
+/// the collapse, say where a line starts. Each detector judges its places independently, and
+/// the ranges are sorted and merged, so the order of the visits does not matter.
 fn secret_spans(text: &str) -> Vec<(usize, usize)> {
     spans_and_shape(text).0
 }
@@ -91,7 +93,21 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     for (p, chunk) in planes.iter_mut().zip(b.chunks(64)) {
         *p = Planes::of(chunk);
     }
+    // Line breaks are among the unsettled bytes: a line may start with a dotted number.
+    for (w, p) in planes.iter().enumerate() {
+        let mut bits = p.unsettled;
+        while bits != 0 {
+            let i = 64 * w + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if b[i] == b'\n' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                numbers::dotted_at(b, i + 1, &mut spans);
+            }
+        }
+    }
     let get = |w: usize| planes.get(w).copied().unwrap_or_default();
+    if b.first().is_some_and(u8::is_ascii_digit) {
+        numbers::dotted_at(b, 0, &mut spans);
+    }
     // Bytes the planes do not settle whether the text is collapsed (other whitespace,
     // non-ASCII), two blanks in a row, and the bytes of the rare markers `whole` looks for.
     let (mut unsettled, mut double_blank, mut rare) = (0u64, 0u64, 0u64);
@@ -143,6 +159,13 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
             let p = 64 * w + words.trailing_zeros() as usize;
             words &= words - 1;
             context::word_before_blank(b, p, &mut spans);
+            if b[p - 1].is_ascii_digit() {
+                numbers::at_blank(b, p, &mut spans);
+            }
+            // `415.555.0132`: dots split a number into short units.
+            if b.get(p + 1).is_some_and(u8::is_ascii_digit) {
+                numbers::dotted_at(b, p + 1, &mut spans);
+            }
         }
     }
     // Webhook markers hold `hook`, armor `BEGIN`: without a `k` or a `B` there is neither.
@@ -178,6 +201,10 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
         b':' => {
             context::at_separator(b, i, spans);
             shapes::userinfo_at(b, i, spans);
+            // `tel: 415.555.0132` (a dotted number after a blank that follows no unit).
+            if b.get(i + 1) == Some(&b' ') && b.get(i + 2).is_some_and(u8::is_ascii_digit) {
+                numbers::dotted_at(b, i + 2, spans);
+            }
         }
         b'=' => context::at_separator(b, i, spans),
         b'?' => shapes::query_at(b, i, spans),

@@ -297,3 +297,26 @@ fn home_directories_in_other_spellings_lose_their_user() {
         assert_eq!(redact(t), t);
     }
 }
+
+#[test]
+fn personal_numbers_go_and_other_numbers_stay() {
+    for (text, kept) in [
+        ("call +1 415 555 0132 now", "call [redacted] now"),
+        ("tel (415) 555-0132", "tel [redacted]"),
+        ("tel: 415.555.0132", "tel: [redacted]"),
+        ("card 4111 1111 1111 1111 declined", "card [redacted] declined"),
+        ("ssn 123-45-6789", "ssn [redacted]"),
+        ("IBAN DE89 3704 0044 0532 0130 00 ok", "IBAN [redacted] ok"),
+        ("IBAN GB82WEST12345698765432", "IBAN [redacted]"),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+    for t in [
+        "at 2026-11-30 08:00:00Z, version 1.2.3, 10.0.0.12:8080",
+        "retry on 429 500 503 after 14.036s",
+        "Limit 30000, Used 30000, Requested 58487",
+        "node v20.11.1 build 20250929.1 pid 12345",
+    ] {
+        assert_eq!(redact(t), t);
+    }
+}

@@ -19,7 +19,8 @@
 //! - it is a number of [`MIN_ACCOUNT_DIGITS`] digits or more, or groups of digits joined by
 //!   `-` adding up to that (account and project numbers);
 //! - it is hexadecimal of [`MIN_RANDOM_PIECE`] digits or more, or [`MIN_HEX`] as a UUID's
-//!   groups.
+//!   groups;
+//! - it starts a phone number or an IBAN (judged by `numbers`).
 //!
 //! E-mail addresses (`@` in any spelling: `%40`, `%2540`, `\u0040`, `&#64;`, `&commat;`,
 //! between a local part and a dotted domain) go whole.
@@ -147,6 +148,12 @@ pub(super) fn unit(b: &[u8], start: usize, end: usize, spans: &mut Vec<(usize, u
         return;
     }
     let u = &b[start..end];
+    // Phone and card numbers in groups (`(415) 555-0132`), IBANs (see `numbers`).
+    if u[0].is_ascii_digit() || u[0] == b'+' {
+        super::numbers::in_unit(b, start, spans);
+    } else if u[0].is_ascii_uppercase() && u.len() >= 15 {
+        super::numbers::iban_unit(u, start, spans);
+    }
     // Shorter than a random piece, a unit can only be a prefixed key or an account number
     // (see `secret_unit_with`): most are neither, which their first bytes say.
     if u.len() < MIN_RANDOM_PIECE
