@@ -6,7 +6,8 @@
 //! range becomes `[redacted]` (overlapping ranges merge):
 //!
 //! - `context`: a credential *context* (a header name, `key=`, `token`, `secret`,
-//!   `password`, `Bearer`, an identifier's name, ...) redacts whatever value follows it;
+//!   `password`, `Bearer`, an identifier's name, a password flag of a command, SQL's
+//!   `IDENTIFIED BY`, a `.netrc` entry, ...) redacts whatever value follows it;
 //! - `tokens`: random-looking tokens of 16 characters or more, known key prefixes, account
 //!   numbers, hex IDs and e-mail addresses go wherever they stand;
 //! - `numbers`: phone and card numbers, IBANs and social security numbers in groups;
@@ -61,13 +62,15 @@ pub fn redact(text: &str) -> String {
 /// One pass over the bytes builds bit planes of the text (see `Planes`), which say every
 /// place a detector looks at: each unit (a run of letters, digits and `_ - + / =`) of 8 bytes
 /// or more for `tokens` and `numbers` (shorter ones are never secrets alone); the blank after
-/// a unit whose word may be a scheme (`context`), that ends in a digit or is followed by one
-/// (`numbers`); each `:` and `=` for a credential name (`context`) and `://` (`shapes`); `?`
-/// and `#` for a query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and `&commat;` for an e-mail
-/// address; `/`, `~`, `%2F` and backslashes for home directories and account paths. Webhook
-/// markers and armor are found from a rare byte (`k`, `B`); line breaks, already set apart for
-/// the collapse, say where a line starts. Each detector judges its places independently, and
-/// the ranges are sorted and merged, so the order of the visits does not matter.
+/// a unit whose word may be a scheme or a credential word (`context`), that ends in a digit
+/// or is followed by one (`numbers`), or is followed by a `-` (a command's flag, `context`);
+/// each `:` and `=` for a credential name (`context`) and `://` (`shapes`); `?` and `#` for a
+/// query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and `&commat;` for an e-mail address; `/`,
+/// `~`, `%2F` and backslashes for home directories and account paths; `(` for a quoted name
+/// and its value, `</` for an element's text. Webhook markers and armor are found from a rare
+/// byte (`k`, `B`); line breaks, already set apart for the collapse, say where a line starts.
+/// Each detector judges its places independently, and the ranges are sorted and merged, so
+/// the order of the visits does not matter.
 fn secret_spans(text: &str) -> Vec<(usize, usize)> {
     spans_and_shape(text).0
 }
@@ -162,9 +165,11 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
             if b[p - 1].is_ascii_digit() {
                 numbers::at_blank(b, p, &mut spans);
             }
-            // `415.555.0132`: dots split a number into short units.
-            if b.get(p + 1).is_some_and(u8::is_ascii_digit) {
-                numbers::dotted_at(b, p + 1, &mut spans);
+            match b.get(p + 1) {
+                Some(b'-') => context::short_flag_at(b, p + 1, &mut spans),
+                // `415.555.0132`: dots split a number into short units.
+                Some(b'0'..=b'9') => numbers::dotted_at(b, p + 1, &mut spans),
+                _ => {}
             }
         }
     }
@@ -195,7 +200,7 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     (merged, collapsed)
 }
 
-/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / & ~`), it looks.
+/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / ( & ~`), it looks.
 fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
     match b[i] {
         b':' => {
@@ -221,7 +226,10 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
             }
             shapes::query_at(b, i, spans);
         }
-        b'@' => tokens::email_at(b, i, 1, spans),
+        b'@' => {
+            tokens::email_at(b, i, 1, spans);
+            context::connect_at(b, i, spans);
+        }
         b'&' if b[i + 1..].starts_with(b"commat;") => tokens::email_at(b, i, 8, spans),
         b'%' if b[i + 1..].starts_with(b"40") => tokens::email_at(b, i, 3, spans),
         b'%' if b[i + 1..].starts_with(b"2540") => tokens::email_at(b, i, 5, spans),
@@ -242,7 +250,11 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
             if i > 0 && matches!(b[i - 1], b's' | b'S') {
                 shapes::collection_at(b, i, spans);
             }
+            if i > 0 && b[i - 1] == b'<' {
+                context::xml_close_at(b, i, spans);
+            }
         }
+        b'(' => context::tuple_at(b, i, spans),
         b'~' => shapes::tilde_home_at(b, i, spans),
         _ => {}
     }
@@ -253,7 +265,7 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
 struct Planes {
     /// A unit byte (a letter, a digit or `_ - + / =`).
     unit: u64,
-    /// A byte a detector looks at: `: = ? # @ % \\ / & ~`.
+    /// A byte a detector looks at: `: = ? # @ % \\ / ( & ~`.
     marked: u64,
     /// A blank: ` ` or a tab.
     blank: u64,
@@ -286,7 +298,7 @@ static BYTE_FLAGS: [u8; 256] = {
         }
         if matches!(
             b,
-            b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/' | b'&' | b'~'
+            b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/' | b'(' | b'&' | b'~'
         ) {
             t[c] |= MARKED;
         }

@@ -260,6 +260,123 @@ fn short_random_tokens_go_and_words_of_their_length_stay() {
 }
 
 #[test]
+fn passwords_on_command_lines_and_in_config_formats_go() {
+    for (text, kept) in [
+        (
+            "mysql -uroot -psecretword -h db",
+            "mysql -uroot -p[redacted] -h db",
+        ),
+        (
+            "mysql -u root -p'secret word' db",
+            "mysql -u root -p'[redacted]' db",
+        ),
+        ("sshpass -p secretword ssh host", "sshpass -p [redacted] ssh host"),
+        (
+            "redis-cli -h cache -a secretword ping",
+            "redis-cli -h cache -a [redacted] ping",
+        ),
+        ("7z x a.7z -psecretword", "7z x a.7z -p[redacted]"),
+        (
+            "smbclient //srv/s -U admin%secretword",
+            "smbclient //srv/s -U admin%[redacted]",
+        ),
+        (
+            "htpasswd -bc .htpasswd admin secretword",
+            "htpasswd -bc .htpasswd admin [redacted]",
+        ),
+        (
+            "tool --password secretword --verbose",
+            "tool --password [redacted] --verbose",
+        ),
+        (
+            "CREATE USER 'a'@'%' IDENTIFIED BY 'secretword';",
+            "CREATE USER 'a'@'%' IDENTIFIED BY '[redacted]';",
+        ),
+        (
+            "ALTER ROLE app WITH PASSWORD 'secretword'",
+            "ALTER ROLE app WITH PASSWORD '[redacted]'",
+        ),
+        (
+            "machine h.example.com login bob password secretword",
+            "machine h.example.com login bob password [redacted]",
+        ),
+        ("sqlplus scott/secretword@orcl", "sqlplus scott/[redacted]@orcl"),
+        (
+            "login('password', 'secretword')",
+            "login('password', '[redacted]')",
+        ),
+        ("auth=('bob', 'secretword')", "auth=([redacted])"),
+        (
+            "<Password>secretword</Password>",
+            "<Password>[redacted]</Password>",
+        ),
+        (
+            "{\"name\": \"DB_PASSWORD\", \"value\": \"secretword\"}",
+            "{\"name\": \"DB_PASSWORD\", \"value\": \"[redacted]\"}",
+        ),
+        (
+            "&quot;password&quot;:&quot;secretword&quot;",
+            "&quot;password&quot;:&quot;[redacted]&quot;",
+        ),
+        (
+            "%22password%22%3A%22secretword%22",
+            "%22password%22%3A%22[redacted]%22",
+        ),
+        ("key: 4f9k 2m8x q7v3 p0za rejected", "key: [redacted] rejected"),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+    // Flags of other commands, and placeholders, stay.
+    for t in [
+        "mkdir -p /var/lib/app && cargo test -p classifier",
+        "ssh -p 2222 host",
+        "Usage: tool --api-key <KEY> --model <MODEL>",
+        "actions/checkout@v4 and @anthropic-ai/claude-code@1.0.3",
+    ] {
+        assert_eq!(redact(t), t);
+    }
+}
+
+#[test]
+fn a_passphrase_after_a_separator_goes_to_the_end_of_its_clause() {
+    for (text, kept) in [
+        ("password: correct horse battery staple", "password: [redacted]"),
+        (
+            "password: correct horse, user: bob",
+            "password: [redacted], user: bob",
+        ),
+        (
+            "{\"msg\":\"password: correct horse\",\"x\":1}",
+            "{\"msg\":\"password: [redacted]\",\"x\":1}",
+        ),
+        (
+            "db:\n  password: correct horse\n  host: db",
+            "db:\n  password: [redacted]\n  host: db",
+        ),
+        // A secret-looking first word is the whole value; a shell word after `=` too.
+        ("password: Tr0ub4dor&3 rejected", "password: [redacted] rejected"),
+        (
+            "DB_PASSWORD=p@ss,w0rd psql -h db",
+            "DB_PASSWORD=[redacted] psql -h db",
+        ),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+}
+
+#[test]
+fn headers_folded_onto_the_next_line_go_whole() {
+    assert_eq!(
+        redact("Authorization: Bearer Ab3dEf9hIjKlM\n nopqrstuvwx\nnext"),
+        "Authorization: [redacted]\nnext"
+    );
+    assert_eq!(
+        redact("x-api-key: 3dkyskcw9hlfkja95co7\n\tjbkixvomgmqz"),
+        "x-api-key: [redacted]"
+    );
+}
+
+#[test]
 fn e_mail_addresses_in_other_spellings_go() {
     for t in [
         "o'neil@example.com",
