@@ -14,6 +14,9 @@
 //! - `shapes`: URL credentials and query strings, webhook paths, armored private keys, home
 //!   directories and account resource paths.
 //!
+//! Text with characters that stand for ASCII ones (no-break spaces, full-width forms,
+//! look-alike letters, zero-width characters) is read folded (`fold`), so they hide nothing.
+//!
 //! **Order: cut, then redact.** [`safe_excerpt`] first cuts the evidence to what the excerpt
 //! can show ([`MAX_EXCERPT_CHARS`] once whitespace is collapsed), never inside a run of
 //! letters, digits and `_ - + / = . @ %` (so a token is kept whole or not at all), then
@@ -27,6 +30,7 @@
 //! detector looks at (see `secret_spans`), and the detectors read around those places only.
 
 mod context;
+mod fold;
 mod numbers;
 mod shapes;
 mod tokens;
@@ -68,9 +72,10 @@ pub fn redact(text: &str) -> String {
 /// query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and `&commat;` for an e-mail address; `/`,
 /// `~`, `%2F` and backslashes for home directories and account paths; `(` for a quoted name
 /// and its value, `</` for an element's text. Webhook markers and armor are found from a rare
-/// byte (`k`, `B`); line breaks, already set apart for the collapse, say where a line starts.
-/// Each detector judges its places independently, and the ranges are sorted and merged, so
-/// the order of the visits does not matter.
+/// byte (`k`, `B`); line breaks and non-ASCII bytes, already set apart for the collapse, say
+/// where a line starts and whether the text must be folded. Each detector judges its places
+/// independently, and the ranges are sorted and merged, so the order of the visits does not
+/// matter.
 fn secret_spans(text: &str) -> Vec<(usize, usize)> {
     spans_and_shape(text).0
 }
@@ -79,6 +84,11 @@ fn secret_spans(text: &str) -> Vec<(usize, usize)> {
 /// read from the same bit planes: the excerpt needs both, and one pass over the bytes gives
 /// both.
 fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
+    spans_and_shape_with(text, true)
+}
+
+/// [`spans_and_shape`]; `may_fold` is false for text already folded (see `fold`).
+fn spans_and_shape_with(text: &str, may_fold: bool) -> (Vec<(usize, usize)>, bool) {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     let n = b.len();
@@ -96,7 +106,8 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     for (p, chunk) in planes.iter_mut().zip(b.chunks(64)) {
         *p = Planes::of(chunk);
     }
-    // Line breaks are among the unsettled bytes: a line may start with a dotted number.
+    // Line breaks and non-ASCII bytes are among the unsettled ones: text with a character
+    // that folds is read folded (see `fold`); a line may start with a dotted number.
     for (w, p) in planes.iter().enumerate() {
         let mut bits = p.unsettled;
         while bits != 0 {
@@ -104,6 +115,8 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
             bits &= bits - 1;
             if b[i] == b'\n' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
                 numbers::dotted_at(b, i + 1, &mut spans);
+            } else if may_fold && b[i] >= 0xc2 && fold::folds_at(text, i) {
+                return folded_spans(text);
             }
         }
     }
@@ -186,18 +199,38 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     if spans.is_empty() {
         return (spans, collapsed);
     }
+    (merge(text, spans), collapsed)
+}
+
+/// [`spans_and_shape`] of text holding characters that fold: the spans found in the folded
+/// text, mapped back to `text`.
+#[cold]
+fn folded_spans(text: &str) -> (Vec<(usize, usize)>, bool) {
+    let (folded, from) = fold::fold(text);
+    let (spans, _) = spans_and_shape_with(&folded, false);
+    let mapped = spans
+        .into_iter()
+        .filter(|&(s, e)| s < e && e <= from.len())
+        .map(|(s, e)| (from[s].0 as usize, from[e - 1].1 as usize))
+        .collect();
+    (merge(text, mapped), is_collapsed(text.as_bytes()))
+}
+
+/// `spans` sorted and merged (overlapping or touching ranges become one), at character
+/// boundaries of `text`.
+fn merge(text: &str, mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     spans.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
     for (s, e) in spans {
-        // Ranges always start and end at ASCII bytes, so at character boundaries; clamp
-        // defensively all the same.
+        // Ranges start and end at character boundaries (ASCII bytes, or the ends of folded
+        // characters); clamp defensively all the same.
         let (s, e) = (floor_boundary(text, s), ceil_boundary(text, e));
         match merged.last_mut() {
             Some(last) if s <= last.1 => last.1 = last.1.max(e),
             _ => merged.push((s, e)),
         }
     }
-    (merged, collapsed)
+    merged
 }
 
 /// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / ( & ~`), it looks.

@@ -365,6 +365,46 @@ fn a_passphrase_after_a_separator_goes_to_the_end_of_its_clause() {
 }
 
 #[test]
+fn characters_outside_ascii_do_not_hide_a_secret() {
+    let key = "Zq8Xv2Kp9Lm3Nw7Rt5YbHj4Qe6";
+    let zw: String = key.chars().flat_map(|c| ['\u{200b}', c]).skip(1).collect();
+    let wide: String = key
+        .chars()
+        .map(|c| char::from_u32(c as u32 + 0xfee0).unwrap())
+        .collect();
+    for (text, kept) in [
+        (
+            "password\u{ff1a}hunter2x".to_owned(),
+            "password\u{ff1a}[redacted]",
+        ),
+        ("password:\u{a0}hunter2x".to_owned(), "password:\u{a0}[redacted]"),
+        ("password\u{a0}Tr0ub4dor&3".to_owned(), "password\u{a0}[redacted]"),
+        ("p\u{430}ssword=hunter".to_owned(), "p\u{430}ssword=[redacted]"),
+        (
+            "\u{43f}\u{430}\u{440}\u{43e}\u{43b}\u{44c}: hunter".to_owned(),
+            "\u{43f}\u{430}\u{440}\u{43e}\u{43b}\u{44c}: [redacted]",
+        ),
+        (
+            "contrase\u{f1}a: hunter".to_owned(),
+            "contrase\u{f1}a: [redacted]",
+        ),
+        (format!("key {zw} end"), "key [redacted] end"),
+        (format!("got {wide} end"), "got [redacted] end"),
+        ("mail alice@b\u{fc}cher.de now".to_owned(), "mail [redacted] now"),
+    ] {
+        assert_eq!(redact(&text), kept, "{text}");
+    }
+    // Other non-ASCII text is read as it is.
+    for t in [
+        "Claude Code · ✕ API Error",
+        "日本語のエラー: 接続できません",
+        "Ошибка: превышен лимит запросов",
+    ] {
+        assert_eq!(redact(t), t);
+    }
+}
+
+#[test]
 fn headers_folded_onto_the_next_line_go_whole() {
     assert_eq!(
         redact("Authorization: Bearer Ab3dEf9hIjKlM\n nopqrstuvwx\nnext"),
