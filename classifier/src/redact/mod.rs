@@ -723,10 +723,12 @@ pub(crate) fn identifier(s: &str) -> String {
         && s.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/' | b':' | b'@' | b'[' | b']')
         });
-    // `user:password@host` (userinfo without a scheme), and a long segment mixing upper-case
-    // letters, lower-case ones and digits (a key, not a model name: those are lower-case or
-    // name their parts, `Qwen2.5-Coder-32B-Instruct`).
-    let userinfo = s.find('@').is_some_and(|at| s[..at].contains(':'));
+    // `user:password@host` (userinfo without a scheme), `user:password` (a `:` before what
+    // is not a tag, see `is_tag`), and a long segment mixing upper-case letters, lower-case
+    // ones and digits (a key, not a model name: those are lower-case or name their parts,
+    // `Qwen2.5-Coder-32B-Instruct`).
+    let userinfo = s.find('@').is_some_and(|at| s[..at].contains(':'))
+        || memchr::memchr_iter(b':', s.as_bytes()).any(|i| !is_tag(&s[i + 1..]));
     let random_segment = s.split(['-', '_', '.', '/', ':', '@']).any(|seg| {
         seg.len() >= 12
             && seg.bytes().any(|b| b.is_ascii_uppercase())
@@ -738,6 +740,31 @@ pub(crate) fn identifier(s: &str) -> String {
     } else {
         MARK.to_owned()
     }
+}
+
+/// Whether what follows a `:` in an identifier is a tag, not the password of `user:password`:
+/// a version or a size (`v1:0`, `llama3:8b`), a short or a known variant (`:o1`, `:free`,
+/// `:latest`, `:thinking`), a model named with its parts (`openai:gpt-4o`,
+/// `openrouter:meta-llama/llama-3`), or a family and its version (`ollama:qwen2`). Anything
+/// else (`bob:correcthorse`) may be a password.
+fn is_tag(t: &str) -> bool {
+    const TAGS: &[&str] = &[
+        "latest", "free", "beta", "alpha", "nitro", "online", "floor", "thinking", "extended", "exacto",
+        "preview", "instruct", "stable", "default", "vision", "chat", "code", "text", "base", "turbo",
+        "mini", "lite", "plus", "pro", "max", "fast", "small", "medium", "large",
+    ];
+    let family_version = {
+        let letters = t.bytes().take_while(u8::is_ascii_alphabetic).count();
+        letters > 0
+            && t.len() > letters
+            && t[letters..].bytes().all(|c| c.is_ascii_digit() || c == b'.')
+            && t.as_bytes()[letters].is_ascii_digit()
+    };
+    t.len() <= 4
+        || t.as_bytes()[0].is_ascii_digit()
+        || t.contains(['-', '.', '/', ':'])
+        || family_version
+        || TAGS.iter().any(|g| t.eq_ignore_ascii_case(g))
 }
 
 #[cfg(test)]

@@ -477,3 +477,20 @@ fn personal_numbers_go_and_other_numbers_stay() {
         assert_eq!(redact(t), t);
     }
 }
+
+#[test]
+fn an_identifier_with_a_password_after_a_colon_goes() {
+    for id in ["bob:correcthorse", "admin:hunter2hunter"] {
+        assert_eq!(identifier(id), "[redacted]", "{id}");
+    }
+    for id in [
+        "llama3:8b",
+        "deepseek-r1:latest",
+        "ollama:qwen2",
+        "openai:gpt-4o",
+        "openrouter:meta-llama/llama-3",
+        "openai/gpt-4o:free",
+    ] {
+        assert_eq!(identifier(id), id);
+    }
+}
