@@ -28,6 +28,8 @@
 //!
 //! The text is bounded (the excerpt's window); one pass over its bytes finds the places each
 //! detector looks at (see `secret_spans`), and the detectors read around those places only.
+//! A stderr excerpt is redacted knowing the end of the line above it
+//! ([`safe_excerpt_after`]), so a secret wrapped over two lines is known for one.
 
 mod context;
 mod fold;
@@ -432,6 +434,54 @@ fn ceil_boundary(t: &str, mut i: usize) -> usize {
 /// when the cut text redacts to much less than it was, a longer head is cut and redacted
 /// again (at most three times). Every pass redacts exactly the text it shows.
 pub fn safe_excerpt(text: &str) -> String {
+    safe_excerpt_after("", text)
+}
+
+/// [`safe_excerpt`] of `text`, which follows `before` in the evidence (the stderr line above
+/// it): the detectors also read the last `LOOKBEHIND_BYTES` of `before`, so a secret whose
+/// name or first half is on the line above (`password=` and a line break, a key wrapped by a
+/// terminal) is still known for one. The two are read as two lines, and, when `before` ends
+/// inside a word and `text` starts with one, glued as well (a wrapped token; the first line
+/// of `text` only). Nothing of `before` is shown.
+pub fn safe_excerpt_after(before: &str, text: &str) -> String {
+    let context = &before[ceil_boundary(before, before.len().saturating_sub(LOOKBEHIND_BYTES))..];
+    // The spans of `t` (a head of `text`), and whether `t` is its own collapse (when known).
+    let mut joined = String::new();
+    let mut spans_of = |t: &str| -> (Vec<(usize, usize)>, bool) {
+        if context.is_empty() {
+            return spans_and_shape(t);
+        }
+        // The spans of `context`, then `sep`, then `t`, in `t`.
+        let mut read = |sep: &str, t: &str| {
+            joined.clear();
+            joined.push_str(context);
+            joined.push_str(sep);
+            let shift = joined.len();
+            joined.push_str(t);
+            secret_spans(&joined)
+                .into_iter()
+                .filter(|&(_, e)| e > shift)
+                .map(|(s, e)| (s.max(shift) - shift, e - shift))
+                .collect::<Vec<_>>()
+        };
+        let mut spans = read("\n", t);
+        // A line that ends inside a word, above one that starts with one, may also be a token
+        // a terminal wrapped: the first line is read glued to the line above too.
+        if context
+            .as_bytes()
+            .last()
+            .is_some_and(|c| tokens::is_unit_byte(*c))
+            && t.as_bytes().first().is_some_and(|c| tokens::is_unit_byte(*c))
+        {
+            let line = memchr::memchr(b'\n', t.as_bytes()).unwrap_or(t.len());
+            let glued = read("", &t[..floor_boundary(t, line.min(LOOKAHEAD_BYTES))]);
+            if !glued.is_empty() {
+                spans.extend(glued);
+                spans = merge(t, spans);
+            }
+        }
+        (spans, false)
+    };
     let mut budget = MAX_EXCERPT_CHARS;
     let mut out = String::new();
     for pass in 0..CUT_PASSES {
@@ -441,9 +491,9 @@ pub fn safe_excerpt(text: &str) -> String {
             // (`postgres://app:Pa55w0rd` is a password only with the `@host` the cut left out),
             // and what of it the head holds is redacted; nothing past the cut is shown.
             let seen = &text[..floor_boundary(text, head.len() + LOOKAHEAD_BYTES)];
-            (clip(secret_spans(seen), head.len()), false)
+            (clip(spans_of(seen).0, head.len()), false)
         } else {
-            spans_and_shape(head)
+            spans_of(head)
         };
         out = collapse_redacted(head, &spans, collapsed || shape_collapsed);
         if cut {
@@ -473,6 +523,10 @@ pub fn safe_excerpt(text: &str) -> String {
 /// How far past a cut the detectors read: enough for the rest of a URL, a header value or a
 /// key the cut split.
 const LOOKAHEAD_BYTES: usize = 256;
+
+/// How much of the evidence before an excerpt ([`safe_excerpt_after`]) the detectors read:
+/// enough for a credential's name and the first part of a wrapped value.
+const LOOKBEHIND_BYTES: usize = 128;
 
 /// `spans` (sorted, merged) limited to the first `end` bytes.
 fn clip(mut spans: Vec<(usize, usize)>, end: usize) -> Vec<(usize, usize)> {

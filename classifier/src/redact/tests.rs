@@ -494,3 +494,17 @@ fn an_identifier_with_a_password_after_a_colon_goes() {
         assert_eq!(identifier(id), id);
     }
 }
+
+#[test]
+fn a_secret_split_over_two_stderr_lines_is_known_from_the_line_above() {
+    // The excerpt shows the second line; the first holds the name or the first half.
+    assert_eq!(
+        safe_excerpt_after("Error: password=", "hunter2x rejected"),
+        "[redacted] rejected"
+    );
+    assert_eq!(
+        safe_excerpt_after("export X_API_KEY=4pbyr7rtfo60mavk4cu8", "tbgiuedqfwrc end"),
+        "[redacted] end"
+    );
+    assert_eq!(safe_excerpt_after("something odd", "all is well"), "all is well");
+}
