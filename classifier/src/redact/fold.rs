@@ -107,9 +107,27 @@ const PASSWORD_WORDS: &[&str] = &[
 
 /// Whether the character at byte `i` of `t` (a lead byte) is one folding changes.
 pub(super) fn folds_at(t: &str, i: usize) -> bool {
-    t.get(i..)
-        .and_then(|rest| rest.chars().next())
-        .is_some_and(|c| fold_char(c).is_some() || PASSWORD_WORDS.iter().any(|w| w.starts_with(c)))
+    // Most non-ASCII characters in evidence (`·`, `✕`, box drawing, emoji) fold to nothing:
+    // their first two bytes say so without decoding them.
+    let b = t.as_bytes();
+    let second = b.get(i + 1).copied().unwrap_or(0);
+    let may_fold = match b[i] {
+        0xc2 => matches!(second, 0xa0 | 0xad),
+        0xc3..=0xc5 | 0xce | 0xcf | 0xd0 | 0xd1 | 0xd4 => true,
+        0xd2 => matches!(second, 0xae | 0xbb),
+        0xe1 => matches!(second, 0x9a | 0xa0),
+        0xe2 => matches!(second, 0x80 | 0x81 | 0x88),
+        0xe3 => matches!(second, 0x80 | 0x83),
+        0xe5 => second == 0xaf,
+        0xea => second == 0x9e,
+        0xeb => second == 0xb9,
+        0xef => matches!(second, 0xb8 | 0xb9 | 0xbb | 0xbc | 0xbd),
+        _ => false,
+    };
+    may_fold
+        && t.get(i..)
+            .and_then(|rest| rest.chars().next())
+            .is_some_and(|c| fold_char(c).is_some() || PASSWORD_WORDS.iter().any(|w| w.starts_with(c)))
 }
 
 /// `t` folded, and for each byte of it the range of `t` it comes from.
@@ -177,5 +195,11 @@ mod tests {
         assert!(LATIN_1.len() == 64 && LATIN_EXTENDED_A.len() == 128);
         assert!(folds_at("a\u{a0}", 1));
         assert!(!folds_at("a·", 1));
+        // Every character that folds passes the first-bytes filter.
+        for c in (0x80..0x10000).filter_map(char::from_u32) {
+            let t = c.to_string();
+            let folds = fold_char(c).is_some() || PASSWORD_WORDS.iter().any(|w| w.starts_with(c));
+            assert_eq!(folds_at(&t, 0), folds, "U+{:04X}", u32::from(c));
+        }
     }
 }

@@ -289,9 +289,9 @@ const MIN_GROUP: usize = 5;
 ///   [`SWITCH_TENTHS`] tenths of its places or more;
 /// - more than one letter in five is one of `j k q v w x z`;
 /// - no piece (split at `_ - + / =`) reads as a word (see [`dictionary_piece`]), and its
-///   words, counted piece by piece, average fewer than [`MAX_NOISE_WORD`] characters or its
-///   letters (12 or more) do not follow each other as in English words (see
-///   [`english_bigrams`]).
+///   words, counted piece by piece, average fewer than [`MAX_NOISE_WORD`] characters or, in
+///   a unit of fewer than 24 letters and digits, its letters (12 or more) do not follow each
+///   other as in English words (see [`english_bigrams`]).
 ///
 /// Identifiers agents print fail all three: they hold words (`Mixtral-8x7B-Instruct-v0`,
 /// `X-RateLimit-Remaining`, `GenerateRequestsPerDayPerProjectPerModel-FreeTier`) or one
@@ -330,7 +330,8 @@ fn random_joined(u: &[u8], st: &Stats) -> bool {
     }
     #[allow(clippy::cast_precision_loss)] // lengths are at most a few hundred
     let average = st.alnum as f64 / words.max(1) as f64;
-    average < MAX_NOISE_WORD || (letters >= 12 && !english_bigrams(u))
+    // Letter pairs judge short units; in a longer one, random letters show in the tests above.
+    average < MAX_NOISE_WORD || (letters >= 12 && st.alnum < 24 && !english_bigrams(u))
 }
 
 /// A unit whose letters and digits switch (lower case to a capital, a letter to a digit or
