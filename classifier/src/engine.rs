@@ -508,7 +508,15 @@ impl Catalogue {
 
         let excerpt_signal = winner.map(|(s, _)| s).or_else(|| fallback_excerpt_signal(&sigs));
         let mut c = base;
-        c.safe_excerpt = excerpt_signal.and_then(|i| excerpt(&sigs[i]));
+        c.safe_excerpt = excerpt_signal.and_then(|i| {
+            // A stderr entry's excerpt is redacted knowing the entry above it (a secret wrapped
+            // over two lines).
+            let before = i
+                .checked_sub(1)
+                .map(|p| &sigs[p])
+                .filter(|p| p.kind == SignalKind::Stderr && sigs[i].kind == SignalKind::Stderr);
+            excerpt(&sigs[i], before.map_or("", |p| &p.text))
+        });
 
         let unclassified = |c: &mut Classification, reason: UnclassifiedReason| {
             c.code = None;
@@ -680,7 +688,7 @@ fn fallback_excerpt_signal(sigs: &[Signal<'_>]) -> Option<usize> {
     })
 }
 
-fn excerpt(s: &Signal<'_>) -> Option<String> {
+fn excerpt(s: &Signal<'_>, before: &str) -> Option<String> {
     // Only the start of the evidence can reach the excerpt; do not copy the rest.
     let mut end = s.text.len().min(redact::REDACT_WINDOW_BYTES + 64);
     while !s.text.is_char_boundary(end) {
@@ -706,7 +714,7 @@ fn excerpt(s: &Signal<'_>) -> Option<String> {
         SignalKind::AcpResult => Cow::Owned(format!("stopReason: {}", s.stop_reason.unwrap_or("?"))),
         _ => Cow::Borrowed(head),
     };
-    let e = redact::safe_excerpt(&text);
+    let e = redact::safe_excerpt_after(before, &text);
     (!e.is_empty()).then_some(e)
 }
 

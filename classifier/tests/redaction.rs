@@ -213,6 +213,16 @@ fn ordinary_identifiers_agents_print_are_kept() {
         "/path/to/project/test",
         "deepseek/deepseek-chat-v3-0324",
         "words-joined-with-dashes",
+        "/opt/homebrew/lib/node_modules/npm/bin/npm-cli.js",
+        "/usr/local/lib/python3.12/site-packages/anthropic/_base_client.py",
+        "generativelanguage.googleapis.com",
+        "cloudresourcemanager",
+        "2026-11-30T08:00:00Z",
+        "v20.11.1",
+        "10.0.0.12:8080",
+        "14.036s",
+        "1m30s",
+        "status 429 500 503",
     ] {
         let text = format!("failed with {id} here");
         assert_eq!(classifier::redact::redact(&text), text, "{id}");

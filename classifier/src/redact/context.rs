@@ -5,7 +5,11 @@
 //! (`"SecretAccessKey":"..."`, `'api_key' => '...'`, escaped `\"x-api-key\":\"...\"`), an
 //! environment assignment (`NAME_API_KEY=`, `DB_PASSWORD=`, `..._AUTH_TOKEN=`), a phrase
 //! (`Invalid API key: ...`, `API key provided: ...`) or an authorization scheme (`Bearer`,
-//! `Basic`, `token`). So the value after such a name goes, whatever its shape.
+//! `Basic`, `token`). So the value after such a name goes, whatever its shape. The quotes may
+//! be HTML entities (`&quot;password&quot;:`) or percent-encoded (`%22password%22%3A`), and
+//! the name may stand apart from its value: a sibling names it (`{"name": "DB_PASSWORD",
+//! "value": ...}`, `<add key="ApiKey" value=...>`), an element holds it
+//! (`<password>...</password>`), or a tuple or call pairs it (`('password', '...')`).
 //!
 //! A name is a credential name when one of its *components* is a credential word: names are
 //! split at `_`, `-`, `.` and camel-case humps, so `SecretAccessKey`, `OPENAI_API_KEY` and
@@ -15,15 +19,25 @@
 //! A credential word followed by a blank rather than a separator (`password Tr0ub4dor&3`,
 //! `client secret ...`, `api key ...`, `password is ...`, `api_key - ...`,
 //! `ANTHROPIC_API_KEY ...`) redacts the word after it when that word looks like a secret (a
-//! digit, a symbol, a capital after lower case, or long): prose (`token limit exceeded`,
-//! `the key is missing`) stays. A percent-encoded separator (`access_token%3D...`) counts as
-//! `=`. A secret value that ends its line goes on to the next line's first word when that
-//! word looks like a secret (a wrapped key).
+//! digit, a symbol, a capital after lower case, long, or letters in no English order): prose
+//! (`token limit exceeded`, `the key is missing`) stays. A flag (`--password hunter2`), a
+//! quoted value after a password word (SQL's `WITH PASSWORD 'x'`) and a `.netrc` entry
+//! (`machine h login u password p`) redact the value whatever it looks like, and so does
+//! SQL's `IDENTIFIED BY`. A percent-encoded separator (`access_token%3D...`) counts as `=`.
+//! A secret value that ends its line goes on to the next line's first word when that word
+//! looks like a secret (a wrapped key).
+//!
+//! Commands that take a password in a short flag redact it (`mysql -pSECRET`, `sshpass -p
+//! SECRET`, `redis-cli -a SECRET`, see `PASSWORD_FLAGS`), and so does Oracle's
+//! `user/password@db` after an Oracle client's name.
 //!
 //! The value: an optional scheme word (`Bearer`, `Basic`, ...), then a quoted string up to its
 //! closing quote (a quote escaped once, `\"`, is closed by `\"`; an unclosed quote runs to the
-//! end), or, unquoted, a header's value to the end of its line and any other value to the next
-//! whitespace.
+//! end), a list or tuple of scalars, or, unquoted, a header's value to the end of its line
+//! (and its folded lines) and any other value to the next whitespace. A password's unquoted
+//! value of plain words runs on to the end of its clause (a passphrase: `password: correct
+//! horse battery staple`, see `phrase_end`), and a key printed in groups (`key: 4f9k 2m8x
+//! q7v3`) takes its groups.
 
 /// Names whose value runs to the end of the line (HTTP header values).
 const LINE_VALUE_NAMES: &[&str] = &["authorization", "proxy-authorization", "cookie", "set-cookie"];
@@ -76,6 +90,10 @@ pub(super) fn at_separator(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) 
 enum Kind {
     /// A credential: the value goes whatever it is.
     Secret,
+    /// A password: as [`Kind::Secret`], and an unquoted value that starts with a plain word
+    /// runs over the plain words after it to the end of its clause (a passphrase: `password:
+    /// correct horse battery staple`; see `phrase_end`).
+    Phrase,
     /// A header whose value runs to the end of the line.
     Line,
     /// An identifier: the value goes when it looks like one.
@@ -94,8 +112,19 @@ fn name_before(b: &[u8], p: usize) -> Option<Kind> {
         while end > 0 && b[end - 1] == b'\\' {
             end -= 1;
         }
+    } else if end > 0 && b[end - 1] == b';' {
+        // A quote written as an HTML entity (`&quot;password&quot;:`).
+        end -= HTML_QUOTES
+            .iter()
+            .find(|q| b[..end].ends_with(q.as_bytes()))
+            .map_or(0, |q| q.len());
     }
     let mut name = name_ending_at(b, end)?;
+    // `{"name": "DB_PASSWORD", "value": "..."}`, `<add key="ApiKey" value="..."/>`: a value
+    // whose sibling names a credential.
+    if name.1.eq_ignore_ascii_case(b"value") && named_by_sibling(b, name.0) {
+        return Some(Kind::Secret);
+    }
     if is_filler(name.1) {
         // `API key provided:`: the name is the word before the filler.
         let mut e = name.0;
@@ -149,7 +178,7 @@ fn name_ending_at(b: &[u8], end: usize) -> Option<(usize, &[u8])> {
 
 /// Whether a name (a JSON key) names a credential or a header whose value is one.
 pub(super) fn is_credential_name(name: &[u8]) -> bool {
-    matches!(judge(name), Some(Kind::Secret | Kind::Line))
+    matches!(judge(name), Some(Kind::Secret | Kind::Phrase | Kind::Line))
 }
 
 fn judge(name: &[u8]) -> Option<Kind> {
@@ -164,6 +193,7 @@ fn judge(name: &[u8]) -> Option<Kind> {
     if name.len() <= 16 && name.iter().all(u8::is_ascii_lowercase) {
         return match word_kind(name) {
             WordKind::Credential => Some(Kind::Secret),
+            WordKind::Password => Some(Kind::Phrase),
             WordKind::Id => Some(Kind::Id { needs_digit: true }),
             WordKind::IdSuffix | WordKind::Other => None,
         };
@@ -172,6 +202,7 @@ fn judge(name: &[u8]) -> Option<Kind> {
     let mut has_id_suffix = false;
     let mut n = 0;
     let mut secret = false;
+    let mut password = false;
     // One pass over the name: its components (see `components`), each lower-cased into a
     // small buffer as it is read (no word is longer than 16 bytes).
     let mut word = [0u8; 16];
@@ -183,6 +214,7 @@ fn judge(name: &[u8]) -> Option<Kind> {
         }
         match word_kind(&word[..len]) {
             WordKind::Credential => secret = true,
+            WordKind::Password => password = true,
             WordKind::Id => has_id_word = true,
             WordKind::IdSuffix => has_id_suffix = true,
             WordKind::Other => {}
@@ -213,7 +245,9 @@ fn judge(name: &[u8]) -> Option<Kind> {
     if in_word {
         flush(&word, len);
     }
-    if secret {
+    if password {
+        Some(Kind::Phrase)
+    } else if secret {
         Some(Kind::Secret)
     } else if has_id_word && has_id_suffix {
         Some(Kind::Id { needs_digit: false })
@@ -253,8 +287,11 @@ fn is_component_boundary(prev: u8, cur: u8, next: u8) -> bool {
     cur == 0 || (cur == UPPER && (prev & (LOWER | DIGIT) != 0 || (prev == UPPER && next == LOWER)))
 }
 
+#[derive(Clone, Copy)]
 enum WordKind {
     Credential,
+    /// A word for a password (see [`Kind::Phrase`]).
+    Password,
     Id,
     IdSuffix,
     Other,
@@ -263,47 +300,55 @@ enum WordKind {
 /// What a lower-case name component is (a `match`: the compiler switches on length first).
 fn word_kind(w: &[u8]) -> WordKind {
     match w {
-        b"key" | b"apikey" | b"token" | b"secret" | b"password" | b"passwd" | b"pwd" | b"pass"
-        | b"passphrase" | b"credential" | b"credentials" | b"cred" | b"creds" | b"authorization"
-        | b"auth" | b"cookie" | b"bearer" | b"signature" | b"sig" | b"sas" | b"session" | b"jwt" | b"otp"
-        | b"pw" => WordKind::Credential,
+        b"password" | b"passwd" | b"pwd" | b"pass" | b"passphrase" | b"pw" => WordKind::Password,
+        b"key" | b"apikey" | b"token" | b"secret" | b"credential" | b"credentials" | b"cred" | b"creds"
+        | b"authorization" | b"auth" | b"cookie" | b"bearer" | b"signature" | b"sig" | b"sas"
+        | b"session" | b"jwt" | b"otp" => WordKind::Credential,
         b"account" | b"project" | b"org" | b"organization" | b"organisation" | b"tenant"
         | b"subscription" | b"customer" | b"user" | b"workspace" | b"billing" | b"team" => WordKind::Id,
         b"id" | b"ids" | b"number" | b"no" | b"num" | b"uuid" | b"name" | b"email" => WordKind::IdSuffix,
-        _ if glued_credential(w) => WordKind::Credential,
-        _ => WordKind::Other,
+        _ => glued_credential(w),
     }
 }
 
-/// Whether a component glues a credential word to others (`dbpassword`, `PGPASSWORD`,
+/// What a component that glues a credential word to others is (`dbpassword`, `PGPASSWORD`,
 /// `clientsecret`, `authtoken`, `PHPSESSID`): a strong credential word anywhere in it, or
 /// `token` at its end (not `tokens`: `maxtokens` counts tokens). Also the word for password
-/// in a few other languages, glued or not.
-fn glued_credential(w: &[u8]) -> bool {
-    const STRONG: &[&[u8]] = &[
-        b"password",
-        b"passwd",
-        b"passwort",
-        b"passphrase",
-        b"secret",
-        b"apikey",
-        b"accesskey",
-        b"privatekey",
-        b"credential",
-        b"sessid",
-        b"sessionid",
-        b"senha",
-        b"contrasena",
-        b"kennwort",
-        b"wachtwoord",
-        b"motdepasse",
-    ];
-    w.len() >= 5
-        && (w.ends_with(b"token")
-            || STRONG
-                .iter()
-                .any(|s| w.len() >= s.len() && w.windows(s.len()).any(|x| x == *s)))
+/// in a few other languages, glued or not (the non-ASCII ones folded, see `super::fold`).
+fn glued_credential(w: &[u8]) -> WordKind {
+    if w.len() < 5 {
+        WordKind::Other
+    } else if w.ends_with(b"token") {
+        WordKind::Credential
+    } else {
+        GLUED
+            .iter()
+            .find(|(word, _)| w.len() >= word.len() && w.windows(word.len()).any(|x| x == *word))
+            .map_or(WordKind::Other, |(_, kind)| *kind)
+    }
 }
+
+/// Words [`glued_credential`] finds within a component: for a password, in English and a few
+/// other languages, and other credential words strong enough to name one glued to other
+/// words.
+const GLUED: &[(&[u8], WordKind)] = &[
+    (b"password", WordKind::Password),
+    (b"passwd", WordKind::Password),
+    (b"passwort", WordKind::Password),
+    (b"passphrase", WordKind::Password),
+    (b"senha", WordKind::Password),
+    (b"contrasena", WordKind::Password),
+    (b"kennwort", WordKind::Password),
+    (b"wachtwoord", WordKind::Password),
+    (b"motdepasse", WordKind::Password),
+    (b"secret", WordKind::Credential),
+    (b"apikey", WordKind::Credential),
+    (b"accesskey", WordKind::Credential),
+    (b"privatekey", WordKind::Credential),
+    (b"credential", WordKind::Credential),
+    (b"sessid", WordKind::Credential),
+    (b"sessionid", WordKind::Credential),
+];
 
 /// Calls `f` with each component of a name: split at non-alphanumerics, at a lower-case or
 /// digit followed by an upper-case letter (`secretAccess`), and before the last upper-case
@@ -382,7 +427,18 @@ fn value_after(b: &[u8], v: usize, kind: Kind) -> Option<(usize, usize)> {
         }
         // A list of scalars (`"api_key": ["..."]`, Go's `X-Api-Key:[...]`): every element is
         // the value. A list of objects or lists: their own names decide.
-        b'[' => return list_after(b, i, kind).map(|(s, e)| (if start < i { start } else { s }, e)),
+        b'[' => return list_after(b, i, kind, b']').map(|(s, e)| (if start < i { start } else { s }, e)),
+        // A tuple of scalars (Python's `auth=('bob', 'hunter2')`): the same.
+        b'(' => return list_after(b, i, kind, b')').map(|(s, e)| (if start < i { start } else { s }, e)),
+        // A quote written as an HTML entity (`&quot;...&quot;`): to the same entity.
+        b'&' => {
+            let q = HTML_QUOTES.iter().find(|q| b[i..].starts_with(q.as_bytes()))?;
+            let inner = i + q.len();
+            let close = memchr::memmem::find(&b[inner..], q.as_bytes()).map_or(b.len(), |k| inner + k);
+            return (close > inner)
+                .then_some((if start < i { start } else { inner }, close))
+                .filter(|_| kind_accepts(kind, &b[inner..close]));
+        }
         _ if quote_at(b, i).is_some() => {
             let (q, slashes, open_len) = quote_at(b, i)?;
             let inner = i + open_len;
@@ -396,9 +452,10 @@ fn value_after(b: &[u8], v: usize, kind: Kind) -> Option<(usize, usize)> {
                 .then_some((if start < i { start } else { inner }, e))
                 .filter(|_| kind_accepts(kind, &b[inner..e]));
         }
-        _ if kind == Kind::Line => i + b[i..].iter().take_while(|c| **c != b'\n' && **c != b'\r').count(),
+        _ if kind == Kind::Line => line_end(b, i),
         _ => {
-            let mut e = i + b[i..].iter().take_while(|c| !c.is_ascii_whitespace()).count();
+            let word_end = i + b[i..].iter().take_while(|c| !c.is_ascii_whitespace()).count();
+            let mut e = word_end;
             // Punctuation that closes the surrounding text is not the value's.
             while e > i
                 && matches!(
@@ -408,7 +465,14 @@ fn value_after(b: &[u8], v: usize, kind: Kind) -> Option<(usize, usize)> {
             {
                 e -= 1;
             }
-            if kind == Kind::Secret && e > i {
+            if matches!(kind, Kind::Secret | Kind::Phrase) && e > i {
+                if e == word_end {
+                    e = if kind == Kind::Phrase {
+                        phrase_end(b, i, e)
+                    } else {
+                        groups_end(b, i, e)
+                    };
+                }
                 e = continuation(b, e).unwrap_or(e);
             }
             e
@@ -417,10 +481,119 @@ fn value_after(b: &[u8], v: usize, kind: Kind) -> Option<(usize, usize)> {
     (end > i && kind_accepts(kind, &b[i..end])).then_some((start, end))
 }
 
-/// The elements of the list of scalars opened at `i`, as one range (from the first element to
-/// the last one's end), when `kind` accepts them; `None` for an empty list, a list holding an
-/// object or a list, or one that does not close on its line within [`MAX_LIST_BYTES`].
-fn list_after(b: &[u8], i: usize, kind: Kind) -> Option<(usize, usize)> {
+/// Quotes written as HTML entities (`&quot;password&quot;:&quot;...&quot;`).
+const HTML_QUOTES: &[&str] = &["&quot;", "&#34;", "&#x22;", "&#39;", "&#x27;", "&apos;"];
+
+/// The end of a header value starting at `i`: the end of its line, and of each line after it
+/// that starts with a blank (a folded header, `obs-fold`; at most [`MAX_FOLDED_LINES`]).
+fn line_end(b: &[u8], i: usize) -> usize {
+    let to_eol = |k: usize| k + b[k..].iter().take_while(|c| **c != b'\n' && **c != b'\r').count();
+    let mut e = to_eol(i);
+    for _ in 0..MAX_FOLDED_LINES {
+        let mut n = e;
+        if b.get(n) == Some(&b'\r') {
+            n += 1;
+        }
+        if b.get(n) != Some(&b'\n') || !matches!(b.get(n + 1), Some(b' ' | b'\t')) {
+            break;
+        }
+        n += 1;
+        while n < b.len() && matches!(b[n], b' ' | b'\t') {
+            n += 1;
+        }
+        if n == b.len() || matches!(b[n], b'\n' | b'\r') {
+            break;
+        }
+        e = to_eol(n);
+    }
+    e
+}
+
+/// The most folded lines [`line_end`] takes.
+const MAX_FOLDED_LINES: usize = 4;
+
+/// A password's unquoted value whose first word `b[i..e]` ends at a blank: when that word
+/// is a plain word (letters that do not look like a secret, see [`secret_like`]), the plain
+/// words after it to the end of the clause (a passphrase, `password: correct horse battery
+/// staple`). The clause ends at the end of the line, at punctuation that ends a word (`, ;
+/// . ! ?`, a closing bracket or quote), at a word that is not letters (`-h`, `user=bob`,
+/// `/tmp`), or after [`MAX_PHRASE_WORDS`] words. A value that starts with a secret-looking
+/// word (`Tr0ub4dor&3 rejected`) is that word. So text after `password:` in plain words is
+/// taken for the password: `Invalid password: please try again.` loses its advice, never a
+/// passphrase.
+fn phrase_end(b: &[u8], i: usize, mut e: usize) -> usize {
+    let plain = |w: &[u8]| w.iter().all(u8::is_ascii_alphabetic);
+    if !plain(&b[i..e]) || secret_like(&b[i..e]) {
+        return e;
+    }
+    for _ in 1..MAX_PHRASE_WORDS {
+        let mut k = e;
+        while k < b.len() && matches!(b[k], b' ' | b'\t') {
+            k += 1;
+        }
+        if k == e || k == b.len() {
+            break;
+        }
+        // A word ends at whitespace, at a double quote or a backtick (closing the string the
+        // value stands in), or at an escape (`\n`, `\"` in a JSON string).
+        let w_end = k + b[k..]
+            .iter()
+            .take_while(|c| !c.is_ascii_whitespace() && !matches!(c, b'\\' | b'"' | b'`'))
+            .count();
+        let mut we = w_end;
+        while we > k
+            && matches!(
+                b[we - 1],
+                b',' | b';' | b'.' | b'!' | b'?' | b')' | b']' | b'}' | b'>' | b'"' | b'\'' | b'`'
+            )
+        {
+            we -= 1;
+        }
+        if we == k || !plain(&b[k..we]) {
+            break;
+        }
+        e = we;
+        if we < w_end || !matches!(b.get(w_end), Some(b' ' | b'\t')) {
+            break;
+        }
+    }
+    e
+}
+
+/// The most words [`phrase_end`] reads as one passphrase.
+const MAX_PHRASE_WORDS: usize = 8;
+
+/// A key printed in groups (`key: 4f9k 2m8x q7v3 ...`): when the value word `b[i..e]` is a
+/// group of 4 to 8 letters and digits followed by a blank, the groups of the same length that
+/// follow it (at least two, one of them holding a digit) belong to it.
+fn groups_end(b: &[u8], i: usize, e: usize) -> usize {
+    let n = e - i;
+    let group = |k: usize| {
+        b.get(k..k + n)
+            .is_some_and(|g| g.iter().all(u8::is_ascii_alphanumeric))
+            && b.get(k + n).is_none_or(|c| !c.is_ascii_alphanumeric())
+    };
+    if !(4..=8).contains(&n) || !group(i) {
+        return e;
+    }
+    let (mut end, mut count, mut digit) = (e, 1, b[i..e].iter().any(u8::is_ascii_digit));
+    while b.get(end) == Some(&b' ') && group(end + 1) && count < 16 {
+        digit |= b[end + 1..end + 1 + n].iter().any(u8::is_ascii_digit);
+        end += 1 + n;
+        count += 1;
+    }
+    if count >= 3 && digit {
+        end
+    } else {
+        e
+    }
+}
+
+/// The elements of the list (or tuple) of scalars opened at `i` and closed by `close`, as one
+/// range (from the first element to the last one's end), when `kind` accepts them; `None`
+/// for an empty list, a list holding an object or a list, or one that does not close on its
+/// line within [`MAX_LIST_BYTES`].
+fn list_after(b: &[u8], i: usize, kind: Kind, close_byte: u8) -> Option<(usize, usize)> {
     let from = i + 1;
     let window = &b[from..b.len().min(from + MAX_LIST_BYTES)];
     let mut close = None;
@@ -438,7 +611,7 @@ fn list_after(b: &[u8], i: usize, kind: Kind) -> Option<(usize, usize)> {
             Some(_) => {}
             None => match c {
                 b'"' | b'\'' | b'`' => quote = Some(c),
-                b']' => {
+                _ if c == close_byte => {
                     close = Some(from + k);
                     break;
                 }
@@ -516,9 +689,11 @@ fn word_value(b: &[u8], i: usize) -> Option<(usize, usize)> {
 }
 
 /// Whether a value after a blank (not after `:` or `=`) looks like a secret rather than a
-/// word of prose: a digit, a symbol (not `- _ . '`), a capital after lower case (`PTsDSuFEhb`), or long
-/// and not a word of one case (`token limit exceeded`, `password reset required`, `the key
-/// is missing` stay). A number needs 8 digits (`max token 128000` stays).
+/// word of prose: a digit, a symbol (not `- _ . '`), a capital after lower case (`PTsDSuFEhb`),
+/// long and not a word of one case, or 8 letters or more that do not follow each other as in
+/// English words (`jbkixvomgmqz`; see `tokens::english_bigrams`). `token limit exceeded`,
+/// `password reset required`, `the key is missing` stay. A number needs 8 digits (`max
+/// token 128000` stays).
 fn secret_like(v: &[u8]) -> bool {
     // A URL or a path after the word is a reference, not the value (`get an API key
     // https://...`; its query and credentials are redacted as such).
@@ -538,6 +713,7 @@ fn secret_like(v: &[u8]) -> bool {
         || v.windows(2)
             .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase())
         || (v.len() >= 24 && !one_case_word)
+        || (v.len() >= 8 && v.iter().all(u8::is_ascii_alphabetic) && !super::tokens::english_bigrams(v))
 }
 
 /// Credential words whose value may follow a blank rather than `:` or `=`, as the last
@@ -571,25 +747,41 @@ fn credential_word_ends_at(b: &[u8], p: usize) -> bool {
 
 /// `password Tr0ub4dor&3`, `client secret ...`, `api key ...`, `password is ...`,
 /// `api_key - ...`: a credential word, a blank (then maybe `is`, `was` or `-` and a blank),
-/// and a value that looks like a secret (see [`secret_like`]). Called for every blank right
-/// after a unit (see [`super::secret_spans`]).
+/// and a value that looks like a secret (see [`secret_like`]). The value goes whatever it
+/// looks like when the word is a command-line flag (`--password hunter2`), when a password
+/// word is followed by a quoted value (SQL's `WITH PASSWORD 'x'`) or stands in a `.netrc`
+/// entry (`machine h login u password p`), and after SQL's `IDENTIFIED BY`. Called for every
+/// blank right after a unit (see [`super::secret_spans`]).
+#[inline]
 pub(super) fn word_before_blank(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
+    if p < 3 {
+        return;
+    }
     // Every credential word ends in one of these three letters (any case); most words do not.
-    if p < 3
-        || !matches!(
-            [b[p - 3] | 0x20, b[p - 2] | 0x20, b[p - 1] | 0x20],
-            [b'k', b'e', b'y']
-                | [b'k', b'e', b'n']
-                | [b'r', b'e', b't']
-                | [b'o', b'r', b'd']
-                | [b's', b'w', b'd']
-                | [b'p', b'w', b'd']
-                | [b'a', b's', b'e']
-                | [b'i', b'a', b'l']
-                | [b'a', b'l', b's']
-        )
-        || !credential_word_ends_at(b, p)
-    {
+    let tail = [b[p - 3] | 0x20, b[p - 2] | 0x20, b[p - 1] | 0x20];
+    if matches!(
+        tail,
+        [b'k', b'e', b'y']
+            | [b'k', b'e', b'n']
+            | [b'r', b'e', b't']
+            | [b'o', b'r', b'd']
+            | [b's', b'w', b'd']
+            | [b'p', b'w', b'd']
+            | [b'a', b's', b'e']
+            | [b'i', b'a', b'l']
+            | [b'a', b'l', b's']
+    ) {
+        credential_word_before_blank(b, p, tail, spans);
+    } else if tail == *b" by" {
+        identified_by(b, p, spans);
+    }
+}
+
+/// [`word_before_blank`] once the three letters before the blank at `p` (`tail`, lower-cased)
+/// may end a credential word.
+#[inline(never)]
+fn credential_word_before_blank(b: &[u8], p: usize, tail: [u8; 3], spans: &mut Vec<(usize, usize)>) {
+    if !credential_word_ends_at(b, p) {
         return;
     }
     let skip = |mut i: usize| {
@@ -611,34 +803,405 @@ pub(super) fn word_before_blank(b: &[u8], p: usize, spans: &mut Vec<(usize, usiz
     {
         v = skip(v + filler);
     }
+    let name = name_ending_at(b, p);
+    let flag = name.is_some_and(|(_, n)| n.starts_with(b"-"));
+    let password = matches!(
+        tail,
+        [b'o', b'r', b'd'] | [b's', b'w', b'd'] | [b'p', b'w', b'd'] | [b'a', b's', b'e']
+    );
+    if flag || password {
+        if let Some(span) = quoted_on_line(b, v) {
+            spans.push(span);
+            return;
+        }
+    }
     let Some((s, mut e)) = word_value(b, v) else {
         return;
     };
-    if secret_like(&b[s..e]) {
+    // A flag's value, unless it is another flag or a placeholder (`--api-key <KEY>`,
+    // `--token $TOKEN`).
+    let flag_value = flag && !matches!(b[v], b'-' | b'<' | b'[' | b'{' | b'$');
+    let explicit = flag_value || (password && name.is_some_and(|(start, _)| in_netrc(b, start)));
+    if explicit || secret_like(&b[s..e]) {
         e = continuation(b, e).unwrap_or(e);
         spans.push((s, e));
+    }
+}
+
+/// The quoted string opened at `q` (`'...'`, `"..."`, or escaped, `\"...\"`), closed on its
+/// line within [`MAX_LIST_BYTES`]: the range inside the quotes. `None` when no quote opens
+/// at `q`.
+fn quoted_on_line(b: &[u8], q: usize) -> Option<(usize, usize)> {
+    let (quote, slashes, open_len) = quote_at(b, q)?;
+    let inner = q + open_len;
+    let window = &b[..b.len().min(inner + MAX_LIST_BYTES)];
+    let close = closing_quote(window, inner, quote, slashes)?;
+    let mut e = close;
+    while slashes > 0 && e > inner && b[e - 1] == b'\\' {
+        e -= 1;
+    }
+    (e > inner && memchr::memchr(b'\n', &b[inner..e]).is_none()).then_some((inner, e))
+}
+
+/// Whether the password word at `start` stands in a `.netrc` entry: `machine` or `login`
+/// before it, on its line or the two before.
+fn in_netrc(b: &[u8], start: usize) -> bool {
+    let from = start.saturating_sub(MAX_ENTRY_BYTES);
+    let before = &b[from..start];
+    let lines = memchr::memrchr_iter(b'\n', before).nth(2).map_or(0, |i| i + 1);
+    let before = &before[lines..];
+    [b"login ".as_slice(), b"machine "]
+        .iter()
+        .any(|w| memchr::memmem::find_iter(before, w).any(|i| i == 0 || before[i - 1].is_ascii_whitespace()))
+}
+
+/// How far back [`in_netrc`] and the command-line detectors read, in bytes.
+const MAX_ENTRY_BYTES: usize = 160;
+
+/// SQL's `IDENTIFIED BY 'secret'` (also `IDENTIFIED WITH plugin BY ...`): the blank at `p`
+/// follows `BY`.
+#[inline(never)]
+fn identified_by(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
+    let from = p.saturating_sub(64);
+    let before = &b[from..p];
+    let line = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+    if !before[line..]
+        .windows(11)
+        .any(|w| w[..10].eq_ignore_ascii_case(b"identified") && matches!(w[10], b' ' | b'\t'))
+    {
+        return;
+    }
+    let mut v = p;
+    while v < b.len() && matches!(b[v], b' ' | b'\t') {
+        v += 1;
+    }
+    if let Some(span) = quoted_on_line(b, v).or_else(|| word_value(b, v)) {
+        spans.push(span);
+    }
+}
+
+/// Whether the `value` name starting at `start` has a sibling before it that names a
+/// credential: `name`, `key` (any case) and a separator, then the credential name, quoted or
+/// not (`{"Name": "DB_PASSWORD", "Value": ...}`, `- name: API_KEY` and `value:` on the next
+/// line, `<add key="ApiKey" value=...`).
+fn named_by_sibling(b: &[u8], start: usize) -> bool {
+    let from = start.saturating_sub(MAX_ENTRY_BYTES);
+    // Back over what separates siblings: blanks, line breaks, `,`, `;`, quotes.
+    let mut i = start;
+    while i > from
+        && matches!(
+            b[i - 1],
+            b' ' | b'\t' | b'\n' | b'\r' | b',' | b';' | b'"' | b'\'' | b'\\' | b'-'
+        )
+    {
+        i -= 1;
+    }
+    // The sibling's value: a credential name.
+    let Some((s, name)) = name_ending_at(b, i) else {
+        return false;
+    };
+    if !matches!(judge(name), Some(Kind::Secret | Kind::Phrase | Kind::Line)) {
+        return false;
+    }
+    // Its separator and its own name.
+    let mut k = s;
+    while k > from && matches!(b[k - 1], b' ' | b'\t' | b'"' | b'\'' | b'\\') {
+        k -= 1;
+    }
+    if k == from || !matches!(b[k - 1], b':' | b'=') {
+        return false;
+    }
+    k -= 1;
+    while k > from && matches!(b[k - 1], b' ' | b'\t' | b'"' | b'\'' | b'\\') {
+        k -= 1;
+    }
+    name_ending_at(b, k)
+        .is_some_and(|(_, n)| n.eq_ignore_ascii_case(b"name") || n.eq_ignore_ascii_case(b"key"))
+}
+
+/// Commands whose short flag takes a password, and how: the value glued to the flag
+/// (`mysql -pSECRET`, `7z x a.7z -pSECRET`), glued or after a blank (`sshpass -p SECRET`,
+/// `redis-cli -a SECRET`, `zip -P SECRET`), after the user and a `%` (`smbclient -U
+/// user%SECRET`), or the third word after the flags (`htpasswd -b[c] FILE USER SECRET`).
+const PASSWORD_FLAGS: &[(&str, u8, FlagValue)] = &[
+    ("mysql", b'p', FlagValue::Glued),
+    ("mysqldump", b'p', FlagValue::Glued),
+    ("mysqladmin", b'p', FlagValue::Glued),
+    ("mysqlimport", b'p', FlagValue::Glued),
+    ("mysqlcheck", b'p', FlagValue::Glued),
+    ("mysqlshow", b'p', FlagValue::Glued),
+    ("mariadb", b'p', FlagValue::Glued),
+    ("mariadb-dump", b'p', FlagValue::Glued),
+    ("mariadb-admin", b'p', FlagValue::Glued),
+    ("7z", b'p', FlagValue::Glued),
+    ("7za", b'p', FlagValue::Glued),
+    ("7zr", b'p', FlagValue::Glued),
+    ("rar", b'p', FlagValue::Glued),
+    ("unrar", b'p', FlagValue::Glued),
+    ("sshpass", b'p', FlagValue::Next),
+    ("mongo", b'p', FlagValue::Next),
+    ("mongosh", b'p', FlagValue::Next),
+    ("mongodump", b'p', FlagValue::Next),
+    ("mongorestore", b'p', FlagValue::Next),
+    ("mongoexport", b'p', FlagValue::Next),
+    ("mongoimport", b'p', FlagValue::Next),
+    ("redis-cli", b'a', FlagValue::Next),
+    ("zip", b'P', FlagValue::Next),
+    ("unzip", b'P', FlagValue::Next),
+    ("smbclient", b'U', FlagValue::AfterPercent),
+    ("rpcclient", b'U', FlagValue::AfterPercent),
+    ("htpasswd", b'b', FlagValue::ThirdWord),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FlagValue {
+    Glued,
+    Next,
+    AfterPercent,
+    ThirdWord,
+}
+
+/// A short flag at `f` (its `-`, after a blank) that takes a password for the command its
+/// line runs (see [`PASSWORD_FLAGS`]): the password goes. Called for every blank after a
+/// unit that a `-` follows (see [`super::secret_spans`]).
+pub(super) fn short_flag_at(b: &[u8], f: usize, spans: &mut Vec<(usize, usize)>) {
+    let Some(&letter) = b.get(f + 1) else {
+        return;
+    };
+    if !matches!(letter, b'p' | b'P' | b'a' | b'U' | b'b' | b'c' | b'B') {
+        return;
+    }
+    // The flag's letters (`-p`, or a cluster such as `-bc`).
+    let cluster = b[f + 1..].iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    let Some(how) = PASSWORD_FLAGS
+        .iter()
+        .filter(|(_, l, how)| {
+            *l == letter || (*how == FlagValue::ThirdWord && b[f + 1..f + 1 + cluster].contains(l))
+        })
+        .find(|(cmd, _, _)| runs_command(b, f, cmd.as_bytes()))
+        .map(|(_, _, how)| *how)
+    else {
+        return;
+    };
+    if how == FlagValue::ThirdWord {
+        // Past the flags, then the file and the user: the password.
+        let mut k = f;
+        let mut words = 0;
+        while k < b.len() && words < 3 {
+            while k < b.len() && matches!(b[k], b' ' | b'\t') {
+                k += 1;
+            }
+            let w = b[k..].iter().take_while(|c| !c.is_ascii_whitespace()).count();
+            if w == 0 {
+                return;
+            }
+            if b[k] != b'-' {
+                words += 1;
+                if words == 3 {
+                    spans.push((k, k + w));
+                }
+            }
+            k += w;
+        }
+        return;
+    }
+    let glued = f + 2;
+    let value_at = match b.get(glued) {
+        // `-p` alone: the value is the next word, unless the flag's value is optional.
+        Some(b' ' | b'\t') if how != FlagValue::Glued => {
+            let mut v = glued;
+            while v < b.len() && matches!(b[v], b' ' | b'\t') {
+                v += 1;
+            }
+            v
+        }
+        Some(c) if !c.is_ascii_whitespace() => glued,
+        _ => return,
+    };
+    let span = quoted_on_line(b, value_at).or_else(|| {
+        let e = value_at
+            + b[value_at..]
+                .iter()
+                .take_while(|c| !c.is_ascii_whitespace())
+                .count();
+        (e > value_at).then_some((value_at, e))
+    });
+    let Some((mut s, e)) = span else {
+        return;
+    };
+    if how == FlagValue::AfterPercent {
+        let Some(pct) = memchr::memchr(b'%', &b[s..e]) else {
+            return;
+        };
+        s += pct + 1;
+    }
+    if e > s && b[s] != b'-' {
+        spans.push((s, e));
+    }
+}
+
+/// Whether `cmd` runs before the flag at `f`: the command as a word of its own, or the last
+/// part of a path (`/usr/bin/mysql`), within [`MAX_ENTRY_BYTES`] (a wrapped command line
+/// goes on on the next line).
+fn runs_command(b: &[u8], f: usize, cmd: &[u8]) -> bool {
+    let before = &b[f.saturating_sub(MAX_ENTRY_BYTES)..f];
+    memchr::memmem::find_iter(before, cmd).any(|i| {
+        let end = i + cmd.len();
+        (i == 0
+            || matches!(
+                before[i - 1],
+                b' ' | b'\t' | b'\n' | b'/' | b'"' | b'\'' | b'`' | b'(' | b';' | b'|' | b'&' | b'$'
+            ))
+            && before.get(end).is_some_and(|c| c.is_ascii_whitespace())
+    })
+}
+
+/// `('password', 'hunter2')`, `setenv("API_KEY", "...")`: a credential name quoted right
+/// after the `(` at `i`, a `,`, and the value after it. Called for every `(`.
+pub(super) fn tuple_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
+    let mut q = i + 1;
+    while q < b.len() && b[q] == b' ' {
+        q += 1;
+    }
+    let Some((name_start, name_end)) = quoted_on_line(b, q) else {
+        return;
+    };
+    let name = &b[name_start..name_end];
+    if name.len() > 96
+        || !name
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+        || !matches!(judge(name), Some(Kind::Secret | Kind::Phrase | Kind::Line))
+    {
+        return;
+    }
+    // Past the closing quote (escaped or not).
+    let mut v = name_end + b[name_end..].iter().take_while(|c| **c == b'\\').count() + 1;
+    while v < b.len() && b[v] == b' ' {
+        v += 1;
+    }
+    if b.get(v) != Some(&b',') {
+        return;
+    }
+    v += 1;
+    while v < b.len() && matches!(b[v], b' ' | b'\t') {
+        v += 1;
+    }
+    if let Some(span) = quoted_on_line(b, v).or_else(|| word_value(b, v)) {
+        spans.push(span);
+    }
+}
+
+/// `<password>...</password>`, `<ApiKey>...</ApiKey>`: the element's text, when its name is
+/// a credential name. Called for every `/` after a `<` (the closing tag's), at `i`.
+pub(super) fn xml_close_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
+    let name_len = b[i + 1..]
+        .iter()
+        .take(97)
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b':'))
+        .count();
+    let name = &b[i + 1..i + 1 + name_len];
+    if name.is_empty()
+        || b.get(i + 1 + name_len) != Some(&b'>')
+        || !matches!(judge(name), Some(Kind::Secret | Kind::Phrase | Kind::Line))
+    {
+        return;
+    }
+    // The text runs back from the `<` to the opening tag's `>`.
+    let lt = i - 1;
+    let from = lt.saturating_sub(MAX_LIST_BYTES);
+    let Some(gt) = memchr::memrchr(b'>', &b[from..lt]).map(|k| from + k) else {
+        return;
+    };
+    let open = memchr::memrchr(b'<', &b[from..gt]).map(|k| from + k);
+    let opens_same = open.is_some_and(|o| {
+        b.get(o + 1..o + 1 + name.len())
+            .is_some_and(|n| n.eq_ignore_ascii_case(name))
+    });
+    if opens_same && gt + 1 < lt {
+        spans.push((gt + 1, lt));
+    }
+}
+
+/// Oracle's `user/password@db` (`sqlplus scott/tiger@orcl`, `jdbc:oracle:thin:scott/tiger@host`):
+/// the password before the `@` at `at`, when the line names an Oracle client or `connect`.
+/// Called for every `@`.
+pub(super) fn connect_at(b: &[u8], at: usize, spans: &mut Vec<(usize, usize)>) {
+    let from = at.saturating_sub(64);
+    let mut slash = at;
+    while slash > from && !matches!(b[slash - 1], b'/' | b' ' | b'\t' | b'\n' | b'"' | b'\'') {
+        slash -= 1;
+    }
+    if slash == at || slash == from || b[slash - 1] != b'/' {
+        return;
+    }
+    let user_end = slash - 1;
+    let user = b[..user_end]
+        .iter()
+        .rev()
+        .take(64)
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'#'))
+        .count();
+    let user_start = user_end - user;
+    if user == 0
+        || (user_start > 0 && !matches!(b[user_start - 1], b' ' | b'\t' | b':' | b'"' | b'\'' | b'='))
+    {
+        return;
+    }
+    let line_from = user_start.saturating_sub(MAX_ENTRY_BYTES);
+    let before = &b[line_from..user_start];
+    let line = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+    let before = &before[line..];
+    const CLIENTS: &[&[u8]] = &[
+        b"sqlplus",
+        b"sqlldr",
+        b"expdp",
+        b"impdp",
+        b"exp",
+        b"imp",
+        b"rman",
+        b"dgmgrl",
+        b"connect",
+        b"conn",
+        b"oracle:thin:",
+        b"oracle:oci:",
+    ];
+    let named = CLIENTS.iter().any(|c| {
+        before.windows(c.len()).enumerate().any(|(k, w)| {
+            w.eq_ignore_ascii_case(c)
+                && (k == 0 || !before[k - 1].is_ascii_alphanumeric())
+                && before.get(k + c.len()).is_none_or(|n| !n.is_ascii_alphanumeric())
+        })
+    });
+    if named {
+        spans.push((slash, at));
     }
 }
 
 /// `access_token%3D...`, `password%3A...`: a credential name, a percent-encoded `=` or `:`
 /// at `p` (the `%`), and whatever value follows, to the next `&`, blank or quote.
 pub(super) fn at_percent_separator(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
-    let Some((_, name)) = name_ending_at(b, p) else {
+    // A percent-encoded quote around the name (`%22password%22%3A%22...%22`).
+    let quoted = |at: usize| matches!(b.get(at..at + 3), Some(b"%22" | b"%27"));
+    let end = if p >= 3 && quoted(p - 3) { p - 3 } else { p };
+    let Some((_, name)) = name_ending_at(b, end) else {
         return;
     };
-    if !matches!(judge(name), Some(Kind::Secret | Kind::Line)) {
+    if !matches!(judge(name), Some(Kind::Secret | Kind::Phrase | Kind::Line)) {
         return;
     }
     let mut v = p + 3;
-    while b[v..].starts_with(b"%20") || b.get(v) == Some(&b'+') {
+    while b[v..].starts_with(b"%20") || b.get(v) == Some(&b'+') || quoted(v) {
         v += if b[v] == b'+' { 1 } else { 3 };
     }
-    let e = v + b[v..]
-        .iter()
-        .take_while(|c| {
-            !c.is_ascii_whitespace() && !matches!(c, b'&' | b'"' | b'\'' | b'`' | b'\\' | b'<' | b'>')
-        })
-        .count();
+    let mut e = v;
+    while e < b.len()
+        && !b[e].is_ascii_whitespace()
+        && !matches!(b[e], b'&' | b'"' | b'\'' | b'`' | b'\\' | b'<' | b'>')
+        && !quoted(e)
+    {
+        e += 1;
+    }
     if e > v {
         spans.push((v, e));
     }
@@ -766,7 +1329,12 @@ mod tests {
             "AccountKey",
             "sig",
         ] {
-            assert_eq!(judge(name.as_bytes()), Some(Kind::Secret), "{name}");
+            let want = if name.to_ascii_lowercase().contains("password") {
+                Kind::Phrase
+            } else {
+                Kind::Secret
+            };
+            assert_eq!(judge(name.as_bytes()), Some(want), "{name}");
         }
         for name in [
             "max_tokens",

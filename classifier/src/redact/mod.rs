@@ -2,15 +2,20 @@
 //!
 //! Excerpts reach the database, the API, the event stream, the log and the UI, and evidence
 //! is written by parties we do not control, so redaction assumes an adversary: a key format
-//! nobody has listed yet must not leak by default. Three detectors mark byte ranges, and every
+//! nobody has listed yet must not leak by default. Four detectors mark byte ranges, and every
 //! range becomes `[redacted]` (overlapping ranges merge):
 //!
 //! - `context`: a credential *context* (a header name, `key=`, `token`, `secret`,
-//!   `password`, `Bearer`, an identifier's name, ...) redacts whatever value follows it;
-//! - `tokens`: long random-looking tokens, known key prefixes, account numbers, hex IDs and
-//!   e-mail addresses go wherever they stand;
+//!   `password`, `Bearer`, an identifier's name, a password flag of a command, SQL's
+//!   `IDENTIFIED BY`, a `.netrc` entry, ...) redacts whatever value follows it;
+//! - `tokens`: random-looking tokens of 16 characters or more, known key prefixes, account
+//!   numbers, hex IDs and e-mail addresses go wherever they stand;
+//! - `numbers`: phone and card numbers, IBANs and social security numbers in groups;
 //! - `shapes`: URL credentials and query strings, webhook paths, armored private keys, home
 //!   directories and account resource paths.
+//!
+//! Text with characters that stand for ASCII ones (no-break spaces, full-width forms,
+//! look-alike letters, zero-width characters) is read folded (`fold`), so they hide nothing.
 //!
 //! **Order: cut, then redact.** [`safe_excerpt`] first cuts the evidence to what the excerpt
 //! can show ([`MAX_EXCERPT_CHARS`] once whitespace is collapsed), never inside a run of
@@ -23,8 +28,12 @@
 //!
 //! The text is bounded (the excerpt's window); one pass over its bytes finds the places each
 //! detector looks at (see `secret_spans`), and the detectors read around those places only.
+//! A stderr excerpt is redacted knowing the end of the line above it
+//! ([`safe_excerpt_after`]), so a secret wrapped over two lines is known for one.
 
 mod context;
+mod fold;
+mod numbers;
 mod shapes;
 mod tokens;
 
@@ -58,11 +67,15 @@ pub fn redact(text: &str) -> String {
 ///
 /// One pass over the bytes builds bit planes of the text (see `Planes`), which say every
 /// place a detector looks at: each unit (a run of letters, digits and `_ - + / =`) of 8 bytes
-/// or more for `tokens` (shorter ones are never secrets alone); the blank after a unit whose
-/// word may be a scheme (`context`); each `:` and `=` for a credential name (`context`) and
-/// `://` (`shapes`); `?` and `#` for a query; `@`, `%40` and `\\u0040` for an e-mail
-/// address; `/` and backslashes for home directories and account paths. Webhook markers and
-/// armor are found from a rare byte (`k`, `B`). Each detector judges its places
+/// or more for `tokens` and `numbers` (shorter ones are never secrets alone); the blank after
+/// a unit whose word may be a scheme or a credential word (`context`), that ends in a digit
+/// or is followed by one (`numbers`), or is followed by a `-` (a command's flag, `context`);
+/// each `:` and `=` for a credential name (`context`) and `://` (`shapes`); `?` and `#` for a
+/// query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and `&commat;` for an e-mail address; `/`,
+/// `~`, `%2F` and backslashes for home directories and account paths; `(` for a quoted name
+/// and its value, `</` for an element's text. Webhook markers and armor are found from a rare
+/// byte (`k`, `B`); line breaks and non-ASCII bytes, already set apart for the collapse, say
+/// where a line starts and whether the text must be folded. Each detector judges its places
 /// independently, and the ranges are sorted and merged, so the order of the visits does not
 /// matter.
 fn secret_spans(text: &str) -> Vec<(usize, usize)> {
@@ -73,6 +86,11 @@ fn secret_spans(text: &str) -> Vec<(usize, usize)> {
 /// read from the same bit planes: the excerpt needs both, and one pass over the bytes gives
 /// both.
 fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
+    spans_and_shape_with(text, true)
+}
+
+/// [`spans_and_shape`]; `may_fold` is false for text already folded (see `fold`).
+fn spans_and_shape_with(text: &str, may_fold: bool) -> (Vec<(usize, usize)>, bool) {
     let b = text.as_bytes();
     let mut spans = Vec::new();
     let n = b.len();
@@ -90,7 +108,24 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     for (p, chunk) in planes.iter_mut().zip(b.chunks(64)) {
         *p = Planes::of(chunk);
     }
+    // Line breaks and non-ASCII bytes are among the unsettled ones: text with a character
+    // that folds is read folded (see `fold`); a line may start with a dotted number.
+    for (w, p) in planes.iter().enumerate() {
+        let mut bits = p.unsettled;
+        while bits != 0 {
+            let i = 64 * w + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if b[i] == b'\n' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                numbers::dotted_at(b, i + 1, &mut spans);
+            } else if may_fold && b[i] >= 0xc2 && fold::folds_at(text, i) {
+                return folded_spans(text);
+            }
+        }
+    }
     let get = |w: usize| planes.get(w).copied().unwrap_or_default();
+    if b.first().is_some_and(u8::is_ascii_digit) {
+        numbers::dotted_at(b, 0, &mut spans);
+    }
     // Bytes the planes do not settle whether the text is collapsed (other whitespace,
     // non-ASCII), two blanks in a row, and the bytes of the rare markers `whole` looks for.
     let (mut unsettled, mut double_blank, mut rare) = (0u64, 0u64, 0u64);
@@ -142,6 +177,15 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
             let p = 64 * w + words.trailing_zeros() as usize;
             words &= words - 1;
             context::word_before_blank(b, p, &mut spans);
+            if b[p - 1].is_ascii_digit() {
+                numbers::at_blank(b, p, &mut spans);
+            }
+            match b.get(p + 1) {
+                Some(b'-') => context::short_flag_at(b, p + 1, &mut spans),
+                // `415.555.0132`: dots split a number into short units.
+                Some(b'0'..=b'9') => numbers::dotted_at(b, p + 1, &mut spans),
+                _ => {}
+            }
         }
     }
     // Webhook markers hold `hook`, armor `BEGIN`: without a `k` or a `B` there is neither.
@@ -157,34 +201,77 @@ fn spans_and_shape(text: &str) -> (Vec<(usize, usize)>, bool) {
     if spans.is_empty() {
         return (spans, collapsed);
     }
+    (merge(text, spans), collapsed)
+}
+
+/// [`spans_and_shape`] of text holding characters that fold: the spans found in the folded
+/// text, mapped back to `text`.
+#[cold]
+fn folded_spans(text: &str) -> (Vec<(usize, usize)>, bool) {
+    let (folded, from) = fold::fold(text);
+    let (spans, _) = spans_and_shape_with(&folded, false);
+    let mapped = spans
+        .into_iter()
+        .filter(|&(s, e)| s < e && e <= from.len())
+        .map(|(s, e)| (from[s].0 as usize, from[e - 1].1 as usize))
+        .collect();
+    (merge(text, mapped), is_collapsed(text.as_bytes()))
+}
+
+/// `spans` sorted and merged (overlapping or touching ranges become one), at character
+/// boundaries of `text`.
+fn merge(text: &str, mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     spans.sort_unstable();
     let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
     for (s, e) in spans {
-        // Ranges always start and end at ASCII bytes, so at character boundaries; clamp
-        // defensively all the same.
+        // Ranges start and end at character boundaries (ASCII bytes, or the ends of folded
+        // characters); clamp defensively all the same.
         let (s, e) = (floor_boundary(text, s), ceil_boundary(text, e));
         match merged.last_mut() {
             Some(last) if s <= last.1 => last.1 = last.1.max(e),
             _ => merged.push((s, e)),
         }
     }
-    (merged, collapsed)
+    merged
 }
 
-/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ /`), it looks.
+/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / ( & ~`), it looks.
 fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
     match b[i] {
         b':' => {
             context::at_separator(b, i, spans);
             shapes::userinfo_at(b, i, spans);
+            // `tel: 415.555.0132` (a dotted number after a blank that follows no unit).
+            if b.get(i + 1) == Some(&b' ') && b.get(i + 2).is_some_and(u8::is_ascii_digit) {
+                numbers::dotted_at(b, i + 2, spans);
+            }
         }
         b'=' => context::at_separator(b, i, spans),
-        b'?' | b'#' => shapes::query_at(b, i, spans),
-        b'@' => tokens::email_at(b, i, 1, spans),
+        b'?' => shapes::query_at(b, i, spans),
+        b'#' => {
+            // `&#64;` and `&#x40;`: an `@` written as an HTML entity.
+            if i > 0 && b[i - 1] == b'&' {
+                match b.get(i + 1..i + 4) {
+                    Some(b"64;") => tokens::email_at(b, i - 1, 5, spans),
+                    Some(b"x40" | b"X40") if b.get(i + 4) == Some(&b';') => {
+                        tokens::email_at(b, i - 1, 6, spans)
+                    }
+                    _ => {}
+                }
+            }
+            shapes::query_at(b, i, spans);
+        }
+        b'@' => {
+            tokens::email_at(b, i, 1, spans);
+            context::connect_at(b, i, spans);
+        }
+        b'&' if b[i + 1..].starts_with(b"commat;") => tokens::email_at(b, i, 8, spans),
         b'%' if b[i + 1..].starts_with(b"40") => tokens::email_at(b, i, 3, spans),
+        b'%' if b[i + 1..].starts_with(b"2540") => tokens::email_at(b, i, 5, spans),
         b'%' if matches!(b.get(i + 1..i + 3), Some(b"3D" | b"3d" | b"3A" | b"3a")) => {
             context::at_percent_separator(b, i, spans);
         }
+        b'%' if matches!(b.get(i + 1..i + 3), Some(b"2F" | b"2f")) => shapes::encoded_home_at(b, i, spans),
         b'\\' => {
             if b[i + 1..].starts_with(b"u0040") {
                 tokens::email_at(b, i, 6, spans);
@@ -198,7 +285,12 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
             if i > 0 && matches!(b[i - 1], b's' | b'S') {
                 shapes::collection_at(b, i, spans);
             }
+            if i > 0 && b[i - 1] == b'<' {
+                context::xml_close_at(b, i, spans);
+            }
         }
+        b'(' => context::tuple_at(b, i, spans),
+        b'~' => shapes::tilde_home_at(b, i, spans),
         _ => {}
     }
 }
@@ -208,7 +300,7 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
 struct Planes {
     /// A unit byte (a letter, a digit or `_ - + / =`).
     unit: u64,
-    /// A byte a detector looks at: `: = ? # @ % \\ /`.
+    /// A byte a detector looks at: `: = ? # @ % \\ / ( & ~`.
     marked: u64,
     /// A blank: ` ` or a tab.
     blank: u64,
@@ -239,7 +331,10 @@ static BYTE_FLAGS: [u8; 256] = {
         if tokens::is_unit_byte(b) {
             t[c] |= UNIT;
         }
-        if matches!(b, b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/') {
+        if matches!(
+            b,
+            b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/' | b'(' | b'&' | b'~'
+        ) {
             t[c] |= MARKED;
         }
         if matches!(b, b' ' | b'\t') {
@@ -339,6 +434,54 @@ fn ceil_boundary(t: &str, mut i: usize) -> usize {
 /// when the cut text redacts to much less than it was, a longer head is cut and redacted
 /// again (at most three times). Every pass redacts exactly the text it shows.
 pub fn safe_excerpt(text: &str) -> String {
+    safe_excerpt_after("", text)
+}
+
+/// [`safe_excerpt`] of `text`, which follows `before` in the evidence (the stderr line above
+/// it): the detectors also read the last `LOOKBEHIND_BYTES` of `before`, so a secret whose
+/// name or first half is on the line above (`password=` and a line break, a key wrapped by a
+/// terminal) is still known for one. The two are read as two lines, and, when `before` ends
+/// inside a word and `text` starts with one, glued as well (a wrapped token; the first line
+/// of `text` only). Nothing of `before` is shown.
+pub fn safe_excerpt_after(before: &str, text: &str) -> String {
+    let context = &before[ceil_boundary(before, before.len().saturating_sub(LOOKBEHIND_BYTES))..];
+    // The spans of `t` (a head of `text`), and whether `t` is its own collapse (when known).
+    let mut joined = String::new();
+    let mut spans_of = |t: &str| -> (Vec<(usize, usize)>, bool) {
+        if context.is_empty() {
+            return spans_and_shape(t);
+        }
+        // The spans of `context`, then `sep`, then `t`, in `t`.
+        let mut read = |sep: &str, t: &str| {
+            joined.clear();
+            joined.push_str(context);
+            joined.push_str(sep);
+            let shift = joined.len();
+            joined.push_str(t);
+            secret_spans(&joined)
+                .into_iter()
+                .filter(|&(_, e)| e > shift)
+                .map(|(s, e)| (s.max(shift) - shift, e - shift))
+                .collect::<Vec<_>>()
+        };
+        let mut spans = read("\n", t);
+        // A line that ends inside a word, above one that starts with one, may also be a token
+        // a terminal wrapped: the first line is read glued to the line above too.
+        if context
+            .as_bytes()
+            .last()
+            .is_some_and(|c| tokens::is_unit_byte(*c))
+            && t.as_bytes().first().is_some_and(|c| tokens::is_unit_byte(*c))
+        {
+            let line = memchr::memchr(b'\n', t.as_bytes()).unwrap_or(t.len());
+            let glued = read("", &t[..floor_boundary(t, line.min(LOOKAHEAD_BYTES))]);
+            if !glued.is_empty() {
+                spans.extend(glued);
+                spans = merge(t, spans);
+            }
+        }
+        (spans, false)
+    };
     let mut budget = MAX_EXCERPT_CHARS;
     let mut out = String::new();
     for pass in 0..CUT_PASSES {
@@ -348,9 +491,9 @@ pub fn safe_excerpt(text: &str) -> String {
             // (`postgres://app:Pa55w0rd` is a password only with the `@host` the cut left out),
             // and what of it the head holds is redacted; nothing past the cut is shown.
             let seen = &text[..floor_boundary(text, head.len() + LOOKAHEAD_BYTES)];
-            (clip(secret_spans(seen), head.len()), false)
+            (clip(spans_of(seen).0, head.len()), false)
         } else {
-            spans_and_shape(head)
+            spans_of(head)
         };
         out = collapse_redacted(head, &spans, collapsed || shape_collapsed);
         if cut {
@@ -380,6 +523,10 @@ pub fn safe_excerpt(text: &str) -> String {
 /// How far past a cut the detectors read: enough for the rest of a URL, a header value or a
 /// key the cut split.
 const LOOKAHEAD_BYTES: usize = 256;
+
+/// How much of the evidence before an excerpt ([`safe_excerpt_after`]) the detectors read:
+/// enough for a credential's name and the first part of a wrapped value.
+const LOOKBEHIND_BYTES: usize = 128;
 
 /// `spans` (sorted, merged) limited to the first `end` bytes.
 fn clip(mut spans: Vec<(usize, usize)>, end: usize) -> Vec<(usize, usize)> {
@@ -630,10 +777,12 @@ pub(crate) fn identifier(s: &str) -> String {
         && s.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/' | b':' | b'@' | b'[' | b']')
         });
-    // `user:password@host` (userinfo without a scheme), and a long segment mixing upper-case
-    // letters, lower-case ones and digits (a key, not a model name: those are lower-case or
-    // name their parts, `Qwen2.5-Coder-32B-Instruct`).
-    let userinfo = s.find('@').is_some_and(|at| s[..at].contains(':'));
+    // `user:password@host` (userinfo without a scheme), `user:password` (a `:` before what
+    // is not a tag, see `is_tag`), and a long segment mixing upper-case letters, lower-case
+    // ones and digits (a key, not a model name: those are lower-case or name their parts,
+    // `Qwen2.5-Coder-32B-Instruct`).
+    let userinfo = s.find('@').is_some_and(|at| s[..at].contains(':'))
+        || memchr::memchr_iter(b':', s.as_bytes()).any(|i| !is_tag(&s[i + 1..]));
     let random_segment = s.split(['-', '_', '.', '/', ':', '@']).any(|seg| {
         seg.len() >= 12
             && seg.bytes().any(|b| b.is_ascii_uppercase())
@@ -645,6 +794,31 @@ pub(crate) fn identifier(s: &str) -> String {
     } else {
         MARK.to_owned()
     }
+}
+
+/// Whether what follows a `:` in an identifier is a tag, not the password of `user:password`:
+/// a version or a size (`v1:0`, `llama3:8b`), a short or a known variant (`:o1`, `:free`,
+/// `:latest`, `:thinking`), a model named with its parts (`openai:gpt-4o`,
+/// `openrouter:meta-llama/llama-3`), or a family and its version (`ollama:qwen2`). Anything
+/// else (`bob:correcthorse`) may be a password.
+fn is_tag(t: &str) -> bool {
+    const TAGS: &[&str] = &[
+        "latest", "free", "beta", "alpha", "nitro", "online", "floor", "thinking", "extended", "exacto",
+        "preview", "instruct", "stable", "default", "vision", "chat", "code", "text", "base", "turbo",
+        "mini", "lite", "plus", "pro", "max", "fast", "small", "medium", "large",
+    ];
+    let family_version = {
+        let letters = t.bytes().take_while(u8::is_ascii_alphabetic).count();
+        letters > 0
+            && t.len() > letters
+            && t[letters..].bytes().all(|c| c.is_ascii_digit() || c == b'.')
+            && t.as_bytes()[letters].is_ascii_digit()
+    };
+    t.len() <= 4
+        || t.as_bytes()[0].is_ascii_digit()
+        || t.contains(['-', '.', '/', ':'])
+        || family_version
+        || TAGS.iter().any(|g| t.eq_ignore_ascii_case(g))
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@
 //!   `/webhook/` or `/webhooks/` segment): the path after the marker is the secret.
 //! - Armored blocks (`-----BEGIN ... -----` to the matching `-----END ...-----`, or to the end of
 //!   the text when the end marker is cut off): PEM and PGP private keys, whole.
-//! - Home directories (`/Users/NAME`, `/home/NAME`, `C:\Users\NAME`, escaped `C:\\Users\\NAME`):
-//!   the user name.
+//! - Home directories (`/Users/NAME`, `/home/NAME`, `C:\Users\NAME`, escaped `C:\\Users\\NAME`
+//!   and `\/home\/NAME`, percent-encoded `%2Fhome%2FNAME`, `~NAME/`): the user name, blanks
+//!   and all (`/Users/Alice Smith/`).
 //! - Resource paths naming an account (`projects/NAME`, `organizations/NAME`,
 //!   `billingAccounts/NAME`, `subscriptions/NAME`, `tenants/NAME`, `accounts/NAME`): the name.
 
@@ -138,27 +139,102 @@ fn armored(b: &[u8], spans: &mut Vec<(usize, usize)>) {
 }
 
 /// The user name after a home directory that the separator at `i` opens (`/Users/NAME`,
-/// `\home\NAME`, ...). A separator is `/` or a run of backslashes: call this for every `/`
-/// and for the first backslash of every run, in any order.
+/// `\\home\\NAME`, JSON's `\\/home\\/NAME`, ...). A separator is `/`, a run of backslashes, or
+/// backslashes and a `/`: call this for every `/` and for the first backslash of every run,
+/// in any order. A name may hold blanks (`/Users/Alice Smith/Documents`) when a separator
+/// follows its last word.
 pub(super) fn home_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
     let c = b[i];
-    // A separator is `/` or a run of backslashes (`\`, or `\\` once JSON-escaped, ...).
-    let sep_len = if c == b'\\' {
+    // A separator is `/` or a run of backslashes (`\\`, or `\\\\` once JSON-escaped, ...),
+    // maybe closed by a `/` (`\\/`, a JSON-escaped slash).
+    let mut sep_len = if c == b'\\' {
         b[i..].iter().take_while(|x| **x == b'\\').count()
     } else {
         1
     };
+    if c == b'\\' && b.get(i + sep_len) == Some(&b'/') {
+        sep_len += 1;
+    }
     let word_at = i + sep_len;
+    // Most separators open neither directory.
+    if !matches!(b.get(word_at), Some(b'u' | b'U' | b'h' | b'H')) {
+        return;
+    }
+    let sep = &b[i..i + sep_len];
     for dir in [b"users".as_slice(), b"home"] {
         let w_end = word_at + dir.len();
-        let same_sep = b
-            .get(w_end..w_end + sep_len)
-            .is_some_and(|s| s.iter().all(|x| *x == c))
-            && b.get(w_end + sep_len) != Some(&c);
+        let same_sep = b.get(w_end..w_end + sep_len).is_some_and(|s| s == sep)
+            && b.get(w_end + sep_len) != Some(&sep[sep_len - 1]);
         if b.get(word_at..w_end).is_some_and(|w| w.eq_ignore_ascii_case(dir)) && same_sep {
             let s = w_end + sep_len;
+            let e = user_name_end(b, s);
+            if e > s {
+                spans.push((s, e));
+            }
+        }
+    }
+}
+
+/// Where a user name starting at `s` ends: at a separator, a quote or the end of the path;
+/// past blanks when the words after them lead to a separator (`Alice Smith/`).
+fn user_name_end(b: &[u8], s: usize) -> usize {
+    let stops = |c: u8| ends_url(c) || matches!(c, b'/' | b'\\' | b':' | b',' | b')' | b'%');
+    let mut e = s;
+    while e < b.len() && !stops(b[e]) {
+        e += 1;
+    }
+    // `Alice Smith/`: words joined by single blanks, the last one glued to a separator.
+    let mut k = e;
+    while b.get(k) == Some(&b' ') && k - s < MAX_USER_NAME {
+        let w = b[k + 1..].iter().take_while(|c| !stops(**c)).count();
+        if w == 0 {
+            break;
+        }
+        k += 1 + w;
+        if matches!(b.get(k), Some(b'/' | b'\\')) {
+            e = k;
+            break;
+        }
+    }
+    e
+}
+
+/// The longest user name with blanks [`user_name_end`] reads, in bytes.
+const MAX_USER_NAME: usize = 64;
+
+/// `~alice/...`: the user name after the `~` at `i`, when it stands at the start of a path
+/// and a separator follows. Called for every `~`.
+pub(super) fn tilde_home_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
+    if i > 0
+        && !matches!(
+            b[i - 1],
+            b' ' | b'\t' | b'\n' | b'"' | b'\'' | b'`' | b'=' | b':' | b'(' | b'['
+        )
+    {
+        return;
+    }
+    let s = i + 1;
+    let n = b[s..]
+        .iter()
+        .take(MAX_USER_NAME)
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+        .count();
+    if n > 0 && b[s].is_ascii_alphabetic() && matches!(b.get(s + n), Some(b'/' | b'\\')) {
+        spans.push((s, s + n));
+    }
+}
+
+/// A percent-encoded home directory (`%2Fhome%2FNAME`, `%2FUsers%2FNAME`): the user name
+/// after the `%2F` at `i`. Called for every `%2F` (any case).
+pub(super) fn encoded_home_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
+    let sep = |k: usize| b.get(k..k + 3).is_some_and(|x| x.eq_ignore_ascii_case(b"%2F"));
+    for dir in [b"users".as_slice(), b"home"] {
+        let w = i + 3;
+        let w_end = w + dir.len();
+        if b.get(w..w_end).is_some_and(|x| x.eq_ignore_ascii_case(dir)) && sep(w_end) {
+            let s = w_end + 3;
             let mut e = s;
-            while e < b.len() && !ends_url(b[e]) && !matches!(b[e], b'/' | b'\\' | b':' | b',' | b')') {
+            while e < b.len() && !ends_url(b[e]) && !matches!(b[e], b'%' | b'/' | b'&' | b'\\') {
                 e += 1;
             }
             if e > s {

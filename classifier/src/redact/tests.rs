@@ -229,3 +229,282 @@ fn a_key_wrapped_onto_the_next_line_goes_whole() {
         "password: [redacted] retrying now"
     );
 }
+
+#[test]
+fn short_random_tokens_go_and_words_of_their_length_stay() {
+    for token in [
+        "266023592ddb08b3",
+        "q8Zk+XyW/Ab3Cd9e",
+        "BUOBk6T-KNsXTNvf",
+        "hepmvspcmfotouic",
+        "849MbeikcebHoybR",
+    ] {
+        assert_eq!(
+            redact(&format!("rejected {token} here")),
+            "rejected [redacted] here",
+            "{token}"
+        );
+    }
+    for word in [
+        "generativelanguage",
+        "cloudresourcemanager",
+        "internationalization",
+        "/opt/homebrew/lib/node_modules/npm/bin/npm-cli.js",
+        "/usr/local/lib/python3.12/site-packages/anthropic/_base_client.py",
+        "aaaaaaaaaaaaaaaaaaaa",
+        "GenerateRequestsPerDayPerProjectPerModel",
+    ] {
+        let t = format!("failed at {word} now");
+        assert_eq!(redact(&t), t, "{word}");
+    }
+}
+
+#[test]
+fn passwords_on_command_lines_and_in_config_formats_go() {
+    for (text, kept) in [
+        (
+            "mysql -uroot -psecretword -h db",
+            "mysql -uroot -p[redacted] -h db",
+        ),
+        (
+            "mysql -u root -p'secret word' db",
+            "mysql -u root -p'[redacted]' db",
+        ),
+        ("sshpass -p secretword ssh host", "sshpass -p [redacted] ssh host"),
+        (
+            "redis-cli -h cache -a secretword ping",
+            "redis-cli -h cache -a [redacted] ping",
+        ),
+        ("7z x a.7z -psecretword", "7z x a.7z -p[redacted]"),
+        (
+            "smbclient //srv/s -U admin%secretword",
+            "smbclient //srv/s -U admin%[redacted]",
+        ),
+        (
+            "htpasswd -bc .htpasswd admin secretword",
+            "htpasswd -bc .htpasswd admin [redacted]",
+        ),
+        (
+            "tool --password secretword --verbose",
+            "tool --password [redacted] --verbose",
+        ),
+        (
+            "CREATE USER 'a'@'%' IDENTIFIED BY 'secretword';",
+            "CREATE USER 'a'@'%' IDENTIFIED BY '[redacted]';",
+        ),
+        (
+            "ALTER ROLE app WITH PASSWORD 'secretword'",
+            "ALTER ROLE app WITH PASSWORD '[redacted]'",
+        ),
+        (
+            "machine h.example.com login bob password secretword",
+            "machine h.example.com login bob password [redacted]",
+        ),
+        ("sqlplus scott/secretword@orcl", "sqlplus scott/[redacted]@orcl"),
+        (
+            "login('password', 'secretword')",
+            "login('password', '[redacted]')",
+        ),
+        ("auth=('bob', 'secretword')", "auth=([redacted])"),
+        (
+            "<Password>secretword</Password>",
+            "<Password>[redacted]</Password>",
+        ),
+        (
+            "{\"name\": \"DB_PASSWORD\", \"value\": \"secretword\"}",
+            "{\"name\": \"DB_PASSWORD\", \"value\": \"[redacted]\"}",
+        ),
+        (
+            "&quot;password&quot;:&quot;secretword&quot;",
+            "&quot;password&quot;:&quot;[redacted]&quot;",
+        ),
+        (
+            "%22password%22%3A%22secretword%22",
+            "%22password%22%3A%22[redacted]%22",
+        ),
+        ("key: 4f9k 2m8x q7v3 p0za rejected", "key: [redacted] rejected"),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+    // Flags of other commands, and placeholders, stay.
+    for t in [
+        "mkdir -p /var/lib/app && cargo test -p classifier",
+        "ssh -p 2222 host",
+        "Usage: tool --api-key <KEY> --model <MODEL>",
+        "actions/checkout@v4 and @anthropic-ai/claude-code@1.0.3",
+    ] {
+        assert_eq!(redact(t), t);
+    }
+}
+
+#[test]
+fn a_passphrase_after_a_separator_goes_to_the_end_of_its_clause() {
+    for (text, kept) in [
+        ("password: correct horse battery staple", "password: [redacted]"),
+        (
+            "password: correct horse, user: bob",
+            "password: [redacted], user: bob",
+        ),
+        (
+            "{\"msg\":\"password: correct horse\",\"x\":1}",
+            "{\"msg\":\"password: [redacted]\",\"x\":1}",
+        ),
+        (
+            "db:\n  password: correct horse\n  host: db",
+            "db:\n  password: [redacted]\n  host: db",
+        ),
+        // A secret-looking first word is the whole value; a shell word after `=` too.
+        ("password: Tr0ub4dor&3 rejected", "password: [redacted] rejected"),
+        (
+            "DB_PASSWORD=p@ss,w0rd psql -h db",
+            "DB_PASSWORD=[redacted] psql -h db",
+        ),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+}
+
+#[test]
+fn characters_outside_ascii_do_not_hide_a_secret() {
+    let key = "Zq8Xv2Kp9Lm3Nw7Rt5YbHj4Qe6";
+    let zw: String = key.chars().flat_map(|c| ['\u{200b}', c]).skip(1).collect();
+    let wide: String = key
+        .chars()
+        .map(|c| char::from_u32(c as u32 + 0xfee0).unwrap())
+        .collect();
+    for (text, kept) in [
+        (
+            "password\u{ff1a}hunter2x".to_owned(),
+            "password\u{ff1a}[redacted]",
+        ),
+        ("password:\u{a0}hunter2x".to_owned(), "password:\u{a0}[redacted]"),
+        ("password\u{a0}Tr0ub4dor&3".to_owned(), "password\u{a0}[redacted]"),
+        ("p\u{430}ssword=hunter".to_owned(), "p\u{430}ssword=[redacted]"),
+        (
+            "\u{43f}\u{430}\u{440}\u{43e}\u{43b}\u{44c}: hunter".to_owned(),
+            "\u{43f}\u{430}\u{440}\u{43e}\u{43b}\u{44c}: [redacted]",
+        ),
+        (
+            "contrase\u{f1}a: hunter".to_owned(),
+            "contrase\u{f1}a: [redacted]",
+        ),
+        (format!("key {zw} end"), "key [redacted] end"),
+        (format!("got {wide} end"), "got [redacted] end"),
+        ("mail alice@b\u{fc}cher.de now".to_owned(), "mail [redacted] now"),
+    ] {
+        assert_eq!(redact(&text), kept, "{text}");
+    }
+    // Other non-ASCII text is read as it is.
+    for t in [
+        "Claude Code · ✕ API Error",
+        "日本語のエラー: 接続できません",
+        "Ошибка: превышен лимит запросов",
+    ] {
+        assert_eq!(redact(t), t);
+    }
+}
+
+#[test]
+fn headers_folded_onto_the_next_line_go_whole() {
+    assert_eq!(
+        redact("Authorization: Bearer Ab3dEf9hIjKlM\n nopqrstuvwx\nnext"),
+        "Authorization: [redacted]\nnext"
+    );
+    assert_eq!(
+        redact("x-api-key: 3dkyskcw9hlfkja95co7\n\tjbkixvomgmqz"),
+        "x-api-key: [redacted]"
+    );
+}
+
+#[test]
+fn e_mail_addresses_in_other_spellings_go() {
+    for t in [
+        "o'neil@example.com",
+        "alice@example.xn--p1ai",
+        "jos\u{e9}@example.com",
+        "alice&#64;example.com",
+        "alice&#x40;example.com",
+        "alice&commat;example.com",
+        "alice%2540example.com",
+        "\"alice smith\"@example.com",
+    ] {
+        let r = redact(&format!("to {t} now"));
+        assert_eq!(r, "to [redacted] now", "{t}");
+    }
+}
+
+#[test]
+fn home_directories_in_other_spellings_lose_their_user() {
+    for (text, kept) in [
+        ("/Users/Alice Smith/Documents/x", "/Users/[redacted]/Documents/x"),
+        (
+            "at /home/alice and /home/bob",
+            "at /home/[redacted] and /home/[redacted]",
+        ),
+        ("\\/home\\/alice\\/repo", "\\/home\\/[redacted]\\/repo"),
+        ("cd ~alice/projects", "cd ~[redacted]/projects"),
+        (
+            "file%3A%2F%2F%2Fhome%2Falice%2Fsrc",
+            "file%3A%2F%2F%2Fhome%2F[redacted]%2Fsrc",
+        ),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+    for t in ["cd ~/projects", "about ~100ms"] {
+        assert_eq!(redact(t), t);
+    }
+}
+
+#[test]
+fn personal_numbers_go_and_other_numbers_stay() {
+    for (text, kept) in [
+        ("call +1 415 555 0132 now", "call [redacted] now"),
+        ("tel (415) 555-0132", "tel [redacted]"),
+        ("tel: 415.555.0132", "tel: [redacted]"),
+        ("card 4111 1111 1111 1111 declined", "card [redacted] declined"),
+        ("ssn 123-45-6789", "ssn [redacted]"),
+        ("IBAN DE89 3704 0044 0532 0130 00 ok", "IBAN [redacted] ok"),
+        ("IBAN GB82WEST12345698765432", "IBAN [redacted]"),
+    ] {
+        assert_eq!(redact(text), kept, "{text}");
+    }
+    for t in [
+        "at 2026-11-30 08:00:00Z, version 1.2.3, 10.0.0.12:8080",
+        "retry on 429 500 503 after 14.036s",
+        "Limit 30000, Used 30000, Requested 58487",
+        "node v20.11.1 build 20250929.1 pid 12345",
+    ] {
+        assert_eq!(redact(t), t);
+    }
+}
+
+#[test]
+fn an_identifier_with_a_password_after_a_colon_goes() {
+    for id in ["bob:correcthorse", "admin:hunter2hunter"] {
+        assert_eq!(identifier(id), "[redacted]", "{id}");
+    }
+    for id in [
+        "llama3:8b",
+        "deepseek-r1:latest",
+        "ollama:qwen2",
+        "openai:gpt-4o",
+        "openrouter:meta-llama/llama-3",
+        "openai/gpt-4o:free",
+    ] {
+        assert_eq!(identifier(id), id);
+    }
+}
+
+#[test]
+fn a_secret_split_over_two_stderr_lines_is_known_from_the_line_above() {
+    // The excerpt shows the second line; the first holds the name or the first half.
+    assert_eq!(
+        safe_excerpt_after("Error: password=", "hunter2x rejected"),
+        "[redacted] rejected"
+    );
+    assert_eq!(
+        safe_excerpt_after("export X_API_KEY=4pbyr7rtfo60mavk4cu8", "tbgiuedqfwrc end"),
+        "[redacted] end"
+    );
+    assert_eq!(safe_excerpt_after("something odd", "all is well"), "all is well");
+}

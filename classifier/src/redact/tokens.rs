@@ -9,17 +9,21 @@
 //!   `Generate`, `REQUESTS`, `2024`; a piece whose average word is shorter than
 //!   [`MAX_NOISE_WORD`] characters is noise (random base62 averages about two, camel-case
 //!   error names five or more), and so is a piece of one letter case whose letters are not
-//!   distributed like words (fewer than one vowel in five, or more than one in eight of
-//!   `j k q v w x z`). Pieces are split at `-` and `_`; base64's `+ / =` are glued back.
+//!   distributed like words (fewer than one vowel in five, more than one in eight of
+//!   `j k q v w x z`, or pairs of letters rarer in English than at random; see
+//!   `english_bigrams`). Pieces are split at `-` and `_`; base64's `+ / =` are glued back.
 //!   A unit of both letter cases is also judged whole, across its pieces (base64url keys
 //!   such as Recourse's own `rct_` tokens often have no long piece; see `random_joined`).
 //!   Known key prefixes (`sk-`, `csk-`, `AKIA`, `ghp_`, ...) with enough characters after them
 //!   go too;
 //! - it is a number of [`MIN_ACCOUNT_DIGITS`] digits or more, or groups of digits joined by
 //!   `-` adding up to that (account and project numbers);
-//! - it is hexadecimal of [`MIN_HEX`] digits or more, alone or as a UUID's groups.
+//! - it is hexadecimal of [`MIN_RANDOM_PIECE`] digits or more, or [`MIN_HEX`] as a UUID's
+//!   groups;
+//! - it starts a phone number or an IBAN (judged by `numbers`).
 //!
-//! E-mail addresses (`@`, `%40` or `\u0040` between a local part and a dotted domain) go whole.
+//! E-mail addresses (`@` in any spelling: `%40`, `%2540`, `\u0040`, `&#64;`, `&commat;`,
+//! between a local part and a dotted domain) go whole.
 
 /// The shortest piece judged for randomness.
 pub(super) const MIN_RANDOM_PIECE: usize = 16;
@@ -27,7 +31,7 @@ pub(super) const MIN_RANDOM_PIECE: usize = 16;
 const MAX_NOISE_WORD: f64 = 3.0;
 /// The shortest number treated as an account or project number.
 pub(super) const MIN_ACCOUNT_DIGITS: usize = 10;
-/// The shortest hexadecimal run treated as an identifier.
+/// The shortest hexadecimal run in groups (a UUID's) treated as an identifier.
 const MIN_HEX: usize = 24;
 
 /// Prefixes of key and identifier formats (case-sensitive), by first byte: each must be
@@ -144,6 +148,12 @@ pub(super) fn unit(b: &[u8], start: usize, end: usize, spans: &mut Vec<(usize, u
         return;
     }
     let u = &b[start..end];
+    // Phone and card numbers in groups (`(415) 555-0132`), IBANs (see `numbers`).
+    if u[0].is_ascii_digit() || u[0] == b'+' {
+        super::numbers::in_unit(b, start, spans);
+    } else if u[0].is_ascii_uppercase() && u.len() >= 15 {
+        super::numbers::iban_unit(u, start, spans);
+    }
     // Shorter than a random piece, a unit can only be a prefixed key or an account number
     // (see `secret_unit_with`): most are neither, which their first bytes say.
     if u.len() < MIN_RANDOM_PIECE
@@ -223,8 +233,10 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
     if st.digits >= MIN_ACCOUNT_DIGITS && only_dashes_besides(st.digits) {
         return true;
     }
-    // Hex identifiers and UUIDs, with a letter and a digit among them.
-    if st.hex >= MIN_HEX && only_dashes_besides(st.hex) && st.digits > 0 && st.digits < st.hex {
+    // Hex identifiers and UUIDs, with a letter and a digit among them; unbroken hex from
+    // [`MIN_RANDOM_PIECE`] digits (a 64-bit key or ID, `3f2b9c4e8d7a6b5c`).
+    let hex_len = if st.dashes == 0 { MIN_RANDOM_PIECE } else { MIN_HEX };
+    if st.hex >= hex_len && only_dashes_besides(st.hex) && st.digits > 0 && st.digits < st.hex {
         return true;
     }
     if random_joined(u, st) || random_groups(u) {
@@ -238,7 +250,7 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
     u.split(|c| class(*c) & DASH != 0).any(|piece| {
         if piece.iter().any(|c| class(*c) & B64 != 0) {
             let glued: Vec<u8> = piece.iter().copied().filter(u8::is_ascii_alphanumeric).collect();
-            random_piece(&glued)
+            random_piece_within(&glued, piece)
         } else {
             random_piece(piece)
         }
@@ -270,20 +282,25 @@ const MIN_GROUP: usize = 5;
 
 /// A base64url secret (`A-Z a-z 0-9 - _`) whose `-` and `_` happen to fall every few
 /// characters has no long piece, and a short random piece can read as words by chance, so a
-/// unit of at least [`MIN_RANDOM_PIECE`] letters and digits holding both letter cases is also
-/// judged whole. It is noise when any of these holds:
+/// unit of at least [`MIN_RANDOM_PIECE`] characters (base64's `+ / =` counted, and up to two
+/// `-` or `_`) holding both letter cases is also judged whole. It is noise when any of these holds:
 ///
-/// - no piece (split at `_ - + / =`) reads as a word (see [`dictionary_piece`]), and its
-///   words, counted piece by piece, average fewer than [`MAX_NOISE_WORD`] characters;
 /// - it switches between lower case and a capital, or a letter and a digit, at
 ///   [`SWITCH_TENTHS`] tenths of its places or more;
-/// - more than one letter in five is one of `j k q v w x z`.
+/// - more than one letter in five is one of `j k q v w x z`;
+/// - no piece (split at `_ - + / =`) reads as a word (see [`dictionary_piece`]), and its
+///   words, counted piece by piece, average fewer than [`MAX_NOISE_WORD`] characters or, in
+///   a unit of fewer than 24 letters and digits, its letters (12 or more) do not follow each
+///   other as in English words (see [`english_bigrams`]).
 ///
 /// Identifiers agents print fail all three: they hold words (`Mixtral-8x7B-Instruct-v0`,
 /// `X-RateLimit-Remaining`, `GenerateRequestsPerDayPerProjectPerModel-FreeTier`) or one
 /// letter case (`claude-sonnet-4-5-20250929`, `provider_overloaded`, `RESOURCE_EXHAUSTED`).
 fn random_joined(u: &[u8], st: &Stats) -> bool {
-    if st.alnum < MIN_RANDOM_PIECE || st.upper == 0 || st.lower == 0 {
+    // Base64's `+ / =` count towards the length, and up to two `-` or `_` (`q8Zk+XyW/Ab3Cd9e`
+    // and `BUOBk6T-KNsXTNvf` are 16 characters of key).
+    let b64 = u.len() - st.alnum - st.dashes;
+    if st.alnum + b64 + st.dashes.min(2) < MIN_RANDOM_PIECE || st.upper == 0 || st.lower == 0 {
         return false;
     }
     // One pass: case and digit switches between neighbours within a piece, rare letters.
@@ -313,7 +330,8 @@ fn random_joined(u: &[u8], st: &Stats) -> bool {
     }
     #[allow(clippy::cast_precision_loss)] // lengths are at most a few hundred
     let average = st.alnum as f64 / words.max(1) as f64;
-    average < MAX_NOISE_WORD
+    // Letter pairs judge short units; in a longer one, random letters show in the tests above.
+    average < MAX_NOISE_WORD || (letters >= 12 && st.alnum < 24 && !english_bigrams(u))
 }
 
 /// A unit whose letters and digits switch (lower case to a capital, a letter to a digit or
@@ -383,6 +401,12 @@ fn word_count(p: &[u8]) -> usize {
 
 /// Whether one piece (no separators) reads as noise.
 pub(super) fn random_piece(p: &[u8]) -> bool {
+    random_piece_within(p, p)
+}
+
+/// [`random_piece`] of `p`, the letters and digits of `whole` glued: letter pairs are judged
+/// within `whole` (`/opt/homebrew/lib` pairs no letters across a `/`).
+fn random_piece_within(p: &[u8], whole: &[u8]) -> bool {
     if p.len() < MIN_RANDOM_PIECE || !p.iter().all(u8::is_ascii_alphanumeric) {
         return false;
     }
@@ -407,14 +431,118 @@ pub(super) fn random_piece(p: &[u8]) -> bool {
     let count = |set: &[u8]| p.iter().filter(|c| set.contains(&c.to_ascii_lowercase())).count();
     let vowels = count(b"aeiouy");
     let rare = count(b"jkqvwxz");
-    vowels * 5 < letters || rare * 8 > letters
+    vowels * 5 < letters || rare * 8 > letters || !english_bigrams(whole)
 }
 
-/// The e-mail address around the `@` written at `at` in `len` bytes (`@`, `%40` or
-/// `\\u0040`), if any. Called for every such spelling in the text, in any order.
+/// Whether the letters of a piece follow each other as in English words: the sum over
+/// neighbouring letters (within runs of [`MIN_LETTER_RUN`] letters or more, in its first
+/// [`MAX_BIGRAM_BYTES`] bytes) of [`BIGRAM_LOG_ODDS`] is not negative. Words and names glued from words
+/// (`cloudresourcemanager`, `generativelanguage`) score well above zero; letters drawn at
+/// random score below it 997 times in 1000 at 16 letters (a piece whose vowels happen to be
+/// frequent enough for the test above). A piece of fewer than [`MIN_DISTINCT_LETTERS`]
+/// different letters passes.
+pub(super) fn english_bigrams(p: &[u8]) -> bool {
+    let mut score = 0i32;
+    // The letters seen: a run of a few letters repeated (`aaaaaaaa`, `abababab`) holds no
+    // secret, whatever its pairs.
+    let mut seen = 0u32;
+    // The current run of letters: its length, its pairs' score, its letters.
+    let (mut run, mut run_score, mut run_seen) = (0usize, 0i32, 0u32);
+    // The letter before (0 to 25, either case), or `NOT_LETTER`.
+    let mut prev = NOT_LETTER;
+    // Random letters show in their first pairs; a long identifier need not be read whole.
+    for &c in p[..p.len().min(MAX_BIGRAM_BYTES)]
+        .iter()
+        .chain(std::iter::once(&0))
+    {
+        let x = LETTER_INDEX[usize::from(c)];
+        if x == NOT_LETTER {
+            // A run ends. Short runs are abbreviations and path parts (`npm`, `bin`): their
+            // pairs say little.
+            if run >= MIN_LETTER_RUN {
+                score += run_score;
+                seen |= run_seen;
+            }
+            (run, run_score, run_seen) = (0, 0, 0);
+        } else {
+            if prev != NOT_LETTER {
+                run_score += i32::from(BIGRAM_LOG_ODDS[usize::from(prev)][usize::from(x)]) - i32::from(b'i');
+            }
+            run += 1;
+            run_seen |= 1 << x;
+        }
+        prev = x;
+    }
+    score >= 0 || seen.count_ones() < MIN_DISTINCT_LETTERS
+}
+
+/// The most bytes of a piece [`english_bigrams`] reads.
+const MAX_BIGRAM_BYTES: usize = 40;
+
+/// The shortest run of letters whose pairs [`english_bigrams`] counts.
+const MIN_LETTER_RUN: usize = 4;
+
+const NOT_LETTER: u8 = 26;
+
+/// Per byte: its letter, 0 to 25 (either case), or [`NOT_LETTER`].
+static LETTER_INDEX: [u8; 256] = {
+    let mut t = [NOT_LETTER; 256];
+    let mut c = 0;
+    while c < 26 {
+        t[b'a' as usize + c] = c as u8;
+        t[b'A' as usize + c] = c as u8;
+        c += 1;
+    }
+    t
+};
+
+/// The fewest different letters [`english_bigrams`] judges.
+const MIN_DISTINCT_LETTERS: u32 = 6;
+
+/// How much likelier each pair of letters is in English technical text than at random, as a
+/// rounded base-2 logarithm from -8 to 4, written as a letter (`a` is -8, `i` is 0, `m` is 4):
+/// row `x`, column `y` is the pair `xy`. Counted over the words of Vim's reference manual
+/// (five million letter pairs, camel-case words split, lower-cased).
+const BIGRAM_LOG_ODDS: [&[u8; 26]; 26] = [
+    b"ejjjdhjdibjljldjblkliighid", // a
+    b"ifeekbdahfakdchdahgejecaia", // b
+    b"kdgejdblhbjjidlfajgkjbdafa", // c
+    b"heeikfcckfcgfekdagighdddfa", // d
+    b"jgkljjhehbdjklfiglmkdihkhc", // e
+    b"ibcfjjdblaahdfkcahfiibdbfa", // f
+    b"hcddjdgiicahdhgdchhgifdaac", // g
+    b"kbbdmbcakachfejeagfifabada", // h
+    b"ihjiijjdebhlkmlifklkdhchch", // i
+    b"faaafaaadacaaagbaaeahaaaaa", // j
+    b"gbbcjgdchabdceecadhdfceada", // k
+    b"jfeimgddkabkdfkgaeiikefbja", // l
+    b"lifikedbjaegjgjjafidhebafe", // m
+    b"jdjlkhldicghfhkfafjkigdcgc", // n
+    b"hkjjhjhfhdgkklhjaljkkijedd", // o
+    b"keefjdbgiaajecjiakhjidfaha", // p
+    b"caaaadaaaaadabaaabaaiaaaaa", // q
+    b"jelilgidkaiijileaijjifhbia", // r
+    b"idjeleeikaggfgkieljlidgbib", // s
+    b"kekjmgcmlbfhgdlgcjjiidhhic", // t
+    b"ihggiiheiadjjkfiajkkabadac", // u
+    b"jbeakabakaacebgaaadfbababa", // v
+    b"iccdhcbkkaadcgicbhhbbaebaa", // w
+    b"hbfehdabgaabdabiacdjcbbeca", // x
+    b"fdccgbeaeabffhiiadhhdafcbc", // y
+    b"eaaahaaceaaaaadaabdacaaaed", // z
+];
+
+/// The e-mail address around the `@` written at `at` in `len` bytes (`@`, `%40`, `%2540`,
+/// `\\u0040`, `&#64;`, `&#x40;` or `&commat;`), if any. Called for every such spelling in the
+/// text, in any order.
+///
+/// The local part may hold an apostrophe between letters (`o'neil`) or be quoted (`"a b"@`);
+/// both parts may hold non-ASCII letters (internationalized addresses); the top-level domain
+/// is two letters or more, or punycode (`xn--p1ai`).
 pub(super) fn email_at(b: &[u8], at: usize, len: usize, spans: &mut Vec<(usize, usize)>) {
-    let is_local = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
-    let is_domain = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-');
+    let is_local =
+        |c: u8| c.is_ascii_alphanumeric() || c >= 0x80 || matches!(c, b'.' | b'_' | b'%' | b'+' | b'-');
+    let is_domain = |c: u8| c.is_ascii_alphanumeric() || c >= 0x80 || matches!(c, b'.' | b'-');
     // `\\u0040` (escaped once more): the backslashes belong to the `@`.
     let mut s = at;
     while s > 0 && b[s - 1] == b'\\' {
@@ -429,18 +557,37 @@ pub(super) fn email_at(b: &[u8], at: usize, len: usize, spans: &mut Vec<(usize, 
         e -= 1;
     }
     let domain = &b[d..e];
-    let tld_ok = domain
-        .rsplit(|c| *c == b'.')
-        .next()
-        .is_some_and(|tld| tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic));
+    let tld_ok = domain.rsplit(|c| *c == b'.').next().is_some_and(|tld| {
+        (tld.len() >= 2 && tld.iter().all(|c| c.is_ascii_alphabetic() || *c >= 0x80))
+            || (tld.len() > 4 && tld[..4].eq_ignore_ascii_case(b"xn--"))
+    });
+    if !domain.contains(&b'.') || !tld_ok {
+        return;
+    }
     let local_end = s;
-    while s > 0 && is_local(b[s - 1]) {
+    if s > 0 && b[s - 1] == b'"' {
+        // A quoted local part (`"alice smith"@example.com`): back to its opening quote.
+        let from = (s - 1).saturating_sub(MAX_QUOTED_LOCAL);
+        if let Some(open) = memchr::memrchr(b'"', &b[from..s - 1]) {
+            let open = from + open;
+            if !b[open..s].contains(&b'\n') {
+                spans.push((open, e));
+            }
+        }
+        return;
+    }
+    while s > 0
+        && (is_local(b[s - 1]) || (b[s - 1] == b'\'' && s >= 2 && s < local_end && is_local(b[s - 2])))
+    {
         s -= 1;
     }
-    if s < local_end && domain.contains(&b'.') && tld_ok {
+    if s < local_end {
         spans.push((s, e));
     }
 }
+
+/// The longest quoted local part [`email_at`] reads back, in bytes.
+const MAX_QUOTED_LOCAL: usize = 64;
 
 /// Every e-mail address in `b`, with `@` written plainly, percent-encoded or JSON-escaped
 /// (the visits [`super::secret_spans`] makes in its one pass, for tests).

@@ -554,6 +554,170 @@ pub(crate) fn secrets() -> Vec<Secret> {
         let key = groups.join("_");
         add("key-in-underscored-groups", key.clone(), vec![key]);
     }
+    // Found by an adversarial probe (session 27): short random tokens, passwords on command
+    // lines and in config formats, separators and letters outside ASCII, passphrases,
+    // folded headers, e-mail addresses and home directories in other spellings, and personal
+    // numbers.
+    // Drawn by the probe, and missed by the rules before it: a 16-digit hex key, a 16-letter
+    // one of lower case whose vowels are frequent enough to pass for a word.
+    one!("bare-hex-16", "{}", "266023592ddb08b3".to_owned());
+    one!(
+        "bare-base64-16",
+        "{}",
+        format!("{}+{}/{}", r.pick(B64, 6), r.pick(B64, 5), r.pick(B64, 3))
+    );
+    one!("bare-lowercase-16", "{}", "hepmvspcmfotouic".to_owned());
+    one!(
+        "mysql-glued-password",
+        "mysql -uroot -p{} -h db.internal",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "sshpass-password",
+        "sshpass -p {} ssh deploy@host",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "sql-identified-by",
+        "CREATE USER 'app'@'%' IDENTIFIED BY '{}';",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "netrc-entry",
+        "machine api.example.com login bob password {}",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "oracle-connect-string",
+        "sqlplus scott/{}@orcl",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "python-tuple-password",
+        "auth=('password', '{}')",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "xml-password-element",
+        "<password>{}</password>",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "value-named-by-sibling",
+        "{{\"name\": \"DB_PASSWORD\", \"value\": \"{}\"}}",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "html-escaped-json-password",
+        "&quot;password&quot;:&quot;{}&quot;",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "long-flag-password",
+        "tool --password {} --verbose",
+        r.pick(LOWER, 10)
+    );
+    one!(
+        "fullwidth-colon-password",
+        "password\u{ff1a}{}",
+        r.pick(PUNCT_PW, 12)
+    );
+    one!(
+        "no-break-space-after-name",
+        "password\u{a0}{}",
+        r.pick(PUNCT_PW, 10)
+    );
+    one!("cyrillic-letter-in-name", "p\u{430}ssword={}", r.pick(LOWER, 9));
+    one!(
+        "password-word-in-russian",
+        "\u{43f}\u{430}\u{440}\u{43e}\u{43b}\u{44c}: {}",
+        r.pick(LOWER, 10)
+    );
+    {
+        let key = r.pick(B62, 40);
+        let cut: String = key
+            .chars()
+            .enumerate()
+            .flat_map(|(i, c)| if i % 5 == 4 { vec![c, '\u{200b}'] } else { vec![c] })
+            .collect();
+        add(
+            "zero-width-spaces-in-key",
+            format!("sk-ant-api03-{cut}"),
+            vec![cut],
+        );
+    }
+    {
+        let key = r.pick(B62, 32);
+        let wide: String = key
+            .chars()
+            .map(|c| char::from_u32(c as u32 + 0xfee0).unwrap())
+            .collect();
+        add("fullwidth-key", wide.clone(), vec![wide]);
+    }
+    add(
+        "passphrase-after-colon",
+        "password: purple lantern glacier velvet".to_owned(),
+        vec!["purple lantern glacier velvet".to_owned()],
+    );
+    {
+        let (a, b) = (r.pick(B62, 20), r.pick(LOWER, 12));
+        add(
+            "folded-header-value",
+            format!("Authorization: Bearer {a}\n {b}"),
+            vec![a, b],
+        );
+    }
+    {
+        let l = r.pick(LOWER, 9);
+        add("email-apostrophe", format!("{l}o'neil@example.com"), vec![l]);
+        let l = r.pick(LOWER, 9);
+        add("email-punycode-tld", format!("{l}@example.xn--p1ai"), vec![l]);
+        let l = r.pick(LOWER, 9);
+        add("email-idn-domain", format!("{l}@b\u{fc}cher.de"), vec![l]);
+        let l = r.pick(LOWER, 9);
+        add("email-html-entity", format!("{l}&#64;example.com"), vec![l]);
+        let l = r.pick(LOWER, 9);
+        add(
+            "email-double-percent-encoded",
+            format!("{l}%2540example.com"),
+            vec![l],
+        );
+    }
+    {
+        let name = format!("{} {}", r.pick(LOWER, 6), r.pick(LOWER, 7));
+        add("home-with-space", format!("/Users/{name}/Documents"), vec![name]);
+    }
+    one!(
+        "home-json-escaped-slashes",
+        "\\/home\\/{}\\/repo",
+        r.pick(LOWER, 9)
+    );
+    one!("home-tilde-user", "~{}/projects/app", "margaret".to_owned());
+    one!(
+        "home-percent-encoded",
+        "file%3A%2F%2F%2Fhome%2F{}%2Fsrc",
+        r.pick(LOWER, 9)
+    );
+    {
+        let d = r.pick(DIGITS, 7);
+        let phone = format!("+1 415 {} {}", &d[..3], &d[3..]);
+        add("phone-international", phone.clone(), vec![phone]);
+        let d = r.pick(DIGITS, 7);
+        let phone = format!("(415) {}-{}", &d[..3], &d[3..]);
+        add("phone-area-code", phone.clone(), vec![phone]);
+        let ssn = format!(
+            "{}-{}-{}",
+            r.pick("12345678", 3),
+            r.pick(DIGITS, 2),
+            r.pick(DIGITS, 4)
+        );
+        add("us-social-security-number", ssn.clone(), vec![ssn]);
+        // A Luhn-valid card number in groups of four, and an IBAN with its check digits.
+        let card = "4111 1111 1111 1111".to_owned();
+        add("card-number-in-groups", card.clone(), vec![card]);
+        let iban = "DE89 3704 0044 0532 0130 00".to_owned();
+        add("iban-in-groups", iban.clone(), vec![iban]);
+    }
     v
 }
 
