@@ -320,6 +320,9 @@ fn glued_credential(w: &[u8]) -> WordKind {
         WordKind::Other
     } else if w.ends_with(b"token") {
         WordKind::Credential
+    } else if !w.windows(3).any(|t| GLUED_STARTS.contains(&[t[0], t[1], t[2]])) {
+        // No word of `GLUED` can start anywhere in it: most names (`message`, `status`).
+        WordKind::Other
     } else {
         GLUED
             .iter()
@@ -327,6 +330,32 @@ fn glued_credential(w: &[u8]) -> WordKind {
             .map_or(WordKind::Other, |(_, kind)| *kind)
     }
 }
+
+/// The first three bytes of every word of [`GLUED`]: where none occurs, none of them can.
+const GLUED_STARTS: [[u8; 3]; 12] = {
+    let mut out = [[0u8; 3]; 12];
+    let mut n = 0;
+    let mut i = 0;
+    while i < GLUED.len() {
+        let w = GLUED[i].0;
+        let t = [w[0], w[1], w[2]];
+        let mut seen = false;
+        let mut k = 0;
+        while k < n {
+            if out[k][0] == t[0] && out[k][1] == t[1] && out[k][2] == t[2] {
+                seen = true;
+            }
+            k += 1;
+        }
+        if !seen {
+            out[n] = t;
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == out.len(), "GLUED_STARTS holds every distinct start of GLUED");
+    out
+};
 
 /// Words [`glued_credential`] finds within a component: for a password, in English and a few
 /// other languages, and other credential words strong enough to name one glued to other

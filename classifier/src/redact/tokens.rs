@@ -228,6 +228,11 @@ fn secret_unit_with(u: &[u8], st: &Stats) -> bool {
     if prefixed || aws {
         return true;
     }
+    // Without a digit, or both letter cases, or a piece of [`MIN_RANDOM_PIECE`], none of the
+    // judgements below can hold (most error names: `rate_limit_error`, `RESOURCE_EXHAUSTED`).
+    if st.digits == 0 && (st.upper == 0 || st.lower == 0) && st.longest_piece < MIN_RANDOM_PIECE {
+        return false;
+    }
     let only_dashes_besides = |n: usize| n + st.dashes == u.len() && !u.contains(&b'_');
     // Account and project numbers: digits, alone or in `-` groups.
     if st.digits >= MIN_ACCOUNT_DIGITS && only_dashes_besides(st.digits) {
