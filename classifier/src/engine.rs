@@ -30,7 +30,7 @@ use crate::{
     envelope::{AcpErrorEvidence, AcpUpdate, Envelope, EvidenceItem},
     gate,
     json::Json,
-    redact, stderr,
+    normalize, redact, stderr,
     timing::Hint,
 };
 use chrono::{DateTime, Utc};
@@ -70,6 +70,9 @@ pub(crate) struct Signal<'a> {
     pub(crate) stop_reason: Option<&'a str>,
     pub(crate) headers: Option<&'a BTreeMap<String, String>>,
     pub(crate) text: Cow<'a, str>,
+    /// The text as the agent printed it, when `text` reads its whitespace differently
+    /// (`crate::normalize`); the excerpt shows this one.
+    printed: Option<Cow<'a, str>>,
     /// The ACP error this signal stands for, if any (its JSON root, see [`SignalJson`]).
     pub(crate) acp_error: Option<&'a AcpErrorEvidence>,
     /// A copy of the text with its control characters read as spaces, made only if the
@@ -79,6 +82,11 @@ pub(crate) struct Signal<'a> {
 
 impl<'a> Signal<'a> {
     fn new(kind: SignalKind, text: Cow<'a, str>) -> Signal<'a> {
+        // Rules read whitespace as a person does (padding, terminal wraps): `crate::normalize`.
+        let (text, printed) = match normalize::for_rules(kind, &text) {
+            Some(read) => (Cow::Owned(read), Some(text)),
+            None => (text, None),
+        };
         Signal {
             kind,
             status: None,
@@ -88,6 +96,7 @@ impl<'a> Signal<'a> {
             stop_reason: None,
             headers: None,
             text,
+            printed,
             acp_error: None,
             spaced: OnceCell::new(),
         }
@@ -683,12 +692,14 @@ fn fallback_excerpt_signal(sigs: &[Signal<'_>]) -> Option<usize> {
 }
 
 fn excerpt(s: &Signal<'_>) -> Option<String> {
+    // As the agent printed it: redaction reads the lines (see `crate::normalize`).
+    let printed = s.printed.as_deref().unwrap_or(&s.text);
     // Only the start of the evidence can reach the excerpt; do not copy the rest.
-    let mut end = s.text.len().min(redact::REDACT_WINDOW_BYTES + 64);
-    while !s.text.is_char_boundary(end) {
+    let mut end = printed.len().min(redact::REDACT_WINDOW_BYTES + 64);
+    while !printed.is_char_boundary(end) {
         end -= 1;
     }
-    let head = &s.text[..end];
+    let head = &printed[..end];
     // `prefixed` rather than `format!`: this runs for every envelope, and the formatting
     // machinery costs more than the copy.
     let text: Cow<'_, str> = match s.kind {

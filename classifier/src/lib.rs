@@ -17,6 +17,8 @@
 //!   one table read per even position, exact comparison only where it fires).
 //! - `engine`: signals, matching and resolution (tiers, conflicts, low confidence, staleness),
 //!   effects derived from ACP updates; produces the [`Verdict`].
+//! - `normalize`: whitespace as a person reads it (padding and terminal wraps read as one
+//!   space) in the text rules match.
 //! - `stderr`: stderr lines grouped into entries (wrapped lines, pretty-printed JSON, armored
 //!   blocks), one signal each.
 //! - `embedded`: the provider's JSON inside agent text (after a banner, wrapped by the
@@ -42,6 +44,7 @@ mod engine;
 pub mod envelope;
 mod gate;
 mod json;
+mod normalize;
 pub mod redact;
 mod scan;
 mod stderr;
