@@ -23,6 +23,7 @@
 //!   blocks), one signal each.
 //! - `embedded`: the provider's JSON inside agent text (after a banner, wrapped by the
 //!   terminal, escaped inside strings), for the catalogue's JSON conditions.
+//! - `pyrepr`: a Python literal (an SDK's `repr` of the provider's body) read as JSON.
 //! - `timing`: validated retry/reset hints (headers, Google `RetryInfo`, CLI prose).
 //! - [`redact`]: the bounded `safe_excerpt`, cut then redacted against an adversary
 //!   (credential contexts, random-looking tokens, shaped secrets), in one pass over bit planes
@@ -45,6 +46,7 @@ pub mod envelope;
 mod gate;
 mod json;
 mod normalize;
+mod pyrepr;
 pub mod redact;
 mod scan;
 mod stderr;
