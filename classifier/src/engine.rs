@@ -11,7 +11,9 @@
 //!    highest confidence, then the smallest ID. Rule order in the files never matters.
 //! 2. Across signals, the highest winning tier decides. Several signals at that tier must agree
 //!    on the outcome, else the verdict is `unclassified/conflicting`; the representative is the
-//!    one with the highest confidence, then the earliest in evidence order.
+//!    one with the highest confidence, then the earliest in evidence order — unless one of them
+//!    won with a low-confidence rule: then that one represents them (step 3 makes it
+//!    `unclassified/low_confidence`), since what agrees with a doubtful signal is its symptom.
 //! 3. A low-confidence winner gives `unclassified/low_confidence`; a `not_provider_error` winner
 //!    gives `unclassified/not_provider_error`; no match gives `unclassified/no_match`. Stale
 //!    evidence (generations differ) is `unclassified/stale` whatever matched.
@@ -498,8 +500,15 @@ impl Catalogue {
             .max();
         let mut winner: Option<(usize, usize)> = None; // (signal, rule)
         let mut conflicting = false;
+        // The first signal at the deciding tier whose rule has low confidence.
+        let mut doubt: Option<(usize, usize)> = None;
         if let Some(top) = top {
             for (si, m) in matches.iter().enumerate() {
+                if let SignalMatch::Won { rule, tier } = m {
+                    if *tier == top && doubt.is_none() && self.rules[*rule].confidence == Confidence::Low {
+                        doubt = Some((si, *rule));
+                    }
+                }
                 match m {
                     SignalMatch::Conflict { tier } if *tier == top => conflicting = true,
                     SignalMatch::Won { rule, tier } if *tier == top => match winner {
@@ -515,6 +524,12 @@ impl Catalogue {
                     _ => {}
                 }
             }
+        }
+
+        // Signals that agree with a doubtful one are its symptoms, not its explanation (an ACP
+        // transport loss beside an unrequested SIGKILL or an opaque exit): the doubt decides.
+        if !conflicting && doubt.is_some() {
+            winner = doubt;
         }
 
         let excerpt_signal = winner.map(|(s, _)| s).or_else(|| fallback_excerpt_signal(&sigs));
