@@ -13,6 +13,8 @@
 //!   it. Control characters (the terminal's line breaks inside strings) are read as spaces
 //!   first; outside strings that changes nothing, inside it repairs a wrap. The value is a
 //!   [`Json`] tree read by `serde_json` whose strings borrow the text (or its spaced copy).
+//!   Where JSON fails, a Python literal (`{'error': {'type': ...}}`, the SDKs' and litellm's
+//!   `repr` of the body) is read as JSON instead (`crate::pyrepr`).
 //! - [`nested_roots`]: JSON found inside the string values of a root (double encoding), to a
 //!   bounded depth and count; most roots have no string with a bracket, which one walk says.
 //!
@@ -65,7 +67,7 @@ pub(crate) fn embedded_json_at<'t>(
     };
     let mut at = first;
     for _ in 0..MAX_STARTS {
-        if let Some((len, v)) = one_value(&t[at..]) {
+        if let Some((len, v)) = one_value(&t[at..]).or_else(|| python_value(&t[at..])) {
             return Some(((lead + at, lead + at + len), v));
         }
         let next = at + 1;
@@ -99,6 +101,23 @@ fn one_value(s: &str) -> Option<(usize, Json<'_>)> {
         Json::Array(a) if a.iter().any(|x| matches!(x, Json::Object(_) | Json::Array(_))) => Some((len, v)),
         _ => None,
     }
+}
+
+/// A Python literal at the start of `s` (a dict or list whose first item is a quoted string:
+/// `{'error': ...}`, `[{'type': ...}]`), read as JSON (see `crate::pyrepr`), and its length
+/// in `s`. Tried only where JSON failed, and only when the bracket opens a single-quoted
+/// string, so ordinary text pays one look at a few bytes.
+fn python_value(s: &str) -> Option<(usize, Json<'static>)> {
+    let first = s
+        .bytes()
+        .take(16)
+        .find(|b| !matches!(b, b'{' | b'[' | b'(' | b' ' | b'\t' | b'\r' | b'\n'))?;
+    if first != b'\'' {
+        return None;
+    }
+    let (json, len) = crate::pyrepr::to_json(s)?;
+    let (_, v) = one_value(&json)?;
+    Some((len, v.into_owned()))
 }
 
 /// JSON found inside the string values of `root` (double or triple encoding), in document
@@ -222,6 +241,16 @@ mod tests {
         let inner = nested_roots(&outer);
         assert_eq!(inner.len(), 1);
         assert_eq!(inner[0]["error"]["status"], "RESOURCE_EXHAUSTED");
+    }
+
+    #[test]
+    fn a_python_repr_after_an_sdk_banner_is_read_as_json() {
+        let text = "openai.RateLimitError: Error code: 429 - {'error': {'message': 'Rate limit reached for RPM', 'type': 'rate_limit_exceeded', 'param': None}}";
+        let spaced = OnceCell::new();
+        let ((start, end), v) = embedded_json_at(text, &spaced).expect("repr");
+        assert_eq!(v.to_value()["error"]["type"], "rate_limit_exceeded");
+        assert_eq!(&text[start..start + 2], "{'");
+        assert_eq!(end, text.len());
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //!    highest confidence, then the smallest ID. Rule order in the files never matters.
 //! 2. Across signals, the highest winning tier decides. Several signals at that tier must agree
 //!    on the outcome, else the verdict is `unclassified/conflicting`; the representative is the
-//!    one with the highest confidence, then the earliest in evidence order.
+//!    one with the highest confidence, then the earliest in evidence order — unless one of them
+//!    won with a low-confidence rule: then that one represents them (step 3 makes it
+//!    `unclassified/low_confidence`), since what agrees with a doubtful signal is its symptom.
 //! 3. A low-confidence winner gives `unclassified/low_confidence`; a `not_provider_error` winner
 //!    gives `unclassified/not_provider_error`; no match gives `unclassified/no_match`. Stale
 //!    evidence (generations differ) is `unclassified/stale` whatever matched.
@@ -30,7 +32,7 @@ use crate::{
     envelope::{AcpErrorEvidence, AcpUpdate, Envelope, EvidenceItem, Headers},
     gate,
     json::Json,
-    redact, stderr,
+    normalize, redact, stderr,
     timing::Hint,
 };
 use chrono::{DateTime, Utc};
@@ -70,6 +72,9 @@ pub(crate) struct Signal<'a> {
     pub(crate) stop_reason: Option<&'a str>,
     pub(crate) headers: Option<&'a Headers<'a>>,
     pub(crate) text: Cow<'a, str>,
+    /// The text as the agent printed it, when `text` reads its whitespace differently
+    /// (`crate::normalize`); the excerpt shows this one.
+    printed: Option<Cow<'a, str>>,
     /// The ACP error this signal stands for, if any (its JSON root, see [`SignalJson`]).
     pub(crate) acp_error: Option<&'a AcpErrorEvidence<'a>>,
     /// A copy of the text with its control characters read as spaces, made only if the
@@ -79,6 +84,11 @@ pub(crate) struct Signal<'a> {
 
 impl<'a> Signal<'a> {
     fn new(kind: SignalKind, text: Cow<'a, str>) -> Signal<'a> {
+        // Rules read whitespace as a person does (padding, terminal wraps): `crate::normalize`.
+        let (text, printed) = match normalize::for_rules(kind, &text) {
+            Some(read) => (Cow::Owned(read), Some(text)),
+            None => (text, None),
+        };
         Signal {
             kind,
             status: None,
@@ -88,6 +98,7 @@ impl<'a> Signal<'a> {
             stop_reason: None,
             headers: None,
             text,
+            printed,
             acp_error: None,
             spaced: OnceCell::new(),
         }
@@ -487,8 +498,15 @@ impl Catalogue {
             .max();
         let mut winner: Option<(usize, usize)> = None; // (signal, rule)
         let mut conflicting = false;
+        // The first signal at the deciding tier whose rule has low confidence.
+        let mut doubt: Option<(usize, usize)> = None;
         if let Some(top) = top {
             for (si, m) in matches.iter().enumerate() {
+                if let SignalMatch::Won { rule, tier } = m {
+                    if *tier == top && doubt.is_none() && self.rules[*rule].confidence == Confidence::Low {
+                        doubt = Some((si, *rule));
+                    }
+                }
                 match m {
                     SignalMatch::Conflict { tier } if *tier == top => conflicting = true,
                     SignalMatch::Won { rule, tier } if *tier == top => match winner {
@@ -506,6 +524,12 @@ impl Catalogue {
             }
         }
 
+        // Signals that agree with a doubtful one are its symptoms, not its explanation (an ACP
+        // transport loss beside an unrequested SIGKILL or an opaque exit): the doubt decides.
+        if !conflicting && doubt.is_some() {
+            winner = doubt;
+        }
+
         let excerpt_signal = winner.map(|(s, _)| s).or_else(|| fallback_excerpt_signal(&sigs));
         let mut c = base;
         c.safe_excerpt = excerpt_signal.and_then(|i| {
@@ -515,7 +539,10 @@ impl Catalogue {
                 .checked_sub(1)
                 .map(|p| &sigs[p])
                 .filter(|p| p.kind == SignalKind::Stderr && sigs[i].kind == SignalKind::Stderr);
-            excerpt(&sigs[i], before.map_or("", |p| &p.text))
+            excerpt(
+                &sigs[i],
+                before.map_or("", |p| p.printed.as_deref().unwrap_or(&p.text)),
+            )
         });
 
         let unclassified = |c: &mut Classification, reason: UnclassifiedReason| {
@@ -689,12 +716,14 @@ fn fallback_excerpt_signal(sigs: &[Signal<'_>]) -> Option<usize> {
 }
 
 fn excerpt(s: &Signal<'_>, before: &str) -> Option<String> {
+    // As the agent printed it: redaction reads the lines (see `crate::normalize`).
+    let printed = s.printed.as_deref().unwrap_or(&s.text);
     // Only the start of the evidence can reach the excerpt; do not copy the rest.
-    let mut end = s.text.len().min(redact::REDACT_WINDOW_BYTES + 64);
-    while !s.text.is_char_boundary(end) {
+    let mut end = printed.len().min(redact::REDACT_WINDOW_BYTES + 64);
+    while !printed.is_char_boundary(end) {
         end -= 1;
     }
-    let head = &s.text[..end];
+    let head = &printed[..end];
     // `prefixed` rather than `format!`: this runs for every envelope, and the formatting
     // machinery costs more than the copy.
     let text: Cow<'_, str> = match s.kind {

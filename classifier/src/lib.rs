@@ -17,10 +17,13 @@
 //!   one table read per even position, exact comparison only where it fires).
 //! - `engine`: signals, matching and resolution (tiers, conflicts, low confidence, staleness),
 //!   effects derived from ACP updates; produces the [`Verdict`].
+//! - `normalize`: whitespace as a person reads it (padding and terminal wraps read as one
+//!   space) in the text rules match.
 //! - `stderr`: stderr lines grouped into entries (wrapped lines, pretty-printed JSON, armored
 //!   blocks), one signal each.
 //! - `embedded`: the provider's JSON inside agent text (after a banner, wrapped by the
 //!   terminal, escaped inside strings), for the catalogue's JSON conditions.
+//! - `pyrepr`: a Python literal (an SDK's `repr` of the provider's body) read as JSON.
 //! - `timing`: validated retry/reset hints (headers, Google `RetryInfo`, CLI prose).
 //! - [`redact`]: the bounded `safe_excerpt`, cut then redacted against an adversary
 //!   (credential contexts, random-looking tokens, shaped secrets), in one pass over bit planes
@@ -42,6 +45,8 @@ mod engine;
 pub mod envelope;
 mod gate;
 mod json;
+mod normalize;
+mod pyrepr;
 pub mod redact;
 mod scan;
 mod stderr;

@@ -11,7 +11,12 @@
 //!   collectors use for multi-line entries: stack traces, wrapped text);
 //! - while a JSON bracket opened in the entry is still open (counted outside JSON strings, a
 //!   string may span lines), every line belongs to it;
-//! - from a `-----BEGIN ` line to its `-----END ` line, every line belongs to it.
+//! - from a `-----BEGIN ` line to its `-----END ` line, every line belongs to it;
+//! - a box the agent drew (Gemini CLI frames its notices: `╭───╮`, `│ text │`, `╰───╯`) is
+//!   one entry, from its first framed line to its bottom border, and its text is the text
+//!   inside the frame: border lines are dropped, the `│` at either end of a line and the
+//!   padding before it go, and the lines are joined with a space (the box wraps a sentence
+//!   at its width, as a terminal does).
 //!
 //! An entry holds at most [`MAX_ENTRY_LINES`] lines and about `MAX_TEXT_BYTES` bytes; its
 //! lines are joined with `\n`. A single-line entry borrows its line.
@@ -30,22 +35,79 @@ pub(crate) fn entries<'a>(lines: &'a [Cow<'a, str>]) -> Vec<Cow<'a, str>> {
         let mut state = Open::default();
         state.feed(&lines[i]);
         let mut bytes = lines[i].len();
+        // A box stays open until its bottom border.
+        let mut boxed = frame(&lines[i]).is_some_and(|f| f != Frame::Bottom);
+        let framed = boxed;
         let mut j = i + 1;
         while let Some(next) = lines.get(j) {
-            let continues = state.is_open() || next.starts_with([' ', '\t']);
+            let in_box = boxed && frame(next).is_some_and(|f| f != Frame::Top);
+            let continues = state.is_open() || next.starts_with([' ', '\t']) || in_box;
             if !continues || j - i >= MAX_ENTRY_LINES || bytes + 1 + next.len() > MAX_TEXT_BYTES {
                 break;
+            }
+            if in_box && frame(next) == Some(Frame::Bottom) {
+                boxed = false;
             }
             state.feed(next);
             bytes += 1 + next.len();
             j += 1;
         }
-        out.push(if j == i + 1 {
+        out.push(if framed {
+            Cow::Owned(unframe(&lines[i..j]))
+        } else if j == i + 1 {
             Cow::Borrowed(&*lines[i])
         } else {
             Cow::Owned(lines[i..j].join("\n"))
         });
         i = j;
+    }
+    out
+}
+
+/// The part of a drawn box a line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    /// `╭───╮`
+    Top,
+    /// `│ text │` (or a `├───┤` separator)
+    Side,
+    /// `╰───╯`
+    Bottom,
+}
+
+/// Which part of a box `line` is, if any: its first character after indentation.
+fn frame(line: &str) -> Option<Frame> {
+    match line.trim_start().chars().next()? {
+        '╭' | '┌' => Some(Frame::Top),
+        '│' | '├' => Some(Frame::Side),
+        '╰' | '└' => Some(Frame::Bottom),
+        _ => None,
+    }
+}
+
+/// Whether `c` draws a box (U+2500..U+257F).
+fn is_box_drawing(c: char) -> bool {
+    ('\u{2500}'..='\u{257f}').contains(&c)
+}
+
+/// The text inside a box's lines: borders dropped, side frames and their padding cut, the
+/// lines joined with a space.
+fn unframe(lines: &[Cow<'_, str>]) -> String {
+    let mut out = String::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    for line in lines {
+        let t = line.trim();
+        if t.chars().all(|c| is_box_drawing(c) || c.is_whitespace()) {
+            continue;
+        }
+        let t = t.strip_prefix('│').unwrap_or(t);
+        let t = t.strip_suffix('│').unwrap_or(t).trim();
+        if t.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(t);
     }
     out
 }
@@ -172,6 +234,39 @@ mod tests {
             "after",
         ]);
         assert_eq!(g.len(), 2, "{g:?}");
+    }
+
+    #[test]
+    fn a_drawn_box_is_one_entry_of_the_text_inside_it() {
+        let g = group(&[
+            "╭──────────────────────────────────────────────╮",
+            "│                                              │",
+            "│ You have exhausted your capacity on this     │",
+            "│ model. Your quota will reset after 2h5m.     │",
+            "│ ● 1. Keep trying                             │",
+            "╰──────────────────────────────────────────────╯",
+            "after the box",
+        ]);
+        assert_eq!(
+            g,
+            [
+                "You have exhausted your capacity on this model. Your quota will reset after 2h5m. ● 1. Keep trying",
+                "after the box"
+            ]
+        );
+        // A box whose top border scrolled away still holds together.
+        let g = group(&[
+            "│ Usage limit reached for all Pro models. │",
+            "│ /stats for usage details │",
+            "next",
+        ]);
+        assert_eq!(
+            g,
+            [
+                "Usage limit reached for all Pro models. /stats for usage details",
+                "next"
+            ]
+        );
     }
 
     #[test]
