@@ -128,7 +128,7 @@ fn spans_and_shape_with(text: &str, may_fold: bool) -> (Vec<(usize, usize)>, boo
     }
     // Bytes the planes do not settle whether the text is collapsed (other whitespace,
     // non-ASCII), two blanks in a row, and the bytes of the rare markers `whole` looks for.
-    let (mut unsettled, mut double_blank, mut rare) = (0u64, 0u64, 0u64);
+    let (mut unsettled, mut double_blank) = (0u64, 0u64);
     for w in 0..words {
         let (prev, cur, next) = (
             w.checked_sub(1).map(get).unwrap_or_default(),
@@ -137,7 +137,6 @@ fn spans_and_shape_with(text: &str, may_fold: bool) -> (Vec<(usize, usize)>, boo
         );
         unsettled |= cur.unsettled;
         double_blank |= cur.blank & ((cur.blank >> 1) | (next.blank << 63));
-        rare |= cur.rare;
         // The places detectors look at, in any order (see above).
         let mut bits = cur.marked;
         while bits != 0 {
@@ -161,21 +160,19 @@ fn spans_and_shape_with(text: &str, may_fold: bool) -> (Vec<(usize, usize)>, boo
             let end = next_bit(planes, start).unwrap_or(n).min(n);
             tokens::unit(b, start, end, &mut spans);
         }
-        // A blank after a unit whose word may be a scheme (`token`, `basic` start 5 bytes
-        // back with `t` or `b`; `bearer`, `digest` 6 bytes back with `b` or `d`).
+        // A blank after a unit whose word may be a scheme (`Bearer ...`, see
+        // `context::scheme_before`) or a credential word (`password Tr0ub...`).
         let shl = |x: u64, px: u64, k: u32| (x << k) | (px >> (64 - k));
-        let mut schemes =
-            cur.blank & shl(cur.unit, prev.unit, 1) & (shl(cur.tb, prev.tb, 5) | shl(cur.bd, prev.bd, 6));
-        while schemes != 0 {
-            let p = 64 * w + schemes.trailing_zeros() as usize;
-            schemes &= schemes - 1;
-            context::scheme_before(b, p, &mut spans);
-        }
-        // A blank after a unit whose word may be a credential word (`password Tr0ub...`).
         let mut words = cur.blank & shl(cur.unit, prev.unit, 1);
         while words != 0 {
             let p = 64 * w + words.trailing_zeros() as usize;
             words &= words - 1;
+            // `token` and `basic` start 5 bytes back with `t` or `b`, `bearer` and `digest`
+            // 6 bytes back with `b` or `d` (any case): most words are no scheme.
+            let starts = |back: usize, set: [u8; 2]| p >= back && set.contains(&(b[p - back] | 0x20));
+            if starts(5, [b't', b'b']) || starts(6, [b'b', b'd']) {
+                context::scheme_before(b, p, &mut spans);
+            }
             context::word_before_blank(b, p, &mut spans);
             if b[p - 1].is_ascii_digit() {
                 numbers::at_blank(b, p, &mut spans);
@@ -189,7 +186,7 @@ fn spans_and_shape_with(text: &str, may_fold: bool) -> (Vec<(usize, usize)>, boo
         }
     }
     // Webhook markers hold `hook`, armor `BEGIN`: without a `k` or a `B` there is neither.
-    if rare != 0 {
+    if memchr::memchr2(b'k', b'B', b).is_some() {
         shapes::whole(b, &mut spans);
     }
     let collapsed = if unsettled != 0 {
@@ -304,12 +301,6 @@ struct Planes {
     marked: u64,
     /// A blank: ` ` or a tab.
     blank: u64,
-    /// `t` or `b` (any case): where `token` and `basic` start.
-    tb: u64,
-    /// `b` or `d` (any case): where `bearer` and `digest` start.
-    bd: u64,
-    /// `k` or `B`: a byte of the markers `shapes::whole` looks for (`hook`, `BEGIN`).
-    rare: u64,
     /// Whitespace other than a space (`\t \n \r`, vertical tab, form feed) or a non-ASCII
     /// byte: where the planes alone do not say whether the text is collapsed.
     unsettled: u64,
@@ -318,10 +309,7 @@ struct Planes {
 const UNIT: u8 = 1;
 const MARKED: u8 = 2;
 const BLANK: u8 = 4;
-const TB: u8 = 8;
-const BD: u8 = 16;
-const RARE: u8 = 32;
-const UNSETTLED: u8 = 64;
+const UNSETTLED: u8 = 8;
 /// Per byte, its planes (see [`Planes`]).
 static BYTE_FLAGS: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -339,15 +327,6 @@ static BYTE_FLAGS: [u8; 256] = {
         }
         if matches!(b, b' ' | b'\t') {
             t[c] |= BLANK;
-        }
-        if matches!(b, b't' | b'T' | b'b' | b'B') {
-            t[c] |= TB;
-        }
-        if matches!(b, b'b' | b'B' | b'd' | b'D') {
-            t[c] |= BD;
-        }
-        if matches!(b, b'k' | b'B') {
-            t[c] |= RARE;
         }
         if matches!(b, b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) || b >= 0x80 {
             t[c] |= UNSETTLED;
@@ -391,10 +370,7 @@ impl Planes {
         self.unit |= gather(f & LOW) << at;
         self.marked |= gather((f >> 1) & LOW) << at;
         self.blank |= gather((f >> 2) & LOW) << at;
-        self.tb |= gather((f >> 3) & LOW) << at;
-        self.bd |= gather((f >> 4) & LOW) << at;
-        self.rare |= gather((f >> 5) & LOW) << at;
-        self.unsettled |= gather((f >> 6) & LOW) << at;
+        self.unsettled |= gather((f >> 3) & LOW) << at;
     }
 }
 
