@@ -137,6 +137,7 @@ fn name_before(b: &[u8], p: usize) -> Option<Kind> {
     // follows the `:` is the password (only `:` separates them).
     let before = &b[..name.0];
     if b[p] == b':'
+        && matches!(before.last(), Some(b' ' | b'='))
         && [&b"-u "[..], b"--user ", b"--user=", b"--proxy-user "]
             .iter()
             .any(|f| before.ends_with(f))
@@ -148,6 +149,13 @@ fn name_before(b: &[u8], p: usize) -> Option<Kind> {
 
 /// Whether a name is one of [`FILLERS`] (any case).
 fn is_filler(name: &[u8]) -> bool {
+    // Every filler starts with one of these letters (most names do not).
+    if !name
+        .first()
+        .is_some_and(|c| matches!(c | 0x20, b'p' | b'g' | b'u' | b's' | b'v' | b'i' | b'w'))
+    {
+        return false;
+    }
     let mut buf = [0u8; 8];
     let Some(lower) = buf.get_mut(..name.len()) else {
         return false;
@@ -1332,6 +1340,15 @@ mod tests {
         let mut v = Vec::new();
         components(s.as_bytes(), |c| v.push(String::from_utf8_lossy(c).into_owned()));
         v
+    }
+
+    #[test]
+    fn every_filler_passes_the_first_letter_check() {
+        for f in FILLERS {
+            assert!(is_filler(f.as_bytes()), "{f}");
+            assert!(is_filler(f.to_ascii_uppercase().as_bytes()), "{f}");
+        }
+        assert!(!is_filler(b"message"));
     }
 
     #[test]
