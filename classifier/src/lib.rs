@@ -8,9 +8,10 @@
 //!
 //! Crate map:
 //! - [`envelope`]: the untrusted input, parsed leniently and bounded; truncation is recorded.
-//! - `json`: a borrowed JSON tree read by `serde_json` (strings borrow the input, objects are
-//!   vectors), and the one view of a document the envelope reader takes, so bytes and an
-//!   already parsed `Value` give the same envelope.
+//! - `json`: JSON pulled as tokens (`json::pull`: text read directly where it is plain JSON,
+//!   `serde_json` for the rest; or a parsed `Value` walked), so bytes and an already parsed
+//!   `Value` give the same envelope through one reader; and the borrowed tree (strings borrow
+//!   the input, objects are vectors) the catalogue's JSON conditions read.
 //! - [`catalogue`]: rules as data, compiled once (regexes, one literal automaton), with a
 //!   content-hash version.
 //! - `scan`: the one per-byte pass, every literal's first offset in a text (a gram filter:
