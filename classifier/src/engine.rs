@@ -437,7 +437,7 @@ fn acp_error_root<'a>(e: &'a AcpErrorEvidence<'a>) -> Json<'a> {
 
 impl Catalogue {
     /// Classifies one envelope with this catalogue. `now` validates timing hints (see
-    /// [`crate::timing`]); nothing here reads a clock.
+    /// `crate::timing`); nothing here reads a clock.
     pub fn classify(&self, env: &Envelope, now: DateTime<Utc>) -> Verdict {
         let sigs = signals(env);
         // Per signal, the JSON rules read (found on first use); kept here so the JSON can

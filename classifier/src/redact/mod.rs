@@ -21,7 +21,7 @@
 //! can show ([`MAX_EXCERPT_CHARS`] once whitespace is collapsed), never inside a run of
 //! letters, digits and `_ - + / = . @ %` (so a token is kept whole or not at all), then
 //! redacts that text, then collapses whitespace. Nothing can cross the cut: the detectors see
-//! every character the excerpt shows, and also read [`LOOKAHEAD_BYTES`] past the cut, so a
+//! every character the excerpt shows, and also read `LOOKAHEAD_BYTES` past the cut, so a
 //! secret the cut splits is still recognized by what follows it (a URL password by its
 //! `@host`); the part of it the head holds is redacted, and nothing past the cut is shown. A
 //! text redaction made longer is cut again (cutting redacted text cannot reveal anything).
