@@ -164,6 +164,17 @@ pub(super) fn top<'a, S: Source<'a>>(s: &mut S) -> Result<Result<Envelope<'a>, E
     Ok(build::envelope(raw))
 }
 
+/// Reads the start of the next value: whether it is `want` (an object or an array, whose
+/// content the caller then reads); any other value is skipped.
+fn opens<'a, S: Source<'a>>(s: &mut S, want: Tok<'static>) -> Result<bool, Bail> {
+    let t = s.value()?;
+    if t == want {
+        return Ok(true);
+    }
+    s.skip(t)?;
+    Ok(false)
+}
+
 fn skip<'a, S: Source<'a>>(s: &mut S) -> Result<(), Bail> {
     let t = s.value()?;
     s.skip(t)
@@ -191,9 +202,7 @@ fn scalar<'a, S: Source<'a>>(s: &mut S) -> Result<Scalar<'a>, Bail> {
 
 fn effects<'a, S: Source<'a>>(s: &mut S) -> Result<RawEffects<'a>, Bail> {
     let mut e = RawEffects::default();
-    let t = s.value()?;
-    if t != Tok::Object {
-        s.skip(t)?;
+    if !opens(s, Tok::Object)? {
         return Ok(e);
     }
     while let Some(key) = s.key()? {
@@ -211,9 +220,7 @@ fn effects<'a, S: Source<'a>>(s: &mut S) -> Result<RawEffects<'a>, Bail> {
 /// `items`: the first [`MAX_ITEMS`] are read and assembled, the rest skipped; `None` for a
 /// non-array.
 fn items<'a, S: Source<'a>>(s: &mut S) -> Result<Option<build::Items<'a>>, Bail> {
-    let t = s.value()?;
-    if t != Tok::Array {
-        s.skip(t)?;
+    if !opens(s, Tok::Array)? {
         return Ok(None);
     }
     let mut items = build::Items::default();
@@ -232,9 +239,8 @@ fn items<'a, S: Source<'a>>(s: &mut S) -> Result<Option<build::Items<'a>>, Bail>
 
 /// One item: its fields read, then assembled by kind into `items` (a non-object is ignored).
 fn item<'a, S: Source<'a>>(s: &mut S, items: &mut build::Items<'a>) -> Result<(), Bail> {
-    let t = s.value()?;
-    if t != Tok::Object {
-        return s.skip(t);
+    if !opens(s, Tok::Object)? {
+        return Ok(());
     }
     let mut it = RawItem::default();
     while let Some(key) = s.key()? {
@@ -260,9 +266,7 @@ fn item<'a, S: Source<'a>>(s: &mut S, items: &mut build::Items<'a>) -> Result<()
 }
 
 fn headers<'a, S: Source<'a>>(s: &mut S) -> Result<Option<Headers<'a>>, Bail> {
-    let t = s.value()?;
-    if t != Tok::Object {
-        s.skip(t)?;
+    if !opens(s, Tok::Object)? {
         return Ok(None);
     }
     let mut out = Vec::new();
@@ -316,9 +320,7 @@ fn prompt_result<'a, S: Source<'a>>(s: &mut S) -> Result<RawResult<'a>, Bail> {
 }
 
 fn prompt_error<'a, S: Source<'a>>(s: &mut S) -> Result<Option<RawError<'a>>, Bail> {
-    let t = s.value()?;
-    if t != Tok::Object {
-        s.skip(t)?;
+    if !opens(s, Tok::Object)? {
         return Ok(None);
     }
     let mut e = RawError::default();
@@ -355,9 +357,7 @@ fn lines<'a, S: Source<'a>>(s: &mut S) -> Result<Lines<'a>, Bail> {
 /// `updates`: each update reduced as it is read (see `build::Updates`); `None` for a
 /// non-array.
 fn updates<'a, S: Source<'a>>(s: &mut S) -> Result<Option<Updates<'a>>, Bail> {
-    let t = s.value()?;
-    if t != Tok::Array {
-        s.skip(t)?;
+    if !opens(s, Tok::Array)? {
         return Ok(None);
     }
     let mut out = Updates::default();
@@ -375,9 +375,7 @@ fn updates<'a, S: Source<'a>>(s: &mut S) -> Result<Option<Updates<'a>>, Bail> {
 
 /// One update's fields (`None` for a non-object); `unwrap`: read an `update` key inside.
 fn update<'a, S: Source<'a>>(s: &mut S, unwrap: bool) -> Result<Option<RawUpdate<'a>>, Bail> {
-    let t = s.value()?;
-    if t != Tok::Object {
-        s.skip(t)?;
+    if !opens(s, Tok::Object)? {
         return Ok(None);
     }
     let mut u = RawUpdate::default();
