@@ -21,7 +21,8 @@
 //! Besides criterion's estimates, `summary` measures from repeated batches (the fastest batch,
 //! which the machine's other jobs cannot make look better, and the median one): the ratios of
 //! both goals (under goal 1 also `safe_excerpt` and the literal scan alone over every item's
-//! evidence text, in the same units: with `parse`, a floor under the pipeline), the time per
+//! evidence text, in the same units, and the parse, the scan and one excerpt per envelope run
+//! together without a rule: a floor under the pipeline), the time per
 //! envelope (median and p90 over the corpus: goal <= 2 us for the typical envelope), and
 //! large and hostile inputs (the time per byte stays flat as inputs grow: worst-case time is
 //! linear).
@@ -312,6 +313,35 @@ fn summary(cat: &Catalogue, corpus: &Corpus, ac: &AcScan, texts: &[(&'static str
         "      within it: literal scan {:>8.3} ns/B   {:.2}x serde (the same texts)",
         ns_per_byte(scan, bytes),
         ratio(scan, serde)
+    );
+    // The same three stages run together, envelope after envelope as the pipeline runs them
+    // (each envelope parsed, every evidence text scanned, the first one excerpted), without a
+    // rule: what any pipeline with this parse, scan and redaction costs at the least.
+    let (floor, floor_m) = timed(&mut || {
+        for r in &corpus.raw {
+            let Ok(e) = Envelope::parse(black_box(r)) else {
+                continue;
+            };
+            let mut excerpted = false;
+            for item in &e.items {
+                let t = common::item_text(item);
+                if t.is_empty() {
+                    continue;
+                }
+                black_box(cat.scan_literals(t.as_bytes()));
+                if !excerpted {
+                    black_box(redact::safe_excerpt(&t));
+                    excerpted = true;
+                }
+            }
+        }
+    });
+    println!(
+        "    parse+scan+excerpt, no rule {:>5.3} ns/B  ({:.3})   {:.2}x serde ({:.2}x): the floor under goal 1",
+        ns_per_byte(floor, bytes),
+        ns_per_byte(floor_m, bytes),
+        ratio(floor, serde),
+        ratio(floor_m, serde_m)
     );
 
     // The same, each envelope timed on its own (warm): what one piece of evidence costs.

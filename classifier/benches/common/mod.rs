@@ -232,29 +232,34 @@ pub(crate) fn kept_bytes(e: &Envelope) -> usize {
 /// The evidence texts of every fixture envelope, one per item, as redaction sees them: an
 /// HTTP body, the stderr lines joined, an ACP error's message, a run of message chunks.
 pub(crate) fn evidence_texts(corpus: &Corpus) -> Vec<String> {
-    let mut texts = Vec::new();
-    for e in &corpus.envelopes {
-        for item in &e.items {
-            let text = match item {
-                EvidenceItem::Http(h) => h.body.clone().unwrap_or_default().into_owned(),
-                EvidenceItem::Stderr(s) => s.lines.join("\n"),
-                EvidenceItem::AcpError(a) => a.message.clone().unwrap_or_default().into_owned(),
-                EvidenceItem::AcpUpdates(u) => u
-                    .updates
-                    .iter()
-                    .filter_map(|x| match x {
-                        AcpUpdate::AgentMessageChunk { text } => Some(&**text),
-                        _ => None,
-                    })
-                    .collect(),
-                EvidenceItem::ProcessExit(_) => String::new(),
-            };
-            if !text.is_empty() {
-                texts.push(text);
-            }
-        }
+    corpus
+        .envelopes
+        .iter()
+        .flat_map(|e| &e.items)
+        .map(item_text)
+        .filter(|t| !t.is_empty())
+        .map(std::borrow::Cow::into_owned)
+        .collect()
+}
+
+/// The evidence text of one item, as redaction sees it (see [`evidence_texts`]).
+pub(crate) fn item_text<'e>(item: &'e EvidenceItem<'_>) -> std::borrow::Cow<'e, str> {
+    use std::borrow::Cow;
+    match item {
+        EvidenceItem::Http(h) => h.body.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
+        EvidenceItem::Stderr(s) => Cow::Owned(s.lines.join("\n")),
+        EvidenceItem::AcpError(a) => a.message.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
+        EvidenceItem::AcpUpdates(u) => Cow::Owned(
+            u.updates
+                .iter()
+                .filter_map(|x| match x {
+                    AcpUpdate::AgentMessageChunk { text } => Some(&**text),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        EvidenceItem::ProcessExit(_) => Cow::Borrowed(""),
     }
-    texts
 }
 
 pub(crate) struct Case {
