@@ -9,8 +9,9 @@
 //!
 //! CASE is `corpus` (every fixture) or a benchmark input (`stderr_64k`, `http_1m`, ...);
 //! STAGE is `parse` (JSON bytes to a bounded envelope), `classify` (a parsed envelope to a
-//! verdict), `both`, `serde` (`serde_json` parsing the bytes into a `Value`, the
-//! pipeline's yardstick) or `memmem`. The inputs are the benchmark's own.
+//! verdict), `both`, `floor` (parse, literal scan of every evidence text and one excerpt per
+//! envelope, no rule: the bench's floor under goal 1), `serde` (`serde_json` parsing the bytes
+//! into a `Value`, the pipeline's yardstick) or `memmem`. The inputs are the benchmark's own.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -22,7 +23,7 @@ use std::hint::black_box;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(case), Some(stage)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: profile CASE parse|classify|both|serde|memmem [ITERS]");
+        eprintln!("usage: profile CASE parse|classify|both|floor|serde|memmem [ITERS]");
         std::process::exit(2);
     };
     let iters: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(10);
@@ -72,6 +73,22 @@ fn run(stage: &str, cases: &[Case], cat: &Catalogue, finder: &memchr::memmem::Fi
             "both" => {
                 if let Ok(e) = Envelope::parse(black_box(&c.raw)) {
                     black_box(cat.classify(&e, now));
+                }
+            }
+            "floor" => {
+                if let Ok(e) = Envelope::parse(black_box(&c.raw)) {
+                    let mut excerpted = false;
+                    for item in &e.items {
+                        let t = common::item_text(item);
+                        if t.is_empty() {
+                            continue;
+                        }
+                        black_box(cat.scan_literals(t.as_bytes()));
+                        if !excerpted {
+                            black_box(classifier::redact::safe_excerpt(&t));
+                            excerpted = true;
+                        }
+                    }
                 }
             }
             "serde" => {

@@ -701,7 +701,8 @@ impl Catalogue {
     pub fn scan_literals(&self, text: &[u8]) -> usize {
         let mut found = crate::engine::Found::new(self.literals.len());
         self.scanner.scan(text, &mut found);
-        (0..self.literals.len()).filter(|&i| found.has(i)).count()
+        // One hit per distinct literal (its first offset).
+        found.distinct()
     }
 
     /// The same catalogue with its rules visited in another order (`order[i]` is the old index

@@ -250,6 +250,11 @@ impl Found {
     fn literals(&self) -> impl Iterator<Item = usize> + '_ {
         self.hits.iter().map(|h| h.0)
     }
+
+    /// How many distinct literals were found.
+    pub(crate) fn distinct(&self) -> usize {
+        self.hits.len()
+    }
 }
 
 /// Visits the values at `segs` under `v` (keys apply to each element of an array); returns
