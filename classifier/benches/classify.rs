@@ -319,21 +319,7 @@ fn summary(cat: &Catalogue, corpus: &Corpus, ac: &AcScan, texts: &[(&'static str
     // rule: what any pipeline with this parse, scan and redaction costs at the least.
     let (floor, floor_m) = timed(&mut || {
         for r in &corpus.raw {
-            let Ok(e) = Envelope::parse(black_box(r)) else {
-                continue;
-            };
-            let mut excerpted = false;
-            for item in &e.items {
-                let t = common::item_text(item);
-                if t.is_empty() {
-                    continue;
-                }
-                black_box(cat.scan_literals(t.as_bytes()));
-                if !excerpted {
-                    black_box(redact::safe_excerpt(&t));
-                    excerpted = true;
-                }
-            }
+            common::floor(cat, r);
         }
     });
     println!(

@@ -75,22 +75,7 @@ fn run(stage: &str, cases: &[Case], cat: &Catalogue, finder: &memchr::memmem::Fi
                     black_box(cat.classify(&e, now));
                 }
             }
-            "floor" => {
-                if let Ok(e) = Envelope::parse(black_box(&c.raw)) {
-                    let mut excerpted = false;
-                    for item in &e.items {
-                        let t = common::item_text(item);
-                        if t.is_empty() {
-                            continue;
-                        }
-                        black_box(cat.scan_literals(t.as_bytes()));
-                        if !excerpted {
-                            black_box(classifier::redact::safe_excerpt(&t));
-                            excerpted = true;
-                        }
-                    }
-                }
-            }
+            "floor" => common::floor(cat, &c.raw),
             "serde" => {
                 black_box(serde_json::from_slice::<serde_json::Value>(black_box(&c.raw)).ok());
             }

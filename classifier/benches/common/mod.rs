@@ -262,6 +262,28 @@ pub(crate) fn item_text<'e>(item: &'e EvidenceItem<'_>) -> std::borrow::Cow<'e, 
     }
 }
 
+/// The floor under the pipeline for one envelope's bytes: the parse, the literal scan of every
+/// evidence text and the excerpt of the first one, without a rule (the bench and the profile
+/// example measure the same work).
+pub(crate) fn floor(cat: &classifier::Catalogue, raw: &[u8]) {
+    use std::hint::black_box;
+    let Ok(e) = Envelope::parse(black_box(raw)) else {
+        return;
+    };
+    let mut excerpted = false;
+    for item in &e.items {
+        let t = item_text(item);
+        if t.is_empty() {
+            continue;
+        }
+        black_box(cat.scan_literals(t.as_bytes()));
+        if !excerpted {
+            black_box(classifier::redact::safe_excerpt(&t));
+            excerpted = true;
+        }
+    }
+}
+
 pub(crate) struct Case {
     pub(crate) name: &'static str,
     pub(crate) raw: Vec<u8>,
