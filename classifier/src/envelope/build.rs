@@ -6,6 +6,7 @@
 //! cut, so a tool call early in a long prompt still counts.
 
 use super::{
+    ansi,
     read::{HeaderValue, Lines, RawEffects, RawEnvelope, RawError, RawItem, RawUpdate, Scalar},
     AcpErrorEvidence, AcpUpdate, AcpUpdatesEvidence, DerivedEffects, Envelope, EnvelopeError, EvidenceItem,
     HttpEvidence, ProcessExitEvidence, StderrEvidence, MAX_HEADERS, MAX_LINES, MAX_LINE_BYTES,
@@ -405,7 +406,8 @@ fn stderr<'a>(raw: &mut RawItem<'a>, b: &mut Bounder) -> StderrEvidence<'a> {
     StderrEvidence {
         lines: split
             .into_iter()
-            .map(|l| b.cut(l, MAX_LINE_BYTES))
+            // Escapes read out first (`super::ansi`), so they take no room in the bound.
+            .map(|l| b.cut(ansi::strip(l), MAX_LINE_BYTES))
             .filter(|l| !l.trim().is_empty())
             .collect(),
     }

@@ -14,7 +14,9 @@
 //!   and [`Envelope::from_value`] agree by construction (a property test checks it, repeated
 //!   keys and any key order included).
 //! - `build`: the fields read, bounded and assembled into an [`Envelope`].
+//! - `ansi`: terminal escape sequences read out of stderr lines (agents colour their logs).
 
+mod ansi;
 mod build;
 mod read;
 
