@@ -85,7 +85,7 @@ fn effects(e: RawEffects<'_>) -> Effects {
 
 /// A whole number, however it is spelled: `3`, `3.0` (JSON Schema's `integer` includes it, so
 /// the API accepts it) or the text `"3"` (lenient, for adapters).
-fn as_u64(v: &Scalar<'_>) -> Option<u64> {
+pub(super) fn as_u64(v: &Scalar<'_>) -> Option<u64> {
     match v {
         Scalar::Number(n) => n.as_u64().or_else(|| policy::whole::parse(&n.to_string())),
         Scalar::Str(s) => s.trim().parse().ok(),
@@ -296,6 +296,11 @@ fn updates<'a>(
             Some(Scalar::Str(s)) => Some(b.cut(s, MAX_SHORT_BYTES)),
             _ => None,
         };
+        // ACP's `usage` when given, else Gemini CLI's own report.
+        out.usage_tokens = r.usage.or(r.meta_usage).and_then(|u| match u.total {
+            Some(t) => Some(t),
+            None => (u.counts > 0).then_some(u.sum),
+        });
     }
     if let Some(Some(e)) = raw.prompt_error.take() {
         out.prompt_error = Some(acp_error(e, b));
