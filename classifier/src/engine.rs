@@ -173,19 +173,35 @@ impl<'a> SignalJson<'a> {
 }
 
 /// Every string value inside a JSON value, in document order (bounded depth), except those
-/// under a credential's key (`password`, `x-api-key`): the text drops the keys, so redaction
-/// could not see the context that names them (rules' JSON conditions still read them).
+/// a credential names: under a credential's key (`password`, `x-api-key`), after a
+/// credential's name in a list (a header pair, `["x-api-key", "..."]`), and the `value` of an
+/// object whose `name`, `key` or `header` is a credential's (`{"name": "Authorization",
+/// "value": ...}`). The text drops the keys and the brackets, so redaction could not see the
+/// context that names them (rules' JSON conditions still read them).
 fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
+    let names_credential =
+        |x: Option<&Value>| x.and_then(Value::as_str).is_some_and(redact::is_credential_name);
     if depth > 16 {
         return;
     }
     match v {
         Value::String(s) => out.push(s),
-        Value::Array(a) => a.iter().for_each(|x| leaf_strings(x, out, depth + 1)),
-        Value::Object(o) => o
-            .iter()
-            .filter(|(k, _)| !redact::is_credential_name(k))
-            .for_each(|(_, x)| leaf_strings(x, out, depth + 1)),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                if !(x.is_string() && i > 0 && names_credential(a.get(i - 1))) {
+                    leaf_strings(x, out, depth + 1);
+                }
+            }
+        }
+        Value::Object(o) => {
+            let named = ["name", "key", "header"].iter().any(|k| {
+                o.iter()
+                    .any(|(n, x)| n.eq_ignore_ascii_case(k) && names_credential(Some(x)))
+            });
+            o.iter()
+                .filter(|(k, _)| !(redact::is_credential_name(k) || named && k.eq_ignore_ascii_case("value")))
+                .for_each(|(_, x)| leaf_strings(x, out, depth + 1));
+        }
         _ => {}
     }
 }
