@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-const ESC: u8 = 0x1b;
+pub(super) const ESC: u8 = 0x1b;
 const BEL: u8 = 0x07;
 
 /// `text` without its terminal escape sequences; borrowed when it has none.

@@ -384,17 +384,20 @@ fn stderr<'a>(raw: &mut RawItem<'a>, b: &mut Bounder) -> StderrEvidence<'a> {
     // Every line, a single "line" holding many lines split, so each is matched on its own:
     // borrowed where the text was, in order (`lines`, then `text`).
     let mut split: Vec<Cow<'a, str>> = Vec::new();
-    let mut add = |text: Cow<'a, str>| match text {
-        // Most lines are one line: `str::lines` would give it whole (and an empty one not).
-        Cow::Borrowed(t) if memchr::memchr(b'\n', t.as_bytes()).is_none() => {
-            if !t.is_empty() {
-                split.push(Cow::Borrowed(t));
+    let mut add = |text: Cow<'a, str>| {
+        // Most lines are one line without terminal escapes: kept as they are (an empty one
+        // not), after one search for the three bytes that would change them.
+        if memchr::memchr3(b'\n', b'\r', ansi::ESC, text.as_bytes()).is_none() {
+            if !text.is_empty() {
+                split.push(text);
             }
+            return;
         }
-        Cow::Borrowed(t) => split.extend(t.lines().map(Cow::Borrowed)),
-        Cow::Owned(t) if t.is_empty() => {}
-        Cow::Owned(t) if !t.contains(['\n', '\r']) => split.push(Cow::Owned(t)),
-        Cow::Owned(t) => split.extend(t.lines().map(|l| Cow::Owned(l.to_owned()))),
+        // Escapes read out here (`super::ansi`), so they take no room in the line's bound.
+        match text {
+            Cow::Borrowed(t) => split.extend(t.lines().map(|l| ansi::strip(Cow::Borrowed(l)))),
+            Cow::Owned(t) => split.extend(t.lines().map(|l| ansi::strip(Cow::Owned(l.to_owned())))),
+        }
     };
     match raw.lines.take() {
         Some(Lines::List(a)) => a.into_iter().for_each(&mut add),
@@ -411,8 +414,7 @@ fn stderr<'a>(raw: &mut RawItem<'a>, b: &mut Bounder) -> StderrEvidence<'a> {
     StderrEvidence {
         lines: split
             .into_iter()
-            // Escapes read out first (`super::ansi`), so they take no room in the bound.
-            .map(|l| b.cut(ansi::strip(l), MAX_LINE_BYTES))
+            .map(|l| b.cut(l, MAX_LINE_BYTES))
             .filter(|l| !l.trim().is_empty())
             .collect(),
     }
