@@ -262,9 +262,7 @@ impl RunnerConfig {
                 if !is_env_name(name) {
                     problems.push(format!("{at}: not an environment variable name"));
                 } else if a.env.contains(name) {
-                    problems.push(format!(
-                        "{at}: also listed in env; give a variable one source"
-                    ));
+                    problems.push(format!("{at}: also listed in env; give a variable one source"));
                 } else if secret_name(name) {
                     problems.push(format!(
                         "{at}: names a credential; list its name in env instead, so its value \
@@ -272,7 +270,7 @@ impl RunnerConfig {
                     ));
                 } else if value.len() > MAX_SET_ENV_BYTES
                     || value.contains('\0')
-                    || classifier::redact::redact(value) != *value
+                    || reads_as_credential(value)
                 {
                     problems.push(format!(
                         "{at}: not a setting Recourse passes by value (at most \
@@ -368,6 +366,12 @@ fn check_id(id: &str, at: &str, seen: &mut HashSet<String>, problems: &mut Vec<S
     }
 }
 
+/// Whether a `set_env` value reads as a credential, as the evidence redactor judges text. An
+/// absolute path is a path (a temp folder's random name is not a key), judged no further.
+fn reads_as_credential(value: &str) -> bool {
+    !value.starts_with('/') && classifier::redact::redact(value) != value
+}
+
 /// Longest value of an agent's `set_env` entry.
 const MAX_SET_ENV_BYTES: usize = 4096;
 
@@ -377,9 +381,17 @@ fn secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     upper.ends_with("KEY")
         || upper.contains("_KEY_")
-        || ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "AUTH"]
-            .iter()
-            .any(|w| upper.contains(w))
+        || [
+            "TOKEN",
+            "SECRET",
+            "PASSWORD",
+            "PASSWD",
+            "CREDENTIAL",
+            "COOKIE",
+            "AUTH",
+        ]
+        .iter()
+        .any(|w| upper.contains(w))
 }
 
 fn is_env_name(name: &str) -> bool {
@@ -572,6 +584,7 @@ mod tests {
             [agent.set_env]
             ANTHROPIC_API_KEY = "not-even-a-real-one"
             HOME = "/srv/home"
+            TMPDIR = "/tmp/.tmpZq8vN2xYpL4mK7rT1wB9cD3f"
             NOTE = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH"
             "1BAD" = "x"
             "#
@@ -585,7 +598,11 @@ mod tests {
         ] {
             assert!(joined.contains(field), "{field} missing from:\n{joined}");
         }
-        assert!(!joined.contains("not-even") && !joined.contains("Zq8vN2"), "{joined}");
+        assert!(
+            !joined.contains("not-even") && !joined.contains("Zq8vN2"),
+            "{joined}"
+        );
+        assert!(!joined.contains("TMPDIR"), "a path is a path: {joined}");
     }
 
     #[test]
@@ -647,7 +664,10 @@ mod example {
         assert_eq!(ids, ["claude", "codex", "gemini", "qwen"]);
         // Their own retries are off, by value; their keys come by name.
         assert_eq!(c.agent("claude").unwrap().set_env["CLAUDE_CODE_MAX_RETRIES"], "0");
-        assert!(c.agents.iter().all(|a| a.env.iter().any(|e| e.ends_with("_API_KEY"))));
+        assert!(c
+            .agents
+            .iter()
+            .all(|a| a.env.iter().any(|e| e.ends_with("_API_KEY"))));
         assert_eq!(c.endpoint("haiku").map(|e| e.style), Some(ApiStyle::Anthropic));
     }
 }
