@@ -172,7 +172,9 @@ pub(super) async fn hello(stdin: ChildStdin, stdout: ChildStdout, step: Duration
             let sent = cx.send_request(initialize()).block_task();
             Ok(match timeout(step, sent).await {
                 Err(_) => Err(format!("no answer to initialize within {} s", step.as_secs())),
-                Ok(Err(e)) if closed(&e) => Err("it exited or closed its output before answering initialize".to_owned()),
+                Ok(Err(e)) if closed(&e) => {
+                    Err("it exited or closed its output before answering initialize".to_owned())
+                }
                 Ok(Err(e)) => Err(format!(
                     "initialize failed: {}",
                     classifier::redact::redact(&e.message)
