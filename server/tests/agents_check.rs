@@ -88,6 +88,20 @@ fn the_four_published_agents_of_the_example_configuration_start_and_speak_acp() 
         .replace("/srv/work", work.to_str().unwrap())
         .replace("/opt/recourse-agents", agents.to_str().unwrap())
         .replace("/var/lib/recourse/agents", homes.to_str().unwrap());
+    // The entries as shipped, but with a `step` long enough for Node agents starting on a
+    // loaded 2-core machine (Gemini CLI and Qwen Code took over 30 s there): Claude's entry
+    // has a timeouts table, the others get one.
+    assert!(example.contains("step = 30 "), "the example's step");
+    let example = example.replace("step = 30 ", "step = 180 ");
+    let mut parts = example.split("[agent.set_env]");
+    let mut example = parts.next().unwrap().to_owned();
+    for (i, part) in parts.enumerate() {
+        if i > 0 {
+            example.push_str("[agent.timeouts]\nstep = 180\n");
+        }
+        example.push_str("[agent.set_env]");
+        example.push_str(part);
+    }
     for id in ["claude", "codex", "gemini", "qwen"] {
         std::fs::create_dir_all(homes.join(id)).unwrap();
     }
