@@ -52,6 +52,24 @@ pub enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// The ACP agents of the configuration file.
+    Agents {
+        #[command(subcommand)]
+        command: AgentsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Start every configured agent once, ask it `initialize`, and print what it says of itself
+    /// (version, protocol version, authentication methods, `loadSession`, start time); exit
+    /// non-zero naming each agent that does not start, does not speak ACP, or does not offer
+    /// its configured `auth_method`.
+    Check {
+        /// The configuration file (`recourse serve --config`).
+        #[arg(long, env = "RECOURSE_CONFIG")]
+        config: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]

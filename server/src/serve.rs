@@ -1,4 +1,4 @@
-//! `recourse serve`, `migrate`, `classify` and `catalogue check`.
+//! `recourse serve`, `migrate`, `classify`, `catalogue check` and `agents check`.
 
 use crate::{
     assets::{self, Site},
@@ -357,4 +357,78 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// `recourse agents check`: every agent of the configuration file started once and asked
+/// `initialize`; a table on standard output, each problem on standard error, and a non-zero
+/// exit when any agent has one.
+pub async fn agents_check(config: &Path) -> anyhow::Result<ExitCode> {
+    let config = RunnerConfig::load(config)?;
+    if config.agents.is_empty() {
+        println!("no [[agent]] in the configuration");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let checks = crate::engine::dispatch::acp::check::check(&config).await;
+    let mut rows = vec![[
+        "agent".to_owned(),
+        "version".to_owned(),
+        "protocol".to_owned(),
+        "auth methods".to_owned(),
+        "loadSession".to_owned(),
+        "start".to_owned(),
+    ]];
+    let mut problems = Vec::new();
+    for (agent, c) in config.agents.iter().zip(&checks) {
+        let took = format!("{:.1} s", c.took.as_secs_f64());
+        rows.push(match &c.hello {
+            Ok(h) => [
+                c.id.clone(),
+                match (&h.name, &h.version) {
+                    (Some(n), Some(v)) => format!("{n} {v}"),
+                    (None, Some(v)) => v.clone(),
+                    _ => "-".to_owned(),
+                },
+                h.protocol_version.to_string(),
+                if h.auth_methods.is_empty() {
+                    "-".to_owned()
+                } else {
+                    h.auth_methods.join(", ")
+                },
+                if h.load_session { "yes" } else { "no" }.to_owned(),
+                took,
+            ],
+            Err(_) => [
+                c.id.clone(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                took,
+            ],
+        });
+        if let Some(p) = c.problem(agent) {
+            problems.push(format!("{}: {p}", c.id));
+        }
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    drop(out);
+    for p in &problems {
+        eprintln!("error: {p}");
+    }
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

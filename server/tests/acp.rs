@@ -11,7 +11,7 @@ mod common;
 use axum::http::StatusCode;
 use chrono::TimeDelta;
 use common::{
-    fake_agent::{running, until, FakeAgent},
+    fake_agent::{running, until, FakeAgent, OnEof},
     *,
 };
 use serde_json::{json, Value};
@@ -89,14 +89,23 @@ async fn settled(h: &Harness, agent: &FakeAgent) {
 
 #[tokio::test]
 async fn s1_capacity_errors_before_output_wait_5_10_and_20_seconds_then_skip_to_the_next_agent() {
+    for eof in OnEof::BOTH {
+        s1_capacity_errors_before_output_wait_5_10_and_20_seconds_then_skip_to_the_next_agent_case(eof).await;
+    }
+}
+
+async fn s1_capacity_errors_before_output_wait_5_10_and_20_seconds_then_skip_to_the_next_agent_case(
+    eof: OnEof,
+) {
     let d = agents_dir();
-    let main = FakeAgent::new(
+    let main = FakeAgent::on_eof(
         d.path(),
         "claude",
         "anthropic",
         json!([{"prompt": [overloaded_rpc()]}]),
+        eof,
     );
-    let backup = FakeAgent::new(d.path(), "gemini", "google", json!([success()]));
+    let backup = FakeAgent::on_eof(d.path(), "gemini", "google", json!([success()]), eof);
     let h = harness(&[&main, &backup], "").await;
     let p = h
         .profile(
@@ -144,17 +153,24 @@ async fn s1_capacity_errors_before_output_wait_5_10_and_20_seconds_then_skip_to_
 
 #[tokio::test]
 async fn s2_a_usage_limit_with_a_trusted_reset_waits_for_it_durably_then_retries_once() {
+    for eof in OnEof::BOTH {
+        s2_a_usage_limit_with_a_trusted_reset_waits_for_it_durably_then_retries_once_case(eof).await;
+    }
+}
+
+async fn s2_a_usage_limit_with_a_trusted_reset_waits_for_it_durably_then_retries_once_case(eof: OnEof) {
     let d = agents_dir();
     let reset = common::t0() + TimeDelta::seconds(60);
     // Claude Code's machine-readable usage limit (anthropics/claude-code#11429), relayed the
     // way claude-code-acp relays any `is_error` result: -32603 with the text.
-    let main = FakeAgent::new(
+    let main = FakeAgent::on_eof(
         d.path(),
         "claude",
         "anthropic",
         json!([{"prompt": [{"error": {"code": -32603,
                     "message": format!("Internal error: Claude AI usage limit reached|{}", reset.timestamp())}}]},
                success()]),
+        eof,
     );
     let h = harness(&[&main], "").await;
     let p = h
@@ -227,14 +243,24 @@ async fn a_usage_limit_banner_on_stderr_then_exit_1_is_classified_but_delivery_i
 
 #[tokio::test]
 async fn s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_to_the_next_agent() {
+    for eof in OnEof::BOTH {
+        s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_to_the_next_agent_case(eof)
+            .await;
+    }
+}
+
+async fn s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_to_the_next_agent_case(
+    eof: OnEof,
+) {
     let d = agents_dir();
-    let main = FakeAgent::new(
+    let main = FakeAgent::on_eof(
         d.path(),
         "claude",
         "anthropic",
         json!([{"prompt": [overload_banner(), end_turn()]}]),
+        eof,
     );
-    let backup = FakeAgent::new(d.path(), "gemini", "google", json!([success()]));
+    let backup = FakeAgent::on_eof(d.path(), "gemini", "google", json!([success()]), eof);
     let h = harness(&[&main, &backup], "").await;
     let p = h
         .profile(
@@ -297,9 +323,15 @@ async fn s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_
 
 #[tokio::test]
 async fn an_agents_live_output_reaches_the_event_stream_with_its_secrets_redacted() {
+    for eof in OnEof::BOTH {
+        an_agents_live_output_reaches_the_event_stream_with_its_secrets_redacted_case(eof).await;
+    }
+}
+
+async fn an_agents_live_output_reaches_the_event_stream_with_its_secrets_redacted_case(eof: OnEof) {
     let d = agents_dir();
     let key = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH";
-    let main = FakeAgent::new(
+    let main = FakeAgent::on_eof(
         d.path(),
         "claude",
         "anthropic",
@@ -313,6 +345,7 @@ async fn an_agents_live_output_reaches_the_event_stream_with_its_secrets_redacte
                            {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_01A09q90qw90lq917835lq9F",
                                        "status": "completed"}},
                            end_turn()]}]),
+        eof,
     );
     let h = harness(&[&main], "").await;
     let p = h
@@ -576,7 +609,7 @@ async fn an_agent_that_ignores_cancel_and_stdin_eof_is_killed_with_its_whole_pro
         "claude",
         "anthropic",
         json!([{"prompt": [{"grandchild": {"ignore_term": true}}, {"message": "working"}, {"hang": true}],
-                "on_cancel": "ignore", "ignore_eof": true}]),
+                "on_cancel": "ignore"}]),
     );
     let h = harness(&[&main], "cancel_grace = 1\nexit_grace = 1").await;
     let p = h
@@ -614,7 +647,7 @@ async fn a_hung_agent_is_given_up_after_prompt_idle_and_stops_for_a_person() {
         d.path(),
         "claude",
         "anthropic",
-        json!([{"prompt": [{"hang": true}], "ignore_eof": true}]),
+        json!([{"prompt": [{"hang": true}]}]),
     );
     let h = harness(&[&main], "prompt_idle = 1\nexit_grace = 1").await;
     let p = h
@@ -638,7 +671,7 @@ async fn an_agent_that_never_answers_initialize_is_given_up_after_the_step_timeo
         d.path(),
         "claude",
         "anthropic",
-        json!([{"initialize": {"silent": true}, "ignore_eof": true}]),
+        json!([{"initialize": {"silent": true}}]),
     );
     let h = harness(&[&main], "step = 1\nexit_grace = 1").await;
     let p = h
@@ -740,14 +773,23 @@ async fn late_evidence_from_an_earlier_generation_is_stale_and_changes_nothing()
 
 #[tokio::test]
 async fn a_successful_turn_settles_the_attempt_in_the_works_directory_with_only_the_configured_environment() {
+    for eof in OnEof::BOTH {
+        a_successful_turn_settles_the_attempt_in_the_works_directory_with_only_the_configured_environment_case(eof).await;
+    }
+}
+
+async fn a_successful_turn_settles_the_attempt_in_the_works_directory_with_only_the_configured_environment_case(
+    eof: OnEof,
+) {
     let d = agents_dir();
-    let main = FakeAgent::new(
+    let main = FakeAgent::on_eof(
         d.path(),
         "claude",
         "anthropic",
         json!([{"prompt": [{"update": {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "thinking"}}},
                            {"message": "All done."}, end_turn()],
                 "initialize": {"authMethods": [{"id": "claude-login", "name": "Log in"}, {"id": "api-key", "name": "API key"}]}}]),
+        eof,
     );
     let toml = main.toml("").replace(
         "provider_id =",
@@ -792,8 +834,14 @@ async fn a_successful_turn_settles_the_attempt_in_the_works_directory_with_only_
         main.messages("session/new")[0]["params"]["cwd"],
         sub.canonicalize().unwrap().to_str().unwrap()
     );
-    // The agent saw its stdin close and exited on its own.
-    assert!(main.log().iter().any(|l| l["event"] == "eof"));
+    // The agent saw its stdin close; it exited by itself only if it does that (Gemini CLI,
+    // Qwen Code); otherwise Recourse's SIGTERM ended it (no `exit` line), and the turn is a
+    // success all the same.
+    assert_eq!(main.eofs(), 1);
+    match eof {
+        OnEof::Exits => assert_eq!(main.exits_on_eof(), 1, "a clean exit of its own"),
+        OnEof::Stays => assert_eq!(main.exits_on_eof(), 0, "stopped by Recourse's SIGTERM"),
+    }
 }
 
 #[tokio::test]

@@ -32,7 +32,7 @@ fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguo
         "claude",
         "anthropic",
         json!([{"prompt": [{"grandchild": {"ignore_term": true}}, {"message": "working on it"}, {"hang": true}],
-                "ignore_eof": true, "on_cancel": "ignore"}]),
+                "on_cancel": "ignore"}]),
     );
     let config = dir.path().join("recourse.toml");
     std::fs::write(&config, agent.toml("")).unwrap();

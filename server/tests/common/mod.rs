@@ -9,6 +9,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod agents;
 pub mod backend;
 pub mod fake_agent;
 pub mod power;
