@@ -186,6 +186,26 @@ impl Store {
         load(Exec::from(&mut conn), id).await
     }
 
+    /// Every profile, whole, by name (the gateway's model list).
+    pub(crate) async fn profiles(&self) -> Result<Vec<Profile>, StoreError> {
+        let rows = sql::query(
+            "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
+             created_at, updated_at FROM profiles ORDER BY name, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| ProfileColumns::PLAIN.decode(r)).collect()
+    }
+
+    /// The ids of the profiles named `name` (names need not be unique).
+    pub(crate) async fn profile_ids_named(&self, name: &str) -> Result<Vec<String>, StoreError> {
+        let rows = sql::query("SELECT id FROM profiles WHERE name = ? ORDER BY id")
+            .bind(name)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?)
+    }
+
     /// All profiles, by name, with how many routes (open and all) use each.
     pub(crate) async fn list_profiles(&self) -> Result<Vec<ProfileSummary>, StoreError> {
         let rows = sql::query(
