@@ -11,6 +11,7 @@
 
 pub mod backend;
 pub mod fake_agent;
+pub mod gateway;
 pub mod power;
 pub mod provider;
 
