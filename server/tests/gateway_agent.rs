@@ -136,7 +136,6 @@ async fn claude_codes_529_on_the_first_endpoint_is_absorbed_by_a_switch_and_its_
     assert!(sid.is_string(), "{session}");
     let prompt = json!({"sessionId": sid, "prompt": [{"type": "text", "text": "Say hello."}]});
     let answer = call(3, "session/prompt", prompt).await;
-    drop(call);
     assert_eq!(
         answer["result"]["stopReason"], "end_turn",
         "Claude Code's turn: {answer}"

@@ -105,7 +105,7 @@ pub(super) async fn hold(
             .iter()
             .filter(|(st, _)| *st == style)
             .filter_map(|(_, name)| {
-                let name = HeaderName::from_static(*name);
+                let name = HeaderName::from_static(name);
                 headers.get(&name).map(|v| (name, v.clone()))
             })
             .collect(),
@@ -180,7 +180,7 @@ enum Answer {
 /// What one wait of a held call came to.
 enum Step {
     Live(Option<Live>),
-    Route(Result<RouteStreamEvent, RecvError>),
+    Route(Result<Box<RouteStreamEvent>, RecvError>),
     TimedOut,
 }
 
@@ -215,14 +215,14 @@ impl Call {
             // The dispatcher hands an answer over before it reports the attempt: take it first.
             biased;
             live = self.live.recv() => Step::Live(live),
-            event = events.recv() => Step::Route(event),
+            event = events.recv() => Step::Route(event.map(Box::new)),
             () = tokio::time::sleep_until(self.ends_at) => Step::TimedOut,
         }
     }
 
     /// A route event: the route's newest snapshot (read again when events were missed);
     /// `false` when the engine's events ended.
-    async fn on_route(&mut self, event: Result<RouteStreamEvent, RecvError>) -> bool {
+    async fn on_route(&mut self, event: Result<Box<RouteStreamEvent>, RecvError>) -> bool {
         match event {
             Ok(e) if e.route_id == self.route_id => self.observe(e.payload.snapshot),
             Ok(_) => {}
