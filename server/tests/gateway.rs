@@ -418,6 +418,22 @@ async fn a_model_is_a_profile_by_id_or_name_of_the_calls_style_and_anything_else
             .status,
         StatusCode::OK
     );
+    // A name several profiles have is refused; each is still reached by its id.
+    let twin = rig.profile("twin", &["main"]).await;
+    rig.profile("twin", &["main"]).await;
+    let a = rig
+        .post("/v1/messages", &[], messages_request("twin", false))
+        .await;
+    assert_eq!(a.status, StatusCode::NOT_FOUND);
+    assert!(
+        a.text().contains("Several profiles have this name"),
+        "{}",
+        a.text()
+    );
+    let a = rig
+        .post("/v1/messages", &[], messages_request(&twin, false))
+        .await;
+    assert_eq!(a.status, StatusCode::OK, "by id: {}", a.text());
     let a = rig
         .post("/v1/messages", &[], messages_request("nope", false))
         .await;
@@ -450,11 +466,11 @@ async fn a_model_is_a_profile_by_id_or_name_of_the_calls_style_and_anything_else
         assert_eq!(a.status, StatusCode::BAD_REQUEST, "{path}");
         assert!(a.text().contains(says), "{}", a.text());
     }
-    assert_eq!(rig.fake.received("main").len(), 1);
+    assert_eq!(rig.fake.received("main").len(), 2);
     let routes = rig.h.get("/api/v1/routes?caller_kind=utility").await;
     assert_eq!(
         routes.as_array().unwrap().len(),
-        1,
+        2,
         "a refused call starts no route"
     );
 }

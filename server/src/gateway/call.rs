@@ -120,9 +120,13 @@ pub(super) async fn hold(
         Ok(summary) => summary,
         Err(e) => return reply::error(style, &reply::engine_error(e), None),
     };
-    let auth = s.auth.clone();
-    let audited = summary.clone();
-    tokio::spawn(async move { auth.audit_route_start(&actor, &audited).await });
+    // Audited as every route start is, off the call's path, and under the engine's writer lock
+    // so the row never meets the writer task in SQLite's busy loop.
+    let (auth, audited, writer) = (s.auth.clone(), summary.clone(), engine.clone());
+    tokio::spawn(async move {
+        let _writer = writer.writer().await;
+        auth.audit_route_start(&actor, &audited).await;
+    });
     let mut call = Call {
         leave: Leave {
             engine: engine.clone(),

@@ -156,25 +156,15 @@ async fn profile_named(engine: &Engine, p: &Principal, model: &str) -> Result<Pr
             "The database could not be read; try again.",
         )
     };
-    let store = engine.store();
-    let profile = match store.profile(model).await.map_err(unavailable)? {
-        Some(p) => Some(p),
-        None => match store
-            .profile_ids_named(model)
-            .await
-            .map_err(unavailable)?
-            .as_slice()
-        {
-            [one] => store.profile(one).await.map_err(unavailable)?,
-            [] => None,
-            _ => {
-                return Err(GatewayError::new(
-                    ErrorKind::NotFound,
-                    "Several profiles have this name: name one by its id (GET /v1/models lists them).",
-                ))
-            }
-        },
-    };
+    let mut found = engine.store().profiles_called(model).await.map_err(unavailable)?;
+    let by_id = found.first().is_some_and(|p| p.id == model);
+    if !by_id && found.len() > 1 {
+        return Err(GatewayError::new(
+            ErrorKind::NotFound,
+            "Several profiles have this name: name one by its id (GET /v1/models lists them).",
+        ));
+    }
+    let profile = (!found.is_empty()).then(|| found.swap_remove(0));
     let profile = profile.ok_or_else(GatewayError::unknown_model)?;
     if !p.reaches_profile(&profile.id) {
         return Err(GatewayError::new(

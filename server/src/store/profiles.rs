@@ -197,13 +197,19 @@ impl Store {
         rows.iter().map(|r| ProfileColumns::PLAIN.decode(r)).collect()
     }
 
-    /// The ids of the profiles named `name` (names need not be unique).
-    pub(crate) async fn profile_ids_named(&self, name: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sql::query("SELECT id FROM profiles WHERE name = ? ORDER BY id")
-            .bind(name)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?)
+    /// The profile whose id is `key`, or else those named `key` (names need not be unique), in
+    /// one read: the id's match first.
+    pub(crate) async fn profiles_called(&self, key: &str) -> Result<Vec<Profile>, StoreError> {
+        let rows = sql::query(
+            "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
+             created_at, updated_at FROM profiles WHERE id = ? OR name = ? ORDER BY id = ? DESC, id",
+        )
+        .bind(key)
+        .bind(key)
+        .bind(key)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| ProfileColumns::PLAIN.decode(r)).collect()
     }
 
     /// All profiles, by name, with how many routes (open and all) use each.
