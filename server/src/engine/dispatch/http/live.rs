@@ -168,16 +168,21 @@ impl Sink {
         }
         self.held.push(text);
         if content {
-            self.opened = true;
-            self.delivered = true;
-            self.send(Live::Opened {
-                attempt: self.attempt,
-                candidate: self.candidate.clone(),
-            })
-            .await;
-            for held in std::mem::take(&mut self.held) {
-                self.send(Live::Event(held)).await;
-            }
+            self.open().await;
+        }
+    }
+
+    /// The answer is this attempt's from here on: the listener hears so, then every event held.
+    async fn open(&mut self) {
+        self.opened = true;
+        self.delivered = true;
+        self.send(Live::Opened {
+            attempt: self.attempt,
+            candidate: self.candidate.clone(),
+        })
+        .await;
+        for held in std::mem::take(&mut self.held) {
+            self.send(Live::Event(held)).await;
         }
     }
 
@@ -185,16 +190,7 @@ impl Sink {
     /// without content opens now: the answer is complete.
     pub(super) async fn finished(&mut self) {
         if !self.opened {
-            self.opened = true;
-            self.delivered = true;
-            self.send(Live::Opened {
-                attempt: self.attempt,
-                candidate: self.candidate.clone(),
-            })
-            .await;
-            for held in std::mem::take(&mut self.held) {
-                self.send(Live::Event(held)).await;
-            }
+            self.open().await;
         }
         self.send(Live::Finished).await;
     }
