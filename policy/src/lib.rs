@@ -24,6 +24,9 @@
 //! - [`envelope`]: the evidence envelope (contract 1) as the API takes it, typed.
 //! - [`whole`]: whole numbers from JSON (`5.0` is the integer 5, as JSON Schema says).
 //! - [`wire`]: route snapshots and event payloads, and re-exports of every wire type.
+//! - [`gateway`]: Recourse as the base URL SDKs and agents point at: a call's request parsed,
+//!   whether a profile serves its style, what a held call does with its route's snapshot, and
+//!   errors in the OpenAI and Anthropic shapes.
 //! - [`auth`]: permissions, built-in roles, and the account, session, token and audit wire
 //!   types; names, passwords and token requests parsed once.
 //!
@@ -91,6 +94,7 @@ pub mod classification;
 pub mod document;
 pub mod envelope;
 pub mod evaluator;
+pub mod gateway;
 pub mod input;
 pub mod legacy;
 pub mod limits;

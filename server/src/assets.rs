@@ -312,12 +312,14 @@ fn weak_etag(bytes: &[u8]) -> HeaderValue {
 }
 
 /// What a page request gets from a binary built without its UI: 503 and how to build it. The
-/// API, server functions, `/healthz`, `/readyz` and `/metrics` answer as usual.
+/// API, server functions, the gateway (`/v1/...`), `/healthz`, `/readyz` and `/metrics` answer
+/// as usual.
 pub async fn ui_missing(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let page = matches!(*req.method(), Method::GET | Method::HEAD)
         && !matches!(path, "/healthz" | "/readyz" | "/metrics")
         && !path.starts_with("/api/")
+        && !path.starts_with("/v1/")
         && !path.starts_with(&format!("/{PKG_DIR}/"));
     if !page {
         return next.run(req).await;

@@ -150,6 +150,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(crate::ops::readyz))
         .route("/metrics", get(crate::ops::metrics))
         .merge(crate::api::routes(state.test_clock.is_some()))
+        .merge(crate::gateway::routes())
         .route(
             "/api/{*fn_name}",
             crate::guard::json_only(get(server_fn).post(server_fn)),

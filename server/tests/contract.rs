@@ -190,7 +190,33 @@ const OPERATIONS: &[(&str, &str, &[&str])] = &[
         "/api/v1/tokens/{id}",
         &["204", "400", "401", "403", "404", "503"],
     ),
+    // The gateway: errors in the OpenAI and Anthropic shapes, not `ApiError`.
+    (
+        "post",
+        "/v1/chat/completions",
+        &[
+            "200", "400", "401", "403", "404", "413", "415", "429", "500", "503",
+        ],
+    ),
+    (
+        "post",
+        "/v1/messages",
+        &[
+            "200", "400", "401", "403", "404", "413", "415", "429", "500", "503", "529",
+        ],
+    ),
+    ("get", "/v1/models", &["200", "401", "403", "503"]),
 ];
+
+/// The error schema of a gateway operation's answers.
+fn gateway_error(path: &str) -> Value {
+    let name = match path {
+        "/v1/chat/completions" => "OpenAiError",
+        "/v1/messages" => "AnthropicError",
+        _ => "GatewayError",
+    };
+    json!({"$ref": format!("#/components/schemas/{name}")})
+}
 
 #[test]
 fn every_operation_lists_every_status_it_can_answer_with_its_body() {
@@ -210,7 +236,11 @@ fn every_operation_lists_every_status_it_can_answer_with_its_body() {
         assert_eq!(got, want, "{method} {path}");
         for (status, response) in responses {
             let body = &response["content"]["application/json"]["schema"];
-            let error = json!({"$ref": "#/components/schemas/ApiError"});
+            let error = if path.starts_with("/v1/") {
+                gateway_error(path)
+            } else {
+                json!({"$ref": "#/components/schemas/ApiError"})
+            };
             match status.as_str() {
                 "422" => assert_eq!(
                     body["$ref"], "#/components/schemas/ValidationErrors",

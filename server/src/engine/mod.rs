@@ -326,6 +326,12 @@ impl Engine {
         Ok(())
     }
 
+    /// Where a gateway call listens to its route's `http` attempts (the dispatcher's one seam
+    /// toward a caller holding a client's connection: `dispatch::http::LiveCalls`).
+    pub(crate) fn live_calls(&self) -> &dispatch::http::LiveCalls {
+        self.dispatchers.live()
+    }
+
     /// Live updates of running attempts.
     pub fn subscribe_updates(&self) -> broadcast::Receiver<AttemptUpdate> {
         self.updates.subscribe()

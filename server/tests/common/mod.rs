@@ -12,6 +12,7 @@
 pub mod agents;
 pub mod backend;
 pub mod fake_agent;
+pub mod gateway;
 pub mod power;
 pub mod provider;
 
