@@ -57,5 +57,6 @@ pub mod scheduler;
 pub mod serve;
 pub mod store;
 pub mod telemetry;
+pub mod trial;
 pub mod web;
 pub mod work;
