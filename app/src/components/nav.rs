@@ -13,14 +13,36 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use policy::auth::{Permission, Permissions};
 
-/// The header's links, in order: where, what it says, and who sees it.
-pub const LINKS: [(&str, &str, fn(Permissions) -> bool); 4] = [
-    ("/", "Routes", |p| p.contains(Permission::ViewRoutes)),
-    ("/profiles", "Profiles", |p| {
-        p.contains(Permission::ViewRoutes) || p.contains(Permission::ManageProfiles)
-    }),
-    ("/access", "Access", |_| true),
-    ("/audit", "Audit", |p| p.contains(Permission::Admin)),
+/// One link of the header.
+pub struct NavLink {
+    pub href: &'static str,
+    pub label: &'static str,
+    /// Who sees it, by their permissions.
+    pub shown: fn(Permissions) -> bool,
+}
+
+/// The header's links, in order.
+pub const LINKS: [NavLink; 4] = [
+    NavLink {
+        href: "/",
+        label: "Routes",
+        shown: |p| p.contains(Permission::ViewRoutes),
+    },
+    NavLink {
+        href: "/profiles",
+        label: "Profiles",
+        shown: |p| p.contains(Permission::ViewRoutes) || p.contains(Permission::ManageProfiles),
+    },
+    NavLink {
+        href: "/access",
+        label: "Access",
+        shown: |_| true,
+    },
+    NavLink {
+        href: "/audit",
+        label: "Audit",
+        shown: |p| p.contains(Permission::Admin),
+    },
 ];
 
 #[component]
@@ -77,12 +99,12 @@ pub fn NavBar() -> impl IntoView {
                                 view! {
                                     {LINKS
                                         .into_iter()
-                                        .filter(|(_, _, shown)| shown(who.permissions))
-                                        .map(|(href, label, _)| {
+                                        .filter(|link| (link.shown)(who.permissions))
+                                        .map(|link| {
                                             view! {
                                                 <li>
-                                                    <A href=href attr:class=link_class on:click=move |_| set_open.set(false)>
-                                                        {label}
+                                                    <A href=link.href attr:class=link_class on:click=move |_| set_open.set(false)>
+                                                        {link.label}
                                                     </A>
                                                 </li>
                                             }
