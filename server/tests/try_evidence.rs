@@ -58,8 +58,12 @@ fn classify(now: &str, envelopes: &[&Value]) -> Vec<Value> {
         input.push_str(&e.to_string());
         input.push('\n');
     }
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    // Written from another thread: the answers fill the output pipe while the input is still
+    // being written.
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
     let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout)
         .unwrap()
@@ -140,5 +144,6 @@ async fn after_output_the_gate_refuses_what_it_allowed_before() {
         "{trial}"
     );
     // Nothing was stored: no route, no profile.
-    assert_eq!(h.get("/api/v1/routes?state=all").await, json!([]));
+    assert_eq!(h.get("/api/v1/routes").await, json!([]));
+    assert_eq!(h.get("/api/v1/profiles").await, json!([]));
 }
