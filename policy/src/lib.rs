@@ -15,6 +15,10 @@
 //! - [`schedule`]: retry delays (doubling, capped at 24 h, saturating) and readable previews.
 //! - [`evaluator`]: one classified failure + one candidate policy -> one [`evaluator::Decision`],
 //!   in the spec's order.
+//! - [`transcript`]: an agent's live updates folded into what a person reads (messages,
+//!   thoughts, tool calls), bounded per attempt.
+//! - [`trial`]: "Try an error": the server's classification of pasted evidence, and what a
+//!   profile's (unsaved) policy would do with it, step by step, played with the evaluator.
 //! - [`input`]: untrusted API input (profile writes, route starts) parsed once into
 //!   `Validated*` types, every string and number bounded.
 //! - [`circuit`]: shared resource circuits: which keys a target has, what a trusted scoped
@@ -101,5 +105,7 @@ pub mod limits;
 pub mod route;
 pub mod schedule;
 pub mod time;
+pub mod transcript;
+pub mod trial;
 pub mod whole;
 pub mod wire;

@@ -60,5 +60,6 @@ pub mod scheduler;
 pub mod serve;
 pub mod store;
 pub mod telemetry;
+pub mod trial;
 pub mod web;
 pub mod work;

@@ -108,6 +108,8 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/profiles/{id}", Surface::Page, READ_PROFILES),
     ("GET", "/routes/{id}", Surface::Page, VIEW),
     ("GET", "/audit", Surface::Page, ADMIN),
+    // The person's own API tokens; accounts and roles for administrators.
+    ("GET", "/access", Surface::Page, Access::Authenticated),
     // Profiles.
     ("GET", "/api/v1/profiles", Surface::Api, READ_PROFILES),
     ("POST", "/api/v1/profiles", Surface::Api, MANAGE),
@@ -179,6 +181,7 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("delete_profile", MANAGE),
     ("list_routes", VIEW),
     ("get_route", VIEW),
+    ("get_transcripts", VIEW),
     ("act_on_route", STEER),
     ("list_audit", ADMIN),
     // The caller's own API tokens (administrators: every token).
@@ -189,6 +192,10 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("list_roles", ADMIN),
     ("create_account", ADMIN),
     ("update_account", ADMIN),
+    // "Try an error" in the profile editor: nothing is stored or sent.
+    ("try_evidence", READ_PROFILES),
+    ("list_fixtures", READ_PROFILES),
+    ("fixture_evidence", READ_PROFILES),
 ];
 
 /// The route every server function is served under.

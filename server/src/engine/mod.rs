@@ -42,6 +42,7 @@ mod observe;
 mod pending;
 mod reconcile;
 pub mod replicas;
+pub mod transcripts;
 mod tx;
 mod writer;
 
@@ -89,7 +90,8 @@ pub struct RouteStreamEvent {
 }
 
 /// One live update of a running attempt (an ACP `session/update`, as the agent sent it,
-/// bounded), for the route's event stream. Not stored: the route's state is what is durable.
+/// bounded), for the route's event stream and the attempt's transcript. Not stored in the
+/// database: the route's state is what is durable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptUpdate {
     pub route_id: String,
@@ -181,6 +183,8 @@ pub struct Engine {
     reader: AtomicBool,
     /// Live updates of running attempts.
     updates: broadcast::Sender<AttemptUpdate>,
+    /// What agents did in recent attempts, for the route page (in memory, bounded).
+    transcripts: transcripts::Transcripts,
     /// Durable-write failures by route, also when they could not be written themselves.
     durable_errors: StdMutex<HashMap<String, String>>,
     /// The writer task's queue, started on first use (inside the runtime), and started again
@@ -217,6 +221,7 @@ impl Engine {
         let (updates, _) = broadcast::channel(1024);
         let engine = Arc::new_cyclic(|me| Engine {
             updates,
+            transcripts: Default::default(),
             dispatchers: Dispatchers::new(store.clone()),
             store,
             clock,
@@ -337,8 +342,15 @@ impl Engine {
         self.updates.subscribe()
     }
 
-    /// Sends a running attempt's update to whoever listens (nothing is kept).
+    /// Sends a running attempt's update to whoever listens, and folds it into the attempt's
+    /// transcript (kept in memory, bounded: [`transcripts`]).
     pub(crate) fn forward_update(&self, update: AttemptUpdate) {
+        self.transcripts.record(
+            &update.route_id,
+            update.attempt,
+            update.generation,
+            &update.update,
+        );
         if self.updates.receiver_count() > 0 {
             let _ = self.updates.send(update);
         }
@@ -543,6 +555,17 @@ impl Engine {
     }
 
     /// A route with its history and dispatch records.
+    /// What the agents of `id`'s recent attempts did, oldest attempt first (this process's
+    /// memory: see [`transcripts`]).
+    pub async fn transcripts(
+        &self,
+        id: &str,
+    ) -> Result<Vec<policy::transcript::AttemptTranscript>, EngineError> {
+        // Read the route first, so an unknown id answers as one.
+        self.route_summary(id).await?;
+        Ok(self.transcripts.of(id))
+    }
+
     pub async fn route_detail(&self, id: &str) -> Result<RouteDetail, EngineError> {
         let mut detail = self
             .store
