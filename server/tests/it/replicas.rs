@@ -83,10 +83,20 @@ impl Barrier {
             if names.iter().all(|n| holding.contains(n)) {
                 return;
             }
-            assert!(
-                std::time::Instant::now() < end,
-                "not every replica got to hold claims: {holding:?} of {names:?}"
-            );
+            if std::time::Instant::now() >= end {
+                let activity: Vec<String> = sqlx::query_scalar(
+                    "SELECT concat_ws(' | ', application_name, state, wait_event_type, wait_event, \
+                     left(query, 100)) FROM pg_stat_activity WHERE datname = current_database() \
+                     AND pid <> pg_backend_pid() ORDER BY application_name",
+                )
+                .fetch_all(&mut self.0)
+                .await
+                .unwrap();
+                panic!(
+                    "not every replica got to hold claims: {holding:?} of {names:?}; connections:\n{}",
+                    activity.join("\n")
+                );
+            }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
     }
@@ -213,7 +223,7 @@ async fn timers_fire_exactly_once(replicas_n: usize) {
     });
     let names: Vec<String> = (0..replicas_n).map(|i| format!("replica-{i}")).collect();
     barrier
-        .wait_for_claims_held_by(&names, std::time::Duration::from_secs(60))
+        .wait_for_claims_held_by(&names, std::time::Duration::from_secs(180))
         .await;
     barrier.lower().await;
     firing.await.unwrap();
@@ -500,26 +510,42 @@ fn a_replica_whose_clock_is_ten_minutes_off_fires_no_timer_early_or_late() {
         Some(&profile_body(json!({"id": "main", "dispatcher": "external"}), 2)),
     );
     assert_eq!(status, 201, "{p}");
-    // Each replica decides a 2 s retry wait: the deadline is the database's now + 2 s on all
-    // three, whatever their own clocks say.
+    // Each replica decides a 2 s retry wait: it decides at the database's now (which is this
+    // machine's: the database runs here) and the deadline is 2 s after that, on all three,
+    // whatever their own clocks say. The margins are the skew's scale (10 minutes), not a
+    // latency: a loaded machine may take seconds to answer, and that proves nothing either way.
+    let margin = TimeDelta::seconds(60);
+    let time_of = |v: &serde_json::Value| -> chrono::DateTime<chrono::Utc> {
+        v.as_str()
+            .unwrap_or_else(|| panic!("a time: {v}"))
+            .parse()
+            .unwrap()
+    };
     let mut routes = Vec::new();
     for (i, addr) in [&a_addr, &ahead_addr, &behind_addr].into_iter().enumerate() {
         let r = start_route(addr, &p, &format!("inv-{i}"));
         let before = chrono::Utc::now();
         fail_overloaded(addr, &r);
-        let s = snapshot(addr, &r);
-        assert_eq!(s["state"], "retry_wait", "{s}");
-        let deadline: chrono::DateTime<chrono::Utc> = s["deadline"].as_str().unwrap().parse().unwrap();
-        let ahead_by = deadline - before;
+        let after = chrono::Utc::now();
+        let failed = history(addr, &r)
+            .into_iter()
+            .find(|h| h["event"] == "failed")
+            .expect("the failure's transition");
+        let decision = &failed["decision"];
+        assert_eq!(decision["kind"], "retry", "{failed}");
+        let (decided, deadline) = (time_of(&decision["decided_at"]), time_of(&decision["deadline"]));
         assert!(
-            ahead_by > TimeDelta::milliseconds(1_500) && ahead_by < TimeDelta::milliseconds(3_000),
-            "replica {i} set a deadline {ahead_by} ahead of the database's time"
+            decided > before - margin && decided < after + margin,
+            "replica {i} decided at {decided}, on a clock of its own (the request ran from {before} to {after})"
         );
+        assert_eq!(deadline - decided, TimeDelta::seconds(2), "{decision}");
         routes.push((r, deadline));
     }
     for (r, deadline) in &routes {
-        until("the retry to fire", std::time::Duration::from_secs(10), || {
-            snapshot(&a_addr, r)["state"] != "retry_wait"
+        until("the retry to fire", std::time::Duration::from_secs(60), || {
+            history(&a_addr, r)
+                .iter()
+                .any(|h| h["event"] == "deadline_reached")
         });
         let fired = history(&a_addr, r)
             .into_iter()
@@ -530,10 +556,7 @@ fn a_replica_whose_clock_is_ten_minutes_off_fires_no_timer_early_or_late() {
             at >= *deadline - TimeDelta::milliseconds(5),
             "fired early: {at} before {deadline}"
         );
-        assert!(
-            at <= *deadline + TimeDelta::milliseconds(2_500),
-            "fired late: {at}, due {deadline}"
-        );
+        assert!(at <= *deadline + margin, "fired late: {at}, due {deadline}");
     }
     for c in [a, ahead, behind] {
         stop(c);
