@@ -2,7 +2,7 @@
 // catalogue's fixtures is read by the server's classifier and played against the form's
 // unsaved policy, with nothing saved. Checked on both phones and a desktop (overflow, 44 px,
 // axe; CSP through openPage). That the panel's classification equals `recourse classify`'s
-// for every fixture is server/tests/try_evidence.rs (the same server function, every fixture).
+// for every fixture is server/tests/it/try_evidence.rs (the same server function, every fixture).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

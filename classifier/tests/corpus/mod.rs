@@ -1,8 +1,8 @@
 //! The redaction corpus: secret shapes an adversary would try, and the places in an evidence
 //! envelope where agents and providers put text. Every shape is tried in every position; a
 //! leak is any [`WINDOW`]-character stretch of a secret's private part found in what comes
-//! out. Shared by `classifier/tests/redaction.rs` (the classification) and
-//! `server/tests/redaction.rs` (the API, the event stream, the log and the database file).
+//! out. Shared by `classifier/tests/it/redaction.rs` (the classification) and
+//! `server/tests/it/redaction.rs` (the API, the event stream, the log and the database file).
 //!
 //! The random parts are generated from a fixed seed, so the corpus is the same on every run
 //! and holds no real credential, and no string in this file looks like one to a scanner.

@@ -26,7 +26,7 @@
 //! Durability: the database runs in WAL mode with `synchronous = FULL` (see `db.rs`): a commit
 //! is on stable storage before it returns, so "persist, then act" holds against a power cut or
 //! a kernel panic, not only a killed process. The crash test kills the process with SIGKILL;
-//! the power-loss test (`server/tests/power_loss.rs`) also throws away every write that was
+//! the power-loss test (`server/tests/it/power_loss.rs`) also throws away every write that was
 //! never fsynced before restarting, and no dispatch allowed to start comes back unstarted.
 //! Group commit ([`writer`]) pays one `fsync` for every job of a group. The writer task reads
 //! `PRAGMA synchronous` on its own connection when it takes it ([`WriteStats::synchronous`])

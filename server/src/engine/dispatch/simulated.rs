@@ -9,7 +9,7 @@
 //! delivered whole at the scripted instant (route time, so a test's manual clock moves it),
 //! never partial output, never an exit of its own, never a retry of its own. What the real
 //! agents do on the wire is tested with the `acp` dispatcher against them
-//! (`server/tests/agents_matrix.rs`); the `http` dispatcher against `fake-provider`.
+//! (`server/tests/it/agents_matrix.rs`); the `http` dispatcher against `fake-provider`.
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched, Report};
 use crate::store::Store;
