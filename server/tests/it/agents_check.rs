@@ -84,7 +84,7 @@ fn the_four_published_agents_of_the_example_configuration_start_and_speak_acp() 
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let homes = dir.path().join("homes");
-    let example = include_str!("../../recourse.example.toml")
+    let example = include_str!("../../../recourse.example.toml")
         .replace("/srv/work", work.to_str().unwrap())
         .replace("/opt/recourse-agents", agents.to_str().unwrap())
         .replace("/var/lib/recourse/agents", homes.to_str().unwrap());
