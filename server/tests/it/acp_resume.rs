@@ -43,7 +43,11 @@ fn config(agents: &[&FakeAgent], resume: bool) -> String {
         .map(|a| {
             let t = a.toml("");
             match resume {
-                true => t.replacen("[agent.timeouts]", "resume_after_output = true\n[agent.timeouts]", 1),
+                true => t.replacen(
+                    "[agent.timeouts]",
+                    "resume_after_output = true\n[agent.timeouts]",
+                    1,
+                ),
                 false => t,
             }
         })
