@@ -70,7 +70,10 @@ for (const viewport of Object.keys(VIEWPORTS)) {
       // Nothing chosen: the page says so at the field, and nothing is made.
       await page.getByRole('button', { name: 'Make token' }).click();
       await page.locator('#token-permissions-error', { hasText: 'Give at least one permission.' }).waitFor();
-      await page.getByLabel('view_routes').check();
+      // A permission is a switch (a button whose text names it), not a labelled checkbox.
+      const permission = page.getByRole('switch', { name: 'view_routes' });
+      await permission.click();
+      assert.equal(await permission.getAttribute('aria-checked'), 'true');
       await page.getByRole('button', { name: 'Make token' }).click();
       const shown = page.getByTestId('token-secret');
       await shown.waitFor();

@@ -61,9 +61,12 @@ pub fn Transcripts(
                             list.sort_by_key(|a| (Some(a.attempt) != current, std::cmp::Reverse(a.attempt)));
                             view! {
                                 <div class="mt-2 space-y-3">
-                                    {list.into_iter().map(|a| {
+                                    {list.into_iter().enumerate().map(|(i, a)| {
                                         let record = dispatches.with_value(|d| d.iter().find(|r| r.attempt == a.attempt).cloned());
-                                        let open = Some(a.attempt) == current;
+                                        // The running attempt, or when none runs (the route
+                                        // waits, or stopped for a person) the newest: what a
+                                        // person opening the page came to read.
+                                        let open = Some(a.attempt) == current || current.is_none() && i == 0;
                                         view! { <AttemptView attempt=a record=record open=open /> }
                                     }).collect_view()}
                                 </div>
