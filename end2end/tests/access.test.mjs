@@ -158,7 +158,9 @@ test('an administrator makes an account, changes its role, and cannot disable th
       await me.getByRole('alert').filter({ hasText: 'no enabled administrator' }).waitFor();
       assert.equal((await me.getByTestId('account-state').textContent()).trim(), 'enabled');
     }
-    assert.deepEqual(errors, []);
+    // The refusal is the server's 409, which Chromium logs as a failed load: that one only.
+    assert.deepEqual(errors.filter((e) => !/status of 409 \(Conflict\)/.test(e)), []);
+    if (admins.length !== 1) assert.deepEqual(errors, []);
 
     // A viewer opens the page: tokens, but no accounts, and a note saying whose they are.
     const viewer = await openPage(browser, 'small-phone', { session: renewed });
