@@ -157,6 +157,12 @@ for (const which of ['routes', 'profiles', 'profile', 'route', 'access', 'audit'
       await page.getByRole('heading', { name: p.heading }).first().waitFor();
       await waitHydrated(page);
       await counter.finished(/\.wasm$/);
+      // Every piece the page asked for, finished (one finished piece says nothing of the others).
+      const until = Date.now() + 10000;
+      while (counter.requests().some((r) => r.url.endsWith('.wasm') && r.bytes === undefined)) {
+        assert.ok(Date.now() < until, `a piece never finished loading: ${JSON.stringify(counter.requests())}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
       const first = counter.bytes;
       const wasm = counter.requests().filter((r) => r.url.endsWith('.wasm'));
       assert.ok(wasm.length >= 2, `the shell's WASM and the page's piece: ${JSON.stringify(wasm)}`);
