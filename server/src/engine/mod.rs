@@ -337,6 +337,16 @@ impl Engine {
         self.dispatchers.live()
     }
 
+    /// The server is stopping and its scheduler has stopped: every attempt in flight is
+    /// stopped and its agent's process group is gone when this returns (bounded; see
+    /// `Dispatcher::shut_down`). Call it before the replica retires, so no other replica takes
+    /// up a route whose agent still runs here.
+    pub async fn stop_attempts(&self) {
+        for dispatcher in self.dispatchers.all() {
+            dispatcher.shut_down().await;
+        }
+    }
+
     /// Live updates of running attempts.
     pub fn subscribe_updates(&self) -> broadcast::Receiver<AttemptUpdate> {
         self.updates.subscribe()
