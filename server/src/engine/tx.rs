@@ -18,7 +18,7 @@ use crate::store::{
 use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
 use policy::{
-    api::{CandidateTarget, DispatchOutcome, DispatcherKind, Profile},
+    api::{CallerKind, CandidateTarget, DispatchOutcome, DispatcherKind, Profile},
     document::ValidatedPolicyDocument,
     input::ValidatedStartRoute,
     route::{
@@ -288,17 +288,23 @@ pub(crate) async fn launched(
     }
 }
 
-/// An external runner claims the oldest started `external` attempt nobody holds: a lease of
-/// `seconds` that lapses (and the attempt is offered again) unless it is acknowledged.
+/// An external runner claims the oldest started `external` attempt nobody holds (or, `route`
+/// given, that route's, if its caller runs its attempts): a lease of `seconds` that lapses (and
+/// the attempt is offered again) unless it is acknowledged.
 pub(crate) async fn claim(
     tx: &mut Tx<'_>,
     pending: &mut Pending,
     runner: &str,
+    route: Option<&str>,
     seconds: u64,
     now: DateTime<Utc>,
 ) -> Result<Option<Lease>, EngineError> {
     pending.flush(tx, now).await?;
-    let Some((route_id, attempt, generation)) = tx.claimable_external(now).await? else {
+    let claimable = match route {
+        None => tx.claimable_external(now).await?,
+        Some(id) => tx.claimable_of_route(id, now).await?,
+    };
+    let Some((route_id, attempt, generation)) = claimable else {
         return Ok(None);
     };
     let lease = Lease {
@@ -420,7 +426,7 @@ pub(crate) async fn start_route(
             attempt: a.number,
             candidate_id: &transition.next.candidate().id,
             kind: a.kind,
-            dispatcher: dispatcher_of(&profile, &transition.next),
+            dispatcher: dispatcher_of(request.caller_kind(), &profile, &transition.next),
             generation: transition.next.generation(),
             at: now,
         });
@@ -440,8 +446,11 @@ pub(crate) async fn start_route(
     Ok(((route, profile, transition), chained))
 }
 
-fn dispatcher_of(profile: &Profile, state: &RouteState) -> DispatcherKind {
-    target_of(profile, &state.candidate().id).map_or(DispatcherKind::External, |t| t.dispatcher)
+/// The dispatcher that runs the state's attempt: its candidate's, unless the caller runs the
+/// route's attempts itself (they are leased: `external`).
+fn dispatcher_of(caller: CallerKind, profile: &Profile, state: &RouteState) -> DispatcherKind {
+    let target = target_of(profile, &state.candidate().id).map_or(DispatcherKind::External, |t| t.dispatcher);
+    super::leases::dispatcher_for(caller, target)
 }
 
 /// The transition owner's body: classify evidence against the route's current generation and
@@ -575,7 +584,16 @@ pub(crate) async fn transact(
         decision_json: transition.decision.as_ref().map(crate::store::to_json),
         classification_json: verdict.as_ref().map(|v| crate::store::to_json(&v.classification)),
     });
-    let settled = maintain_dispatches(writes, route_id, &prev, &transition.next, kind, profile, now)
+    let settled = maintain_dispatches(
+        writes,
+        route_id,
+        route.caller.kind,
+        &prev,
+        &transition.next,
+        kind,
+        profile,
+        now,
+    )
         .map(|outcome| (outcome, cause));
     maintain_timer(writes, route_id, &prev, &transition.next);
     if let Some(work) = &new_work {
@@ -596,7 +614,9 @@ pub(crate) async fn transact(
         .any(|e| matches!(e, RouteEffect::Launch { .. }))
         .then(|| {
             Box::new(LaunchContext {
-                target: target_of(profile, &transition.next.candidate().id).cloned(),
+                target: target_of(profile, &transition.next.candidate().id)
+                    .cloned()
+                    .map(|t| super::leases::launched_as(route.caller.kind, t)),
                 invocation_id: route.caller.invocation_id.clone(),
             })
         });
@@ -631,9 +651,11 @@ fn maintain_timer(writes: &mut Writes, route_id: &str, prev: &RouteState, next: 
 
 /// Keeps the dispatch records in step with the transition; returns the outcome of the record it
 /// settled, if any.
+#[allow(clippy::too_many_arguments)]
 fn maintain_dispatches(
     writes: &mut Writes,
     route_id: &str,
+    caller: CallerKind,
     prev: &RouteState,
     next: &RouteState,
     kind: EventKind,
@@ -657,7 +679,7 @@ fn maintain_dispatches(
             writes.settle_dispatch(route_id, p.number, outcome, now);
             settled = Some(outcome);
             if p.dispatch == DispatchState::Started
-                && dispatcher_of(profile, prev) == DispatcherKind::External
+                && dispatcher_of(caller, profile, prev) == DispatcherKind::External
             {
                 // The attempt is over: so is any runner's lease on it.
                 writes.delete_lease(route_id);
@@ -672,7 +694,7 @@ fn maintain_dispatches(
                 attempt: n.number,
                 candidate_id: &next.candidate().id,
                 kind: n.kind,
-                dispatcher: dispatcher_of(profile, next),
+                dispatcher: dispatcher_of(caller, profile, next),
                 generation: next.generation(),
                 at: now,
             });
