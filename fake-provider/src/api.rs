@@ -420,7 +420,9 @@ fn gemini_quota(quota_id: &str, message: &str, retry: Option<u64>) -> Value {
             "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]}),
     ];
     if let Some(s) = retry {
-        details.push(json!({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{s}s")}));
+        details.push(
+            json!({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": format!("{s}s")}),
+        );
     }
     gemini_error(429, "RESOURCE_EXHAUSTED", message, Value::Array(details))
 }

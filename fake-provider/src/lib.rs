@@ -232,7 +232,13 @@ fn reply_of(shared: &Shared, name: &str, n: usize) -> Option<Reply> {
     }
 }
 
-async fn handle(State(s): State<AppState>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(s): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str()).to_owned();
     let name = uri
         .path()

@@ -32,7 +32,10 @@ pub enum Reply {
     Hang,
     /// Holds the answer until the file `path` exists (the test decides when), then plays
     /// `reply`.
-    AfterFile { path: std::path::PathBuf, reply: Box<Reply> },
+    AfterFile {
+        path: std::path::PathBuf,
+        reply: Box<Reply>,
+    },
     /// Exactly this status, headers and body (`content-type: application/json`).
     Json {
         status: u16,
@@ -123,7 +126,8 @@ impl Reply {
                 headers,
                 body,
             } => {
-                let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                let headers: Vec<(&str, &str)> =
+                    headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
                 raw_json(status, &headers, &body)
             }
             Reply::Sse { frames, end } => sse(frames, end),
@@ -205,9 +209,19 @@ mod tests {
         assert_eq!(replies[0], Reply::Text("pong".into()));
         assert_eq!(
             replies[1],
-            Reply::Fail(Fail::new(FailKind::RateLimited).reset_in(5).header("retry-after", "0"))
+            Reply::Fail(
+                Fail::new(FailKind::RateLimited)
+                    .reset_in(5)
+                    .header("retry-after", "0")
+            )
         );
         assert_eq!(replies[3], Reply::Hang);
-        assert!(matches!(replies[5], Reply::Sse { end: SseEnd::Drop, .. }));
+        assert!(matches!(
+            replies[5],
+            Reply::Sse {
+                end: SseEnd::Drop,
+                ..
+            }
+        ));
     }
 }

@@ -179,7 +179,8 @@ pub fn may_steer(permissions: Permissions, caller: CallerKind) -> bool {
 /// may steer it, and for a caller that runs the route's attempts itself (`editor`), only who
 /// also runs dispatches (`run_dispatches`): starting one is taking on its attempts.
 pub fn may_start(permissions: Permissions, caller: CallerKind) -> bool {
-    may_steer(permissions, caller) && (!caller.runs_attempts() || permissions.contains(Permission::RunDispatches))
+    may_steer(permissions, caller)
+        && (!caller.runs_attempts() || permissions.contains(Permission::RunDispatches))
 }
 
 /// The roles every installation has. They are fixed; a different set is a custom role.
@@ -743,7 +744,10 @@ mod tests {
         let op = BuiltinRole::Operator.permissions();
         assert!(may_start(op, CallerKind::Workflow));
         assert!(!may_start(op, CallerKind::Editor), "operate_routes alone");
-        assert!(!may_start(BuiltinRole::Runner.permissions(), CallerKind::Editor), "run_dispatches alone");
+        assert!(
+            !may_start(BuiltinRole::Runner.permissions(), CallerKind::Editor),
+            "run_dispatches alone"
+        );
         let editor = Permissions::of(&[Permission::OperateRoutes, Permission::RunDispatches]);
         assert!(may_start(editor, CallerKind::Editor));
         assert!(may_start(BuiltinRole::Admin.permissions(), CallerKind::Editor));

@@ -343,7 +343,17 @@ mod tests {
         assert_eq!(args.profile, "coding");
         assert_eq!(args.token_env, "RECOURSE_TOKEN");
         assert_eq!(args.lease_seconds, 30);
-        assert!(Cli::try_parse_from(["recourse", "acp", "--profile", "p", "--config", "c", "--token", "rct_x"]).is_err());
+        assert!(Cli::try_parse_from([
+            "recourse",
+            "acp",
+            "--profile",
+            "p",
+            "--config",
+            "c",
+            "--token",
+            "rct_x"
+        ])
+        .is_err());
     }
 
     #[test]

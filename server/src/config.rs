@@ -262,9 +262,7 @@ impl RunnerConfig {
                 if !is_env_name(name) {
                     problems.push(format!("{at}: not an environment variable name"));
                 } else if a.env.contains(name) {
-                    problems.push(format!(
-                        "{at}: also listed in env; give a variable one source"
-                    ));
+                    problems.push(format!("{at}: also listed in env; give a variable one source"));
                 } else if secret_name(name) {
                     problems.push(format!(
                         "{at}: names a credential; list its name in env instead, so its value \
@@ -377,9 +375,17 @@ fn secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     upper.ends_with("KEY")
         || upper.contains("_KEY_")
-        || ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "COOKIE", "AUTH"]
-            .iter()
-            .any(|w| upper.contains(w))
+        || [
+            "TOKEN",
+            "SECRET",
+            "PASSWORD",
+            "PASSWD",
+            "CREDENTIAL",
+            "COOKIE",
+            "AUTH",
+        ]
+        .iter()
+        .any(|w| upper.contains(w))
 }
 
 fn is_env_name(name: &str) -> bool {
@@ -585,7 +591,10 @@ mod tests {
         ] {
             assert!(joined.contains(field), "{field} missing from:\n{joined}");
         }
-        assert!(!joined.contains("not-even") && !joined.contains("Zq8vN2"), "{joined}");
+        assert!(
+            !joined.contains("not-even") && !joined.contains("Zq8vN2"),
+            "{joined}"
+        );
     }
 
     #[test]
@@ -647,7 +656,10 @@ mod example {
         assert_eq!(ids, ["claude", "codex", "gemini", "qwen"]);
         // Their own retries are off, by value; their keys come by name.
         assert_eq!(c.agent("claude").unwrap().set_env["CLAUDE_CODE_MAX_RETRIES"], "0");
-        assert!(c.agents.iter().all(|a| a.env.iter().any(|e| e.ends_with("_API_KEY"))));
+        assert!(c
+            .agents
+            .iter()
+            .all(|a| a.env.iter().any(|e| e.ends_with("_API_KEY"))));
         assert_eq!(c.endpoint("haiku").map(|e| e.style), Some(ApiStyle::Anthropic));
     }
 }

@@ -94,13 +94,16 @@ async fn s1_capacity_errors_before_output_wait_5_10_and_20_seconds_then_skip_to_
     }
 }
 
-async fn s1_capacity_errors_before_output_wait_5_10_and_20_seconds_then_skip_to_the_next_agent_case(eof: OnEof) {
+async fn s1_capacity_errors_before_output_wait_5_10_and_20_seconds_then_skip_to_the_next_agent_case(
+    eof: OnEof,
+) {
     let d = agents_dir();
     let main = FakeAgent::on_eof(
         d.path(),
         "claude",
         "anthropic",
-        json!([{"prompt": [overloaded_rpc()]}]), eof,
+        json!([{"prompt": [overloaded_rpc()]}]),
+        eof,
     );
     let backup = FakeAgent::on_eof(d.path(), "gemini", "google", json!([success()]), eof);
     let h = harness(&[&main, &backup], "").await;
@@ -166,7 +169,8 @@ async fn s2_a_usage_limit_with_a_trusted_reset_waits_for_it_durably_then_retries
         "anthropic",
         json!([{"prompt": [{"error": {"code": -32603,
                     "message": format!("Internal error: Claude AI usage limit reached|{}", reset.timestamp())}}]},
-               success()]), eof,
+               success()]),
+        eof,
     );
     let h = harness(&[&main], "").await;
     let p = h
@@ -240,17 +244,21 @@ async fn a_usage_limit_banner_on_stderr_then_exit_1_is_classified_but_delivery_i
 #[tokio::test]
 async fn s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_to_the_next_agent() {
     for eof in OnEof::BOTH {
-        s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_to_the_next_agent_case(eof).await;
+        s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_to_the_next_agent_case(eof)
+            .await;
     }
 }
 
-async fn s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_to_the_next_agent_case(eof: OnEof) {
+async fn s4_a_capacity_banner_before_end_turn_with_skip_advances_the_same_route_to_the_next_agent_case(
+    eof: OnEof,
+) {
     let d = agents_dir();
     let main = FakeAgent::on_eof(
         d.path(),
         "claude",
         "anthropic",
-        json!([{"prompt": [overload_banner(), end_turn()]}]), eof,
+        json!([{"prompt": [overload_banner(), end_turn()]}]),
+        eof,
     );
     let backup = FakeAgent::on_eof(d.path(), "gemini", "google", json!([success()]), eof);
     let h = harness(&[&main, &backup], "").await;
@@ -336,7 +344,8 @@ async fn an_agents_live_output_reaches_the_event_stream_with_its_secrets_redacte
                                        "title": "Read .env", "status": "in_progress"}},
                            {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "toolu_01A09q90qw90lq917835lq9F",
                                        "status": "completed"}},
-                           end_turn()]}]), eof,
+                           end_turn()]}]),
+        eof,
     );
     let h = harness(&[&main], "").await;
     let p = h
@@ -769,7 +778,9 @@ async fn a_successful_turn_settles_the_attempt_in_the_works_directory_with_only_
     }
 }
 
-async fn a_successful_turn_settles_the_attempt_in_the_works_directory_with_only_the_configured_environment_case(eof: OnEof) {
+async fn a_successful_turn_settles_the_attempt_in_the_works_directory_with_only_the_configured_environment_case(
+    eof: OnEof,
+) {
     let d = agents_dir();
     let main = FakeAgent::on_eof(
         d.path(),
@@ -777,7 +788,8 @@ async fn a_successful_turn_settles_the_attempt_in_the_works_directory_with_only_
         "anthropic",
         json!([{"prompt": [{"update": {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "thinking"}}},
                            {"message": "All done."}, end_turn()],
-                "initialize": {"authMethods": [{"id": "claude-login", "name": "Log in"}, {"id": "api-key", "name": "API key"}]}}]), eof,
+                "initialize": {"authMethods": [{"id": "claude-login", "name": "Log in"}, {"id": "api-key", "name": "API key"}]}}]),
+        eof,
     );
     let toml = main.toml("").replace(
         "provider_id =",

@@ -37,16 +37,26 @@ fn each_agent_that_does_not_start_speak_acp_or_offer_its_auth_method_is_named_an
     let config = format!(
         "{good}{no_auth}\n[[agent]]\nid = \"not-acp\"\ncommand = \"/bin/true\"\nallowed_roots = [{root:?}]\n\
          [[agent]]\nid = \"missing\"\ncommand = \"/nonexistent/agent\"\nallowed_roots = [{root:?}]\n",
-        good = good.toml("").replace("provider_id =", "auth_method = \"api-key\"\nprovider_id ="),
-        no_auth = no_auth.toml("").replace("provider_id =", "auth_method = \"gemini-api-key\"\nprovider_id ="),
+        good = good
+            .toml("")
+            .replace("provider_id =", "auth_method = \"api-key\"\nprovider_id ="),
+        no_auth = no_auth
+            .toml("")
+            .replace("provider_id =", "auth_method = \"gemini-api-key\"\nprovider_id ="),
     );
     let path = dir.path().join("recourse.toml");
     std::fs::write(&path, config).unwrap();
     let (ok, out, err) = check(&path);
     assert!(!ok, "{out}\n{err}");
-    let good_row = out.lines().find(|l| l.starts_with("good ")).unwrap_or_else(|| panic!("{out}"));
+    let good_row = out
+        .lines()
+        .find(|l| l.starts_with("good "))
+        .unwrap_or_else(|| panic!("{out}"));
     assert!(good_row.contains("fake-acp-agent"), "{good_row}");
-    assert!(good_row.contains("api-key") && good_row.contains("yes"), "{good_row}");
+    assert!(
+        good_row.contains("api-key") && good_row.contains("yes"),
+        "{good_row}"
+    );
     assert!(!err.contains("good:"), "{err}");
     assert!(
         err.contains("no-auth: auth_method \"gemini-api-key\" is not one it offers (it offers none)"),
@@ -65,7 +75,8 @@ fn each_agent_that_does_not_start_speak_acp_or_offer_its_auth_method_is_named_an
 
 #[test]
 fn the_four_published_agents_of_the_example_configuration_start_and_speak_acp() {
-    let Some(agents) = common::agents::dir("agents_check::the_four_published_agents_of_the_example_configuration")
+    let Some(agents) =
+        common::agents::dir("agents_check::the_four_published_agents_of_the_example_configuration")
     else {
         return;
     };

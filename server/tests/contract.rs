@@ -167,6 +167,13 @@ const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "post",
+        "/api/v1/routes/{id}/claim",
+        &[
+            "200", "204", "400", "401", "403", "404", "409", "413", "415", "422", "503",
+        ],
+    ),
+    (
+        "post",
         "/api/v1/routes/{id}/work",
         &[
             "200", "400", "401", "403", "404", "409", "413", "415", "422", "503",
@@ -288,6 +295,11 @@ fn created_profiles_and_routes_link_to_the_operations_that_take_their_id() {
         json!({"profile_id": "$response.body#/id"})
     );
     let lease_links = &doc()["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"];
+    let route_lease_links = &doc()["paths"]["/api/v1/routes/{id}/claim"]["post"]["responses"]["200"]["links"];
+    assert_eq!(
+        lease_links, route_lease_links,
+        "a route's lease is held the same way"
+    );
     for target in ["ack_dispatch", "heartbeat_dispatch", "report_dispatch"] {
         assert!(operation_ids.contains(target), "{target} is an operation");
         assert_eq!(

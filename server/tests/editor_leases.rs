@@ -19,10 +19,12 @@ async fn setup() -> (Harness, FakeAgent, FakeAgent, String) {
     let config = format!("{}\n{}", a.toml(""), b.toml(""));
     let h = Harness::with_config(dir, &config).await;
     let p = h
-        .profile(json!({"name": "editor", "targets": [a.target("first"), b.target("second")],
+        .profile(
+            json!({"name": "editor", "targets": [a.target("first"), b.target("second")],
           "policy": {"version": 1, "candidates": [
             candidate("first", class_policy(0, 0, 0, "skip"), class_policy(0, 0, 0, "skip")),
-            candidate("second", disabled(), disabled())]}}))
+            candidate("second", disabled(), disabled())]}}),
+        )
         .await;
     (h, a, b, p)
 }
@@ -35,27 +37,44 @@ fn editor_start(profile: &str, session: &str, cwd: &str) -> Value {
 /// A token of an account whose role holds exactly `permissions`.
 async fn token_with(h: &Harness, name: &str, permissions: &[&str]) -> String {
     let (status, body) = h
-        .post("/api/v1/roles", json!({"name": format!("{name}-role"), "permissions": permissions}))
+        .post(
+            "/api/v1/roles",
+            json!({"name": format!("{name}-role"), "permissions": permissions}),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    account_token(&h.auth, name, &format!("{name}-role"), "correct horse battery staple").await
+    account_token(
+        &h.auth,
+        name,
+        &format!("{name}-role"),
+        "correct horse battery staple",
+    )
+    .await
 }
 
 #[tokio::test]
 async fn an_editor_route_is_leased_by_route_and_the_server_starts_nothing_for_it() {
     let (h, a, b, p) = setup().await;
     // The editor's directory is its own: the server does not look for it on its disk.
-    let (status, route) = h.post("/api/v1/routes", editor_start(&p, "es-1", "/home/ada/project")).await;
+    let (status, route) = h
+        .post("/api/v1/routes", editor_start(&p, "es-1", "/home/ada/project"))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{route}");
     let r = route["id"].as_str().unwrap().to_owned();
     assert_eq!(route["snapshot"]["attempt"]["dispatch"], "started", "{route}");
     // Not the general claim's.
     let (status, _) = h
-        .post("/api/v1/dispatches/claim", json!({"runner": "ci", "lease_seconds": 30}))
+        .post(
+            "/api/v1/dispatches/claim",
+            json!({"runner": "ci", "lease_seconds": 30}),
+        )
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (status, grant) = h
-        .post(&format!("/api/v1/routes/{r}/claim"), json!({"runner": "zed", "lease_seconds": 30}))
+        .post(
+            &format!("/api/v1/routes/{r}/claim"),
+            json!({"runner": "zed", "lease_seconds": 30}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{grant}");
     assert_eq!(grant["candidate_id"], "first");
@@ -77,7 +96,10 @@ async fn an_editor_route_is_leased_by_route_and_the_server_starts_nothing_for_it
         "items": [{"kind": "acp_error", "code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}]});
     let report = format!("/api/v1/dispatches/{r}/{}/report", grant["attempt"]);
     let (status, s) = h
-        .post(&report, json!({"lease_id": grant["lease_id"], "outcome": "failed", "envelope": envelope}))
+        .post(
+            &report,
+            json!({"lease_id": grant["lease_id"], "outcome": "failed", "envelope": envelope}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{s}");
     assert_eq!(s["candidate_id"], "second", "{s}");
@@ -88,9 +110,17 @@ async fn an_editor_route_is_leased_by_route_and_the_server_starts_nothing_for_it
     assert_eq!(status, StatusCode::OK, "{second}");
     assert_eq!(second["runner"], "codex");
     // Neither agent was ever started by the server.
-    assert!(a.log().is_empty() && b.log().is_empty(), "the server ran an editor's agent");
+    assert!(
+        a.log().is_empty() && b.log().is_empty(),
+        "the server ran an editor's agent"
+    );
     let detail = h.route(&r).await;
-    let kinds: Vec<&str> = detail["dispatches"].as_array().unwrap().iter().map(|d| d["dispatcher"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = detail["dispatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["dispatcher"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["external", "external"], "{detail}");
 }
 
@@ -99,8 +129,10 @@ async fn a_route_of_another_caller_is_not_claimed_by_route() {
     let dir = tempfile::tempdir().unwrap();
     let h = Harness::open(dir, t0()).await;
     let p = h
-        .profile(json!({"name": "ext", "targets": [{"id": "main", "dispatcher": "external"}],
-          "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}}))
+        .profile(
+            json!({"name": "ext", "targets": [{"id": "main", "dispatcher": "external"}],
+          "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}}),
+        )
         .await;
     let r = h.start(&p, "inv-1").await;
     let (status, body) = h
@@ -118,7 +150,12 @@ async fn starting_an_editor_route_needs_run_dispatches_as_well_and_its_claim_is_
     let (h, _a, _b, p) = setup().await;
     let operator = token_with(&h, "op", &["operate_routes", "view_routes"]).await;
     let (status, body) = h
-        .call_as(Some(&operator), Method::POST, "/api/v1/routes", Some(editor_start(&p, "es-2", "/tmp")))
+        .call_as(
+            Some(&operator),
+            Method::POST,
+            "/api/v1/routes",
+            Some(editor_start(&p, "es-2", "/tmp")),
+        )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert!(body.to_string().contains("run_dispatches"), "{body}");
@@ -139,17 +176,32 @@ async fn starting_an_editor_route_needs_run_dispatches_as_well_and_its_claim_is_
     assert_eq!(status, StatusCode::CREATED, "{token}");
     let scoped = token["secret"].as_str().unwrap();
     let (status, route) = h
-        .call_as(Some(scoped), Method::POST, "/api/v1/routes", Some(editor_start(&p, "es-3", "/tmp")))
+        .call_as(
+            Some(scoped),
+            Method::POST,
+            "/api/v1/routes",
+            Some(editor_start(&p, "es-3", "/tmp")),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{route}");
     let r = route["id"].as_str().unwrap();
     let (status, grant) = h
-        .call_as(Some(scoped), Method::POST, &format!("/api/v1/routes/{r}/claim"), Some(json!({"runner": "zed"})))
+        .call_as(
+            Some(scoped),
+            Method::POST,
+            &format!("/api/v1/routes/{r}/claim"),
+            Some(json!({"runner": "zed"})),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{grant}");
     // The general claim stays closed to a scoped token.
     let (status, _) = h
-        .call_as(Some(scoped), Method::POST, "/api/v1/dispatches/claim", Some(json!({"runner": "zed"})))
+        .call_as(
+            Some(scoped),
+            Method::POST,
+            "/api/v1/dispatches/claim",
+            Some(json!({"runner": "zed"})),
+        )
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // A relative directory is refused at the field.
@@ -166,10 +218,14 @@ async fn a_runner_that_goes_away_leaves_an_ambiguous_attempt_never_repeated() {
     let (_, route) = h.post("/api/v1/routes", editor_start(&p, "es-5", "/tmp")).await;
     let r = route["id"].as_str().unwrap().to_owned();
     let (_, grant) = h
-        .post(&format!("/api/v1/routes/{r}/claim"), json!({"runner": "zed", "lease_seconds": 30}))
+        .post(
+            &format!("/api/v1/routes/{r}/claim"),
+            json!({"runner": "zed", "lease_seconds": 30}),
+        )
         .await;
     let ack = format!("/api/v1/dispatches/{r}/{}/ack", grant["attempt"]);
-    h.post(&ack, json!({"lease_id": grant["lease_id"], "lease_seconds": 30})).await;
+    h.post(&ack, json!({"lease_id": grant["lease_id"], "lease_seconds": 30}))
+        .await;
     h.advance(31).await;
     let s = h.snapshot(&r).await;
     assert_eq!(s["state"], "action_required", "{s}");

@@ -13,9 +13,9 @@ use super::{
 use crate::{
     auth::{scope::RouteUse, Principal},
     engine::dispatch::Report,
-    store::Lease,
     failure::Failure,
     guard::json_only,
+    store::Lease,
     web::AppState,
 };
 use axum::{

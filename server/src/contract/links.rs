@@ -96,6 +96,7 @@ pub fn links(doc: &mut Value) {
             }),
         );
     }
-    doc["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"] = Value::Object(lease.clone());
+    doc["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"] =
+        Value::Object(lease.clone());
     doc["paths"]["/api/v1/routes/{id}/claim"]["post"]["responses"]["200"]["links"] = Value::Object(lease);
 }

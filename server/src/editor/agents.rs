@@ -81,7 +81,13 @@ impl Peer for Editor {
         self.capabilities.clone()
     }
 
-    fn request(&self, method: &str, mut params: Value, responder: v1::Responder<Value>, _replay: bool) -> bool {
+    fn request(
+        &self,
+        method: &str,
+        mut params: Value,
+        responder: v1::Responder<Value>,
+        _replay: bool,
+    ) -> bool {
         if let Some(p) = params.as_object_mut() {
             if p.contains_key("sessionId") {
                 p.insert("sessionId".to_owned(), Value::String(self.session_id.clone()));
@@ -115,7 +121,11 @@ struct Running {
 impl Running {
     /// Stops it in the background (closing its session first, then the group's signals).
     fn dispose(self) {
-        let Running { process, turns, grace } = self;
+        let Running {
+            process,
+            turns,
+            grace,
+        } = self;
         drop(turns);
         tokio::spawn(async move {
             process.stop(grace).await;
@@ -241,7 +251,10 @@ impl Agents {
             .ok()
             .map(|env| classifier::classify(&env, now));
         let stop_reason = transcript.stop_reason().map(str::to_owned);
-        if end == End::Answered && stop_reason.as_deref() == Some("end_turn") && !failure_signal(verdict.as_ref()) {
+        if end == End::Answered
+            && stop_reason.as_deref() == Some("end_turn")
+            && !failure_signal(verdict.as_ref())
+        {
             self.running.insert(agent.id.clone(), running);
             return Outcome::Succeeded {
                 stop_reason: stop_reason.unwrap_or_default(),

@@ -96,7 +96,12 @@ impl Api {
     }
 
     /// One call, tried again while the server cannot be reached (within `patience`).
-    async fn call(&self, method: Method, path: &str, body: Option<&Value>) -> Result<(StatusCode, Value), ApiError> {
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Value), ApiError> {
         let started = tokio::time::Instant::now();
         let mut backoff = Duration::from_millis(100);
         loop {
@@ -111,7 +116,12 @@ impl Api {
     }
 
     /// One call, once.
-    async fn once(&self, method: Method, path: &str, body: Option<&Value>) -> Result<(StatusCode, Value), ApiError> {
+    async fn once(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Value), ApiError> {
         let mut request = self
             .client
             .request(method, format!("{}{path}", self.base))
@@ -147,8 +157,14 @@ impl Api {
             .map(Box::new);
         let (code, message) = match &value["error"] {
             Value::Object(e) => (
-                e.get("code").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                e.get("message").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                e.get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                e.get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
             ),
             _ if value["errors"].is_array() => ("invalid".to_owned(), value["errors"].to_string()),
             _ => (String::new(), String::new()),
@@ -224,16 +240,23 @@ impl Api {
         match self.post::<RouteSummary>("/api/v1/routes", &body).await {
             Ok(Some(r)) => Ok(r),
             Ok(None) => Err(ApiError::Unexpected("a route start answered 204".to_owned())),
-            Err(e) if e.status() == Some(StatusCode::CONFLICT) => match self.route_of_session(session_id).await? {
-                Some(r) if r.caller.invocation_id == invocation_id => Ok(r),
-                _ => Err(e),
-            },
+            Err(e) if e.status() == Some(StatusCode::CONFLICT) => {
+                match self.route_of_session(session_id).await? {
+                    Some(r) if r.caller.invocation_id == invocation_id => Ok(r),
+                    _ => Err(e),
+                }
+            }
             Err(e) => Err(e),
         }
     }
 
     /// The session's next prompt on its route (a new prompt generation).
-    pub(crate) async fn submit_work(&self, route_id: &str, generation: u64, work: &Work) -> Result<RouteSnapshot, ApiError> {
+    pub(crate) async fn submit_work(
+        &self,
+        route_id: &str,
+        generation: u64,
+        work: &Work,
+    ) -> Result<RouteSnapshot, ApiError> {
         let body = json!({"expected_generation": generation, "work": work});
         self.post(&format!("/api/v1/routes/{}/work", seg(route_id)), &body)
             .await?
@@ -241,7 +264,12 @@ impl Api {
     }
 
     /// A manual action with the generation it expects.
-    pub(crate) async fn act(&self, route_id: &str, action: ManualAction, generation: u64) -> Result<RouteSnapshot, ApiError> {
+    pub(crate) async fn act(
+        &self,
+        route_id: &str,
+        action: ManualAction,
+        generation: u64,
+    ) -> Result<RouteSnapshot, ApiError> {
         let body = json!({"action": action, "expected_generation": generation});
         self.post(&format!("/api/v1/routes/{}/actions", seg(route_id)), &body)
             .await?
@@ -257,7 +285,12 @@ impl Api {
     }
 
     /// Claims the route's started attempt (`None`: it has none nobody holds).
-    pub(crate) async fn claim(&self, route_id: &str, runner: &str, lease_seconds: u64) -> Result<Option<LeaseGrant>, ApiError> {
+    pub(crate) async fn claim(
+        &self,
+        route_id: &str,
+        runner: &str,
+        lease_seconds: u64,
+    ) -> Result<Option<LeaseGrant>, ApiError> {
         let body = json!({"runner": runner, "lease_seconds": lease_seconds});
         self.post(&format!("/api/v1/routes/{}/claim", seg(route_id)), &body)
             .await
@@ -273,7 +306,11 @@ impl Api {
         let verb = if ack { "ack" } else { "heartbeat" };
         let body = json!({"lease_id": grant.lease_id, "lease_seconds": lease_seconds});
         self.post(
-            &format!("/api/v1/dispatches/{}/{}/{verb}", seg(&grant.route_id), grant.attempt),
+            &format!(
+                "/api/v1/dispatches/{}/{}/{verb}",
+                seg(&grant.route_id),
+                grant.attempt
+            ),
             &body,
         )
         .await?
@@ -281,13 +318,21 @@ impl Api {
     }
 
     /// Reports the leased attempt: success, or the failure's evidence envelope.
-    pub(crate) async fn report(&self, grant: &LeaseGrant, envelope: Option<&Value>) -> Result<RouteSnapshot, ApiError> {
+    pub(crate) async fn report(
+        &self,
+        grant: &LeaseGrant,
+        envelope: Option<&Value>,
+    ) -> Result<RouteSnapshot, ApiError> {
         let body = match envelope {
             None => json!({"lease_id": grant.lease_id, "outcome": "succeeded"}),
             Some(e) => json!({"lease_id": grant.lease_id, "outcome": "failed", "envelope": e}),
         };
         self.post(
-            &format!("/api/v1/dispatches/{}/{}/report", seg(&grant.route_id), grant.attempt),
+            &format!(
+                "/api/v1/dispatches/{}/{}/report",
+                seg(&grant.route_id),
+                grant.attempt
+            ),
             &body,
         )
         .await?

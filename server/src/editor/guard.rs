@@ -19,7 +19,9 @@ use nix::{
     sys::signal::{killpg, raise, Signal},
     unistd::{getpgrp, getppid, Pid},
 };
-use std::{ffi::OsString, os::unix::process::ExitStatusExt, path::PathBuf, process::ExitCode, time::Duration};
+use std::{
+    ffi::OsString, os::unix::process::ExitStatusExt, path::PathBuf, process::ExitCode, time::Duration,
+};
 
 /// The hidden subcommand that runs the guard.
 pub(crate) const ARG: &str = "__agent-guard";
@@ -30,7 +32,10 @@ const GRACE: Duration = Duration::from_secs(3);
 /// Runs the guard: `command` with `args`, until it exits or the guard's parent dies.
 pub fn run(command: PathBuf, args: Vec<OsString>) -> ExitCode {
     let parent = getppid();
-    if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err() || getppid() != parent || parent == Pid::from_raw(1) {
+    if nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).is_err()
+        || getppid() != parent
+        || parent == Pid::from_raw(1)
+    {
         // No guard without the kernel's help, or the parent is already gone.
         return ExitCode::from(125);
     }

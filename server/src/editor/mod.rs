@@ -34,7 +34,9 @@ use agent_client_protocol::{
     schema::ProtocolVersion,
     v1::{
         self,
-        schema::{AgentCapabilities, ClientCapabilities, Implementation, InitializeResponse, PromptCapabilities},
+        schema::{
+            AgentCapabilities, ClientCapabilities, Implementation, InitializeResponse, PromptCapabilities,
+        },
     },
     Agent, ByteStreams, Client,
 };
@@ -64,6 +66,8 @@ pub(crate) struct Front {
     lease_seconds: u64,
     /// What the editor said it can do, offered to the agents.
     capabilities: Mutex<ClientCapabilities>,
+    /// The editor sent `initialize` (nothing else is served before it).
+    initialized: std::sync::atomic::AtomicBool,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -87,7 +91,10 @@ impl Front {
     pub(crate) fn next_label(&self, candidate_id: &str) -> Option<String> {
         let ids: Vec<&str> = self.profile.targets.iter().map(|t| t.id.as_str()).collect();
         let at = ids.iter().position(|id| *id == candidate_id)?;
-        let next = ids.get(at + 1).or_else(|| ids.first()).filter(|id| **id != candidate_id)?;
+        let next = ids
+            .get(at + 1)
+            .or_else(|| ids.first())
+            .filter(|id| **id != candidate_id)?;
         Some(self.label(next))
     }
 
@@ -127,21 +134,28 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     let config = RunnerConfig::load(&args.config)?;
     let api = api::Api::new(&args.server, token).map_err(|e| anyhow!("{e}"))?;
     let me = api.who_am_i().await.map_err(|e| anyhow!("{e}"))?;
-    let missing: Vec<&str> = [Permission::OperateRoutes, Permission::ViewRoutes, Permission::RunDispatches]
-        .into_iter()
-        .filter(|p| !me.permissions.contains(*p))
-        .map(Permission::as_str)
-        .collect();
+    let missing: Vec<&str> = [
+        Permission::OperateRoutes,
+        Permission::ViewRoutes,
+        Permission::RunDispatches,
+    ]
+    .into_iter()
+    .filter(|p| !me.permissions.contains(*p))
+    .map(Permission::as_str)
+    .collect();
     if !missing.is_empty() {
         return Err(anyhow!(
             "the API token lacks {}: an editor's token needs operate_routes, view_routes and run_dispatches",
             missing.join(", ")
         ));
     }
-    let profile = api.profile(&args.profile).await.map_err(|e| match e.status().map(|s| s.as_u16()) {
-        Some(404 | 403) => anyhow!("no profile `{}` within this token's reach", args.profile),
-        _ => anyhow!("{e}"),
-    })?;
+    let profile = api
+        .profile(&args.profile)
+        .await
+        .map_err(|e| match e.status().map(|s| s.as_u16()) {
+            Some(404 | 403) => anyhow!("no profile `{}` within this token's reach", args.profile),
+            _ => anyhow!("{e}"),
+        })?;
     for t in &profile.targets {
         match (t.dispatcher, t.runner.as_deref()) {
             (DispatcherKind::Acp, Some(id)) if config.agent(id).is_some() => {}
@@ -153,16 +167,15 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
                     args.config.display()
                 ))
             }
-            _ => {
-                return Err(anyhow!(
-                    "profile `{}`: candidate `{}` is not an ACP agent; recourse acp runs only `acp` candidates",
-                    profile.id,
-                    t.id
-                ))
-            }
+            _ => return Err(anyhow!(
+                "profile `{}`: candidate `{}` is not an ACP agent; recourse acp runs only `acp` candidates",
+                profile.id,
+                t.id
+            )),
         }
     }
-    let guard = std::env::current_exe().context("cannot find this program's own path (for the agent guard)")?;
+    let guard =
+        std::env::current_exe().context("cannot find this program's own path (for the agent guard)")?;
     let front = Arc::new(Front {
         api,
         config,
@@ -171,9 +184,14 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         runner_name: format!("recourse-acp-{}", std::process::id()),
         lease_seconds: args.lease_seconds,
         capabilities: Mutex::new(ClientCapabilities::new()),
+        initialized: std::sync::atomic::AtomicBool::new(false),
         sessions: Mutex::new(HashMap::new()),
     });
-    tracing::info!(server = front.api.base(), profile = front.profile.id, "serving the editor on standard input and output");
+    tracing::info!(
+        server = front.api.base(),
+        profile = front.profile.id,
+        "serving the editor on standard input and output"
+    );
     // Standard input and output as files (read and written on the blocking pool).
     let (stdin, stdout) = {
         use std::os::fd::AsFd;
@@ -210,7 +228,9 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
     }
     match served {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) if acp::is_incoming_transport_closed(&e) || acp::is_connection_terminated(&e) => Ok(ExitCode::SUCCESS),
+        Err(e) if acp::is_incoming_transport_closed(&e) || acp::is_connection_terminated(&e) => {
+            Ok(ExitCode::SUCCESS)
+        }
         Err(e) => Err(anyhow!("the editor's connection failed: {}", e.message)),
     }
 }
@@ -225,6 +245,14 @@ impl Front {
                 match method.as_str() {
                     "initialize" => {
                         let _ = responder.respond_with_result(self.initialize(&params));
+                    }
+                    "session/new" | "session/load" | "session/prompt"
+                        if !self.initialized.load(std::sync::atomic::Ordering::Acquire) =>
+                    {
+                        let _ = responder.respond_with_error(agents::rpc_error(
+                            acp::Error::invalid_request,
+                            "send initialize first",
+                        ));
                     }
                     "session/new" | "session/load" | "session/prompt" => {
                         tokio::spawn(async move {
@@ -258,16 +286,25 @@ impl Front {
     /// decides), `loadSession`, text and embedded context in prompts.
     fn initialize(&self, params: &Value) -> Result<Value, acp::Error> {
         if !params["protocolVersion"].is_u64() {
-            return Err(agents::rpc_error(acp::Error::invalid_params, "initialize.protocolVersion must be an integer"));
+            return Err(agents::rpc_error(
+                acp::Error::invalid_params,
+                "initialize.protocolVersion must be an integer",
+            ));
         }
         let capabilities = params
             .get("clientCapabilities")
             .cloned()
             .map(serde_json::from_value::<ClientCapabilities>)
             .transpose()
-            .map_err(|_| agents::rpc_error(acp::Error::invalid_params, "initialize.clientCapabilities is not ACP's"))?
+            .map_err(|_| {
+                agents::rpc_error(
+                    acp::Error::invalid_params,
+                    "initialize.clientCapabilities is not ACP's",
+                )
+            })?
             .unwrap_or_default();
         *self.capabilities.lock().unwrap_or_else(|e| e.into_inner()) = capabilities;
+        self.initialized.store(true, std::sync::atomic::Ordering::Release);
         let response = InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
@@ -299,11 +336,19 @@ impl Front {
         agents::Editor {
             cx,
             session_id: session_id.to_owned(),
-            capabilities: self.capabilities.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            capabilities: self
+                .capabilities
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         }
     }
 
-    async fn new_session(self: Arc<Self>, params: Value, cx: v1::ConnectionTo<Client>) -> Result<Value, acp::Error> {
+    async fn new_session(
+        self: Arc<Self>,
+        params: Value,
+        cx: v1::ConnectionTo<Client>,
+    ) -> Result<Value, acp::Error> {
         let cwd = self.cwd(&params)?;
         let mut b = [0_u8; 12];
         getrandom::fill(&mut b).map_err(|_| acp::Error::internal_error())?;
@@ -319,10 +364,18 @@ impl Front {
         Ok(json!({"sessionId": id}))
     }
 
-    async fn load_session(self: Arc<Self>, params: Value, cx: v1::ConnectionTo<Client>) -> Result<Value, acp::Error> {
+    async fn load_session(
+        self: Arc<Self>,
+        params: Value,
+        cx: v1::ConnectionTo<Client>,
+    ) -> Result<Value, acp::Error> {
         let id = params["sessionId"]
             .as_str()
-            .filter(|id| id.starts_with("es-") && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+            .filter(|id| {
+                id.starts_with("es-")
+                    && id.len() <= 64
+                    && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            })
             .ok_or_else(|| agents::rpc_error(acp::Error::invalid_params, "not a session of recourse acp"))?
             .to_owned();
         let cwd = self.cwd(&params)?;
@@ -362,7 +415,12 @@ impl Front {
             .as_array()
             .filter(|p| !p.is_empty())
             .cloned()
-            .ok_or_else(|| agents::rpc_error(acp::Error::invalid_params, "prompt must be a non-empty array of content blocks"))?;
+            .ok_or_else(|| {
+                agents::rpc_error(
+                    acp::Error::invalid_params,
+                    "prompt must be a non-empty array of content blocks",
+                )
+            })?;
         let stop_reason = session.prompt(prompt).await?;
         Ok(json!({"stopReason": stop_reason}))
     }

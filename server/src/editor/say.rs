@@ -38,7 +38,9 @@ pub(crate) fn at(t: DateTime<Utc>) -> String {
 /// (provider_overloaded)"`.
 fn failure(label: &str, s: &RouteSnapshot) -> String {
     match s.code.as_deref() {
-        Some("unclassified") | None => format!("{label} failed with an error Recourse does not recognise (unclassified)"),
+        Some("unclassified") | None => {
+            format!("{label} failed with an error Recourse does not recognise (unclassified)")
+        }
         Some(code) => format!("{label} {} ({code})", what(code)),
     }
 }
@@ -203,7 +205,12 @@ mod tests {
             s.deadline = Some(deadline);
         });
         let text = waiting("Claude Code", &s);
-        assert!(text.starts_with("Claude Code is rate-limited (rate_limited); waiting until 2026-12-03 14:05:00 UTC"), "{text}");
+        assert!(
+            text.starts_with(
+                "Claude Code is rate-limited (rate_limited); waiting until 2026-12-03 14:05:00 UTC"
+            ),
+            "{text}"
+        );
         let plan = waiting_plan("Claude Code", &s);
         assert_eq!(plan["entries"][0]["status"], "in_progress");
     }
@@ -215,7 +222,12 @@ mod tests {
             s.class = Some(ClassState::Transient);
             s.action_reason = Some(ActionReason::EffectUnsafe);
         });
-        let text = stopped("Claude Code", Some("Codex"), &s, "http://127.0.0.1:3000/routes/rt-1");
+        let text = stopped(
+            "Claude Code",
+            Some("Codex"),
+            &s,
+            "http://127.0.0.1:3000/routes/rt-1",
+        );
         assert_eq!(
             text,
             "Claude Code is overloaded (provider_overloaded, transient) when repeating the prompt was not safe, so Recourse \

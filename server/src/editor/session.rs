@@ -100,7 +100,13 @@ pub(crate) struct Session {
 pub(crate) type TurnEnd = Result<&'static str, acp::Error>;
 
 impl Session {
-    pub(crate) fn new(id: String, cwd: PathBuf, front: Arc<Front>, editor: Editor, route: Option<(String, RouteSnapshot)>) -> Session {
+    pub(crate) fn new(
+        id: String,
+        cwd: PathBuf,
+        front: Arc<Front>,
+        editor: Editor,
+        route: Option<(String, RouteSnapshot)>,
+    ) -> Session {
         Session {
             id,
             cwd,
@@ -148,18 +154,27 @@ impl Session {
             ),
             _ => return,
         };
-        self.say(&format!("Resumed this session ({}). {text}", self.api().route_url(&route.id)));
+        self.say(&format!(
+            "Resumed this session ({}). {text}",
+            self.api().route_url(&route.id)
+        ));
     }
 
     /// One prompt of the editor.
     pub(crate) async fn prompt(&self, prompt: Vec<Value>) -> TurnEnd {
         let Ok(mut inner) = self.inner.try_lock() else {
-            return Err(agents::rpc_error(acp::Error::invalid_request, "a prompt is already running in this session"));
+            return Err(agents::rpc_error(
+                acp::Error::invalid_request,
+                "a prompt is already running in this session",
+            ));
         };
         let mut cancel = self.cancel.subscribe();
         cancel.borrow_and_update();
         let waiting_or_stopped = |s: &RouteSnapshot| {
-            matches!(s.state, StateName::ActionRequired | StateName::WaitingForReset | StateName::RetryWait)
+            matches!(
+                s.state,
+                StateName::ActionRequired | StateName::WaitingForReset | StateName::RetryWait
+            )
         };
         let current = inner.route.clone();
         let snapshot = match (Command::parse(&prompt), &current) {
@@ -175,7 +190,9 @@ impl Session {
                     Command::Switch => "switch",
                     Command::Stop => "stop",
                 };
-                self.say(&format!("Nothing to {what}: no prompt of this session is stopped or waiting."));
+                self.say(&format!(
+                    "Nothing to {what}: no prompt of this session is stopped or waiting."
+                ));
                 return Ok("end_turn");
             }
             _ => match self.new_work(&mut inner, prompt).await? {
@@ -187,13 +204,20 @@ impl Session {
     }
 
     /// A command on a stopped or waiting route: the manual action with its generation.
-    async fn command(&self, inner: &mut Inner, command: Command, r: &RouteAt) -> Result<Option<RouteSnapshot>, acp::Error> {
+    async fn command(
+        &self,
+        inner: &mut Inner,
+        command: Command,
+        r: &RouteAt,
+    ) -> Result<Option<RouteSnapshot>, acp::Error> {
         let g = r.snapshot.generation;
         let result = match (command, r.snapshot.state) {
             (Command::Retry, _) => self.api().act(&r.id, ManualAction::RetryNow, g).await,
             (Command::Switch, _) => self.api().act(&r.id, ManualAction::SkipNow, g).await,
             (Command::Stop, StateName::ActionRequired) => {
-                let s = self.settled(&r.id, self.api().abandon(&r.id, g).await).map_err(|e| self.failed(&e))?;
+                let s = self
+                    .settled(&r.id, self.api().abandon(&r.id, g).await)
+                    .map_err(|e| self.failed(&e))?;
                 self.say("Ended this prompt's route; the next prompt starts afresh.");
                 inner.route = Some(RouteAt {
                     id: r.id.clone(),
@@ -213,7 +237,11 @@ impl Session {
 
     /// The prompt as the route's next work: on the route when it is idle, else on a new route
     /// (a stopped one is ended first). `None`: the turn ends here (said why).
-    async fn new_work(&self, inner: &mut Inner, prompt: Vec<Value>) -> Result<Option<RouteSnapshot>, acp::Error> {
+    async fn new_work(
+        &self,
+        inner: &mut Inner,
+        prompt: Vec<Value>,
+    ) -> Result<Option<RouteSnapshot>, acp::Error> {
         let work = Work {
             prompt,
             cwd: Some(self.cwd.to_string_lossy().into_owned()),
@@ -225,12 +253,20 @@ impl Session {
                 StateName::Active if s.attempt.is_none() => {
                     match self.api().submit_work(&r.id, s.generation, &work).await {
                         Ok(next) => {
-                            inner.route = Some(RouteAt { id: r.id.clone(), snapshot: next.clone() });
+                            inner.route = Some(RouteAt {
+                                id: r.id.clone(),
+                                snapshot: next.clone(),
+                            });
                             return Ok(Some(next));
                         }
-                        Err(ApiError::Status { snapshot: Some(now), .. }) => {
+                        Err(ApiError::Status {
+                            snapshot: Some(now), ..
+                        }) => {
                             // Someone moved the route meanwhile: start afresh below if it stopped.
-                            inner.route = Some(RouteAt { id: r.id.clone(), snapshot: *now });
+                            inner.route = Some(RouteAt {
+                                id: r.id.clone(),
+                                snapshot: *now,
+                            });
                             return Box::pin(self.new_work(inner, work.prompt)).await;
                         }
                         Err(e) => return Err(self.invalid_or_failed(&e)),
@@ -269,7 +305,12 @@ impl Session {
     }
 
     /// Follows the route until it needs nothing more from this runner.
-    async fn drive(&self, inner: &mut Inner, mut s: RouteSnapshot, cancel: &mut watch::Receiver<u64>) -> TurnEnd {
+    async fn drive(
+        &self,
+        inner: &mut Inner,
+        mut s: RouteSnapshot,
+        cancel: &mut watch::Receiver<u64>,
+    ) -> TurnEnd {
         let route_id = inner.route.as_ref().map(|r| r.id.clone()).unwrap_or_default();
         let mut stop_reason = "end_turn";
         let mut failed_on: Option<String> = None;
@@ -283,13 +324,24 @@ impl Session {
                 return self.cancelled(inner, &route_id, &s).await;
             }
             let label = self.front.label(&s.candidate_id);
+            // The route moved on to another candidate after a failure: one short message.
+            if let Some(from) = failed_on.as_deref() {
+                let moving = matches!(
+                    s.state,
+                    StateName::Active
+                        | StateName::Retrying
+                        | StateName::WaitingForReset
+                        | StateName::RetryWait
+                );
+                if moving && from != s.candidate_id {
+                    self.say(&say::switched(&self.front.label(from), &label, &s));
+                    failed_on = None;
+                }
+            }
             match (s.state, s.attempt) {
-                (StateName::Active | StateName::Retrying, Some(a)) if a.dispatch == DispatchState::Started => {
-                    if let Some(from) = failed_on.take() {
-                        if from != s.candidate_id {
-                            self.say(&say::switched(&self.front.label(&from), &label, &s));
-                        }
-                    }
+                (StateName::Active | StateName::Retrying, Some(a))
+                    if a.dispatch == DispatchState::Started =>
+                {
                     let claimed = self
                         .api()
                         .claim(&route_id, &self.front.runner_name, self.front.lease_seconds)
@@ -334,11 +386,6 @@ impl Session {
                 (StateName::Active, None) => return Ok(stop_reason),
                 (StateName::WaitingForReset | StateName::RetryWait, _) => {
                     if said_wait != Some(s.generation) {
-                        if let Some(from) = failed_on.take() {
-                            if from != s.candidate_id {
-                                self.say(&say::switched(&self.front.label(&from), &label, &s));
-                            }
-                        }
                         self.say(&say::waiting(&label, &s));
                         self.editor.update(&say::waiting_plan(&label, &s));
                         said_wait = Some(s.generation);
@@ -356,7 +403,12 @@ impl Session {
                 }
                 (StateName::ActionRequired, _) => {
                     let next = self.front.next_label(&s.candidate_id);
-                    self.say(&say::stopped(&label, next.as_deref(), &s, &self.api().route_url(&route_id)));
+                    self.say(&say::stopped(
+                        &label,
+                        next.as_deref(),
+                        &s,
+                        &self.api().route_url(&route_id),
+                    ));
                     return Ok("end_turn");
                 }
                 (StateName::Completed | StateName::Abandoned, _) => {
@@ -378,11 +430,19 @@ impl Session {
         let api = self.api().clone();
         let seconds = self.front.lease_seconds;
         if let Err(e) = api.renew(grant, seconds, true).await {
-            let now = self.reread(&grant.route_id).await.map_err(|e2| self.failed(&e2))?;
+            let now = self
+                .reread(&grant.route_id)
+                .await
+                .map_err(|e2| self.failed(&e2))?;
             tracing::debug!(error = %e, "the lease was gone before it was acknowledged");
             return Ok((now, Outcome::Stopped));
         }
-        let Some(agent) = grant.runner.as_deref().and_then(|id| self.front.config.agent(id)).cloned() else {
+        let Some(agent) = grant
+            .runner
+            .as_deref()
+            .and_then(|id| self.front.config.agent(id))
+            .cloned()
+        else {
             // The server's candidate names an agent this runner does not have: the attempt
             // cannot start here (no evidence beyond that: it stops for a person).
             let envelope = serde_json::json!({
@@ -393,7 +453,9 @@ impl Session {
                 "Candidate {} names an agent that this recourse acp's --config does not have.",
                 self.front.label(&grant.candidate_id)
             ));
-            let s = self.settled(&grant.route_id, api.report(grant, Some(&envelope)).await).map_err(|e| self.failed(&e))?;
+            let s = self
+                .settled(&grant.route_id, api.report(grant, Some(&envelope)).await)
+                .map_err(|e| self.failed(&e))?;
             return Ok((s, Outcome::Failed { envelope }));
         };
         let (stop_tx, stop) = watch::channel(false);
@@ -418,7 +480,9 @@ impl Session {
             })
         };
         let cwd = agents::cwd_of(grant, &self.cwd);
-        let run = inner.agents.attempt(&self.editor, &agent, grant, &cwd, &self.front.guard, stop);
+        let run = inner
+            .agents
+            .attempt(&self.editor, &agent, grant, &cwd, &self.front.guard, stop);
         tokio::pin!(run);
         let outcome = loop {
             tokio::select! {
@@ -439,14 +503,19 @@ impl Session {
                     self.reread(&grant.route_id).await
                 } else {
                     // The person's cancel: the route stops (the attempt is aborted, unreported).
-                    api.act(&grant.route_id, ManualAction::Stop, grant.invocation_generation).await
+                    api.act(&grant.route_id, ManualAction::Stop, grant.invocation_generation)
+                        .await
                 }
             }
         };
         let next = match next {
             Ok(s) => s,
-            Err(e) if e.code() == Some("lease_lost") => self.reread(&grant.route_id).await.map_err(|e| self.failed(&e))?,
-            Err(e) => self.settled(&grant.route_id, Err(e)).map_err(|e| self.failed(&e))?,
+            Err(e) if e.code() == Some("lease_lost") => {
+                self.reread(&grant.route_id).await.map_err(|e| self.failed(&e))?
+            }
+            Err(e) => self
+                .settled(&grant.route_id, Err(e))
+                .map_err(|e| self.failed(&e))?,
         };
         Ok((next, outcome))
     }
@@ -505,10 +574,16 @@ impl Session {
     }
 
     /// A call's snapshot: its answer, or the current one a 409 carries.
-    fn settled(&self, _route_id: &str, result: Result<RouteSnapshot, ApiError>) -> Result<RouteSnapshot, ApiError> {
+    fn settled(
+        &self,
+        _route_id: &str,
+        result: Result<RouteSnapshot, ApiError>,
+    ) -> Result<RouteSnapshot, ApiError> {
         match result {
             Ok(s) => Ok(s),
-            Err(ApiError::Status { snapshot: Some(s), .. }) => Ok(*s),
+            Err(ApiError::Status {
+                snapshot: Some(s), ..
+            }) => Ok(*s),
             Err(e) => Err(e),
         }
     }
@@ -521,9 +596,10 @@ impl Session {
     /// A refused prompt (422: its content or directory) is the editor's to fix.
     fn invalid_or_failed(&self, e: &ApiError) -> acp::Error {
         match e {
-            ApiError::Status { status, message, .. } if status.as_u16() == 422 => {
-                agents::rpc_error(acp::Error::invalid_params, &format!("Recourse refused the prompt: {message}"))
-            }
+            ApiError::Status { status, message, .. } if status.as_u16() == 422 => agents::rpc_error(
+                acp::Error::invalid_params,
+                &format!("Recourse refused the prompt: {message}"),
+            ),
             e => self.failed(e),
         }
     }
@@ -556,11 +632,20 @@ mod tests {
     fn only_a_lone_command_word_is_a_command() {
         let text = |t: &str| vec![json!({"type": "text", "text": t})];
         assert_eq!(Command::parse(&text("/retry")), Some((Command::Retry, true)));
-        assert_eq!(Command::parse(&text(" Switch \n")), Some((Command::Switch, false)));
+        assert_eq!(
+            Command::parse(&text(" Switch \n")),
+            Some((Command::Switch, false))
+        );
         assert_eq!(Command::parse(&text("/stop")), Some((Command::Stop, true)));
         assert_eq!(Command::parse(&text("retry the build")), None);
-        assert_eq!(Command::parse(&[json!({"type": "image", "data": "", "mimeType": "image/png"})]), None);
-        let two = vec![json!({"type": "text", "text": "retry"}), json!({"type": "text", "text": "x"})];
+        assert_eq!(
+            Command::parse(&[json!({"type": "image", "data": "", "mimeType": "image/png"})]),
+            None
+        );
+        let two = vec![
+            json!({"type": "text", "text": "retry"}),
+            json!({"type": "text", "text": "x"}),
+        ];
         assert_eq!(Command::parse(&two), None);
     }
 }

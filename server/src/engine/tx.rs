@@ -594,7 +594,7 @@ pub(crate) async fn transact(
         profile,
         now,
     )
-        .map(|outcome| (outcome, cause));
+    .map(|outcome| (outcome, cause));
     maintain_timer(writes, route_id, &prev, &transition.next);
     if let Some(work) = &new_work {
         writes.put_work(route_id, work, now);

@@ -45,7 +45,8 @@ const CLAIMABLE: &str = "SELECT d.route_id, d.attempt, d.invocation_generation F
      WHERE d.status = 'started' AND d.dispatcher = 'external' AND r.generation = d.invocation_generation";
 
 /// The oldest first; the unacknowledged claim's lapse time is the last bind.
-const OLDEST: &str = "AND (l.route_id IS NULL OR l.attempt <> d.attempt OR (l.acked = 0 AND l.expires_ms <= ?)) \
+const OLDEST: &str =
+    "AND (l.route_id IS NULL OR l.attempt <> d.attempt OR (l.acked = 0 AND l.expires_ms <= ?)) \
      ORDER BY d.started_at, d.route_id LIMIT 1";
 
 impl Tx<'_> {
@@ -77,9 +78,11 @@ impl Tx<'_> {
         let runs_attempts = CallerKind::Editor.as_str();
         let query = match route_id {
             None => sql::query(format!("{CLAIMABLE} AND r.caller_kind <> ? {OLDEST}")).bind(runs_attempts),
-            Some(id) => sql::query(format!("{CLAIMABLE} AND r.caller_kind = ? AND d.route_id = ? {OLDEST}"))
-                .bind(runs_attempts)
-                .bind(id),
+            Some(id) => sql::query(format!(
+                "{CLAIMABLE} AND r.caller_kind = ? AND d.route_id = ? {OLDEST}"
+            ))
+            .bind(runs_attempts)
+            .bind(id),
         };
         let row = query.bind(ms(now)).fetch_optional(&mut *self.conn).await?;
         row.map(|r| {

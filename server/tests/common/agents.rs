@@ -140,7 +140,15 @@ impl Published {
     /// Writes its settings into `home` (a fresh folder) and returns its `[[agent]]` table:
     /// `id`, pointed at `base_url` (the fake provider's prefix for it), working under `root`,
     /// with these `[agent.timeouts]` lines.
-    pub fn toml(self, agents: &Path, id: &str, base_url: &str, home: &Path, root: &Path, timeouts: &str) -> String {
+    pub fn toml(
+        self,
+        agents: &Path,
+        id: &str,
+        base_url: &str,
+        home: &Path,
+        root: &Path,
+        timeouts: &str,
+    ) -> String {
         std::fs::create_dir_all(home).unwrap();
         let bin = agents.join("node_modules/.bin").join(self.bin());
         let mut set_env = vec![("HOME", home.to_str().unwrap().to_owned())];

@@ -148,12 +148,18 @@ pub(super) fn spawn(agent: &AgentConfig, cwd: &Path) -> Result<Spawned, SpawnErr
 /// given: a program that leads the group, takes the agent's place in it and stops the whole
 /// group when its own parent dies (`recourse acp`'s agent guard, `crate::editor::guard`), so an
 /// agent never outlives a runner that was killed.
-pub(crate) fn spawn_with(agent: &AgentConfig, cwd: &Path, guard: Option<&Path>) -> Result<Spawned, SpawnError> {
+pub(crate) fn spawn_with(
+    agent: &AgentConfig,
+    cwd: &Path,
+    guard: Option<&Path>,
+) -> Result<Spawned, SpawnError> {
     let cwd = cwd_under(cwd, &agent.allowed_roots).ok_or(SpawnError::Cwd)?;
     let mut command = match guard {
         Some(guard) => {
             let mut c = Command::new(guard);
-            c.arg(crate::editor::guard::ARG).arg(&agent.command).args(&agent.args);
+            c.arg(crate::editor::guard::ARG)
+                .arg(&agent.command)
+                .args(&agent.args);
             c
         }
         None => {

@@ -198,7 +198,12 @@ pub(crate) async fn run(
 /// queue is dropped (after the turn running then) or when a turn ends it (a dead connection, a
 /// timeout, a cancel: then the caller stops the process); a turn queued after that gets
 /// nothing (its `done` is dropped).
-pub(crate) fn open(stdin: ChildStdin, stdout: ChildStdout, setup: Setup, peer: Arc<dyn Peer>) -> mpsc::Sender<Turn> {
+pub(crate) fn open(
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    setup: Setup,
+    peer: Arc<dyn Peer>,
+) -> mpsc::Sender<Turn> {
     let (turns, queue) = mpsc::channel(1);
     tokio::spawn(connect(stdin, stdout, setup, peer, queue));
     turns
@@ -283,10 +288,14 @@ pub(super) async fn hello(stdin: ChildStdin, stdout: ChildStdout, step: Duration
         .v1()
         .name("recourse")
         .connect_with(transport, async move |cx: v1::ConnectionTo<Agent>| {
-            let sent = cx.send_request(initialize(Conservative.capabilities())).block_task();
+            let sent = cx
+                .send_request(initialize(Conservative.capabilities()))
+                .block_task();
             Ok(match timeout(step, sent).await {
                 Err(_) => Err(format!("no answer to initialize within {} s", step.as_secs())),
-                Ok(Err(e)) if closed(&e) => Err("it exited or closed its output before answering initialize".to_owned()),
+                Ok(Err(e)) if closed(&e) => {
+                    Err("it exited or closed its output before answering initialize".to_owned())
+                }
                 Ok(Err(e)) => Err(format!(
                     "initialize failed: {}",
                     classifier::redact::redact(&e.message)
@@ -371,7 +380,9 @@ impl Session {
         };
         if init.protocol_version != ProtocolVersion::V1 {
             // "The client should disconnect if it doesn't support this version."
-            return Err(End::Local("the agent does not speak ACP protocol version 1".to_owned()));
+            return Err(End::Local(
+                "the agent does not speak ACP protocol version 1".to_owned(),
+            ));
         }
         let load_session = init.agent_capabilities.load_session;
         rec.capabilities(load_session);
@@ -413,7 +424,10 @@ impl Session {
     /// Between turns: the next turn, `None` when the queue closed, or the session's end (the
     /// agent went away). What the agent sends meanwhile is not evidence; its requests are
     /// still answered.
-    async fn between_turns(&mut self, session: &mut ActiveSession<'static, Agent>) -> Result<Option<Turn>, End> {
+    async fn between_turns(
+        &mut self,
+        session: &mut ActiveSession<'static, Agent>,
+    ) -> Result<Option<Turn>, End> {
         loop {
             tokio::select! {
                 turn = self.queue.recv() => return Ok(turn),
@@ -436,7 +450,8 @@ impl Session {
     fn between(&self, message: v1::Dispatch) {
         match message {
             acp::Dispatch::Notification(n) if n.method == "session/update" => {
-                self.peer.between_turns(n.params.get("update").unwrap_or(&Value::Null));
+                self.peer
+                    .between_turns(n.params.get("update").unwrap_or(&Value::Null));
             }
             acp::Dispatch::Request(req, responder) => {
                 self.peer.request(&req.method, req.params, responder, true);

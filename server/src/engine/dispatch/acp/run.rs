@@ -121,9 +121,7 @@ pub(super) async fn attempt(
         .await
         .unwrap_or(End::TimedOut(protocol::Timeout::PromptTotal));
     // Its stdin is closed now (the session's end dropped it): Recourse has begun to stop it.
-    let ended = process
-        .session_ended(end == End::TransportClosed, grace)
-        .await;
+    let ended = process.session_ended(end == End::TransportClosed, grace).await;
     let t = rec.snapshot();
     if let (Some(method), Some(offered)) = (&agent.auth_method, &t.auth_methods) {
         if !offered.contains(method) {
