@@ -331,6 +331,11 @@ pub struct StartRouteRequest {
     /// from evidence, and given to every attempt of the route's current prompt generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<Work>,
+    /// Pins the route to this candidate of the profile: no other is ever chosen, so the route
+    /// never switches (an editor session's mode). Only for a caller that runs its attempts
+    /// (`editor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
 }
 
 /// The work a route carries (design contract 7): what each kind of candidate needs to run it.

@@ -604,6 +604,74 @@ async fn with_fake_agents_a_switch_is_said_and_the_agents_requests_reach_the_edi
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mode_pins_the_session_to_one_agent_and_the_fail_over_mode_lets_it_switch() {
+    let overloaded = json!([{"prompt": [{"error": {"code": -32603,
+        "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
+    let answers = json!([{"prompt": [{"message": "hello from b"}, {"respond": {"stopReason": "end_turn"}}]}]);
+    let w = FakeWorld::new(&[("a", overloaded), ("b", answers)]);
+    let p = ed::profile(
+        &w.addr,
+        "fakes",
+        &[("a", "Agent A", skip(), skip()), ("b", "Agent B", stop(), stop())],
+    );
+    let mut acp = w.acp(&p);
+    let root = w.agents[0].root.clone();
+    let (pinned, auto, session_id) = Client
+        .v1()
+        .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
+            let session = ed::open(&cx, &root).await?;
+            let id = session.session_id().0.to_string();
+            // The modes came with the session; pin it to Agent A.
+            let set = |mode: &str| {
+                agent_client_protocol::UntypedMessage::new(
+                    "session/set_mode",
+                    json!({"sessionId": id, "modeId": mode}),
+                )
+                .unwrap()
+            };
+            let bad: Result<Value, _> = cx.send_request(set("nope")).block_task().await;
+            assert!(bad.is_err(), "an unknown mode is refused");
+            let _: Value = cx.send_request(set("a")).block_task().await?;
+            let mut session = session;
+            let pinned = ed::turn(&mut session, "Say hello", Answer::Reject, |_| false).await;
+            let _: Value = cx.send_request(set("auto")).block_task().await?;
+            let auto = ed::turn(&mut session, "Say hello", Answer::Reject, |_| false).await;
+            Ok((pinned, auto, id))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        pinned.stop_reason.as_deref(),
+        Some("end_turn"),
+        "{pinned:?}\n{}",
+        acp.logged()
+    );
+    let said = pinned.recourse();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with("Agent A is overloaded (provider_overloaded, transient), and this session's mode runs it on Agent A only"), "{said:?}");
+    assert!(
+        said[0].contains("fail-over mode") && !said[0].contains("\"switch\""),
+        "{said:?}"
+    );
+    assert_eq!(
+        w.agents[1].received("session/prompt"),
+        1,
+        "pinned, Agent B never ran: only the fail-over turn did"
+    );
+    // Back to failing over: the stopped prompt's route ends, and a new one runs on Agent B
+    // (Agent A's provider is behind the circuit its overload opened).
+    assert_eq!(auto.stop_reason.as_deref(), Some("end_turn"), "{auto:?}");
+    assert!(auto.messages().contains(&"hello from b".to_owned()), "{auto:?}");
+    assert_eq!(
+        w.agents[0].received("session/prompt"),
+        1,
+        "Agent A was not prompted again"
+    );
+    let route = ed::route_of(&w.addr, &session_id);
+    assert_eq!(route["snapshot"]["candidate_id"], "b", "{route}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_acp_gets_json_rpc_errors_and_the_process_goes_on() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let w = FakeWorld::new(&[("a", json!([{}]))]);

@@ -236,3 +236,50 @@ async fn a_runner_that_goes_away_leaves_an_ambiguous_attempt_never_repeated() {
     assert_eq!(status, StatusCode::NO_CONTENT, "nothing is offered again");
     assert!(a.log().is_empty());
 }
+
+#[tokio::test]
+async fn a_pinned_editor_route_never_switches_and_only_an_editor_route_is_pinned() {
+    let (h, _a, _b, p) = setup().await;
+    let mut bad = json!({"profile_id": p, "caller": {"kind": "workflow", "reference": "w", "invocation_id": "w-1"}, "pin": "first"});
+    let (status, body) = h.post("/api/v1/routes", bad.clone()).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["errors"][0]["path"], "pin", "{body}");
+    bad = editor_start(&p, "es-6", "/tmp");
+    bad["pin"] = json!("third");
+    let (status, body) = h.post("/api/v1/routes", bad).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["errors"][0]["path"], "pin", "{body}");
+    // Pinned to the second candidate: it starts there, even though the first is eligible.
+    let mut start = editor_start(&p, "es-7", "/tmp");
+    start["pin"] = json!("second");
+    let (status, route) = h.post("/api/v1/routes", start).await;
+    assert_eq!(status, StatusCode::CREATED, "{route}");
+    assert_eq!(route["snapshot"]["candidate_id"], "second", "{route}");
+    // Pinned to the first: its failure (policy: skip) finds no other candidate.
+    let mut start = editor_start(&p, "es-8", "/tmp");
+    start["pin"] = json!("first");
+    let (_, route) = h.post("/api/v1/routes", start).await;
+    let r = route["id"].as_str().unwrap().to_owned();
+    let (_, grant) = h
+        .post(
+            &format!("/api/v1/routes/{r}/claim"),
+            json!({"runner": "zed", "lease_seconds": 30}),
+        )
+        .await;
+    let ack = format!("/api/v1/dispatches/{r}/{}/ack", grant["attempt"]);
+    h.post(&ack, json!({"lease_id": grant["lease_id"]})).await;
+    let envelope = json!({"invocation_id": grant["invocation_id"], "generation": grant["invocation_generation"],
+        "phase": "prompt", "agent": "claude",
+        "effects": {"assistant_output": false, "tool_activity": false, "partial_result": false, "prompt_delivery": "confirmed"},
+        "items": [{"kind": "acp_error", "code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}]});
+    let report = format!("/api/v1/dispatches/{r}/{}/report", grant["attempt"]);
+    let (status, s) = h
+        .post(
+            &report,
+            json!({"lease_id": grant["lease_id"], "outcome": "failed", "envelope": envelope}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{s}");
+    assert_eq!(s["state"], "action_required", "{s}");
+    assert_eq!(s["action_reason"], "no_eligible_candidate", "{s}");
+}

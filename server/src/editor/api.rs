@@ -230,13 +230,17 @@ impl Api {
         session_id: &str,
         invocation_id: &str,
         work: &Work,
+        pin: Option<&str>,
     ) -> Result<RouteSummary, ApiError> {
-        let body = json!({
+        let mut body = json!({
             "profile_id": profile_id,
             "caller": {"kind": "editor", "reference": session_id, "invocation_id": invocation_id},
             "title": "Editor session",
             "work": work,
         });
+        if let Some(pin) = pin {
+            body["pin"] = json!(pin);
+        }
         match self.post::<RouteSummary>("/api/v1/routes", &body).await {
             Ok(Some(r)) => Ok(r),
             Ok(None) => Err(ApiError::Unexpected("a route start answered 204".to_owned())),
@@ -274,6 +278,14 @@ impl Api {
         self.post(&format!("/api/v1/routes/{}/actions", seg(route_id)), &body)
             .await?
             .ok_or_else(|| ApiError::Unexpected("an action answered 204".to_owned()))
+    }
+
+    /// Finishes the (idle) route.
+    pub(crate) async fn complete(&self, route_id: &str, generation: u64) -> Result<RouteSnapshot, ApiError> {
+        let body = json!({"expected_generation": generation});
+        self.post(&format!("/api/v1/routes/{}/complete", seg(route_id)), &body)
+            .await?
+            .ok_or_else(|| ApiError::Unexpected("complete answered 204".to_owned()))
     }
 
     /// Ends the route without finishing it.

@@ -55,6 +55,9 @@ use std::{
 };
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
+/// The mode that fails over (the profile's candidates in order).
+const AUTO: &str = "auto";
+
 /// What every editor session of this process shares.
 pub(crate) struct Front {
     api: api::Api,
@@ -167,11 +170,13 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
                     args.config.display()
                 ))
             }
-            _ => return Err(anyhow!(
+            _ => {
+                return Err(anyhow!(
                 "profile `{}`: candidate `{}` is not an ACP agent; recourse acp runs only `acp` candidates",
                 profile.id,
                 t.id
-            )),
+            ))
+            }
         }
     }
     let guard =
@@ -246,13 +251,16 @@ impl Front {
                     "initialize" => {
                         let _ = responder.respond_with_result(self.initialize(&params));
                     }
-                    "session/new" | "session/load" | "session/prompt"
+                    "session/new" | "session/load" | "session/prompt" | "session/set_mode"
                         if !self.initialized.load(std::sync::atomic::Ordering::Acquire) =>
                     {
                         let _ = responder.respond_with_error(agents::rpc_error(
                             acp::Error::invalid_request,
                             "send initialize first",
                         ));
+                    }
+                    "session/set_mode" => {
+                        let _ = responder.respond_with_result(self.set_mode(&params));
                     }
                     "session/new" | "session/load" | "session/prompt" => {
                         tokio::spawn(async move {
@@ -361,7 +369,40 @@ impl Front {
             .insert(id.clone(), session);
         // After the answer, which carries the session id the update names.
         tokio::spawn(async move { editor.update(&say::commands()) });
-        Ok(json!({"sessionId": id}))
+        Ok(json!({"sessionId": id, "modes": self.modes()}))
+    }
+
+    /// The session's modes: `auto` (the profile's candidates, failing over), or one candidate
+    /// alone (the route is pinned to it: it never switches).
+    fn modes(&self) -> Value {
+        let mut available = vec![json!({"id": AUTO, "name": "Fail over",
+            "description": "Run on the profile's agents in order, switching when one fails before any output"})];
+        for t in &self.profile.targets {
+            let label = self.label(&t.id);
+            available.push(json!({"id": t.id, "name": format!("{label} only"),
+                "description": format!("Run only on {label}: never switch to another agent")}));
+        }
+        json!({"currentModeId": AUTO, "availableModes": available})
+    }
+
+    /// `session/set_mode`: pins the session's next prompts to a candidate, or back to `auto`.
+    fn set_mode(&self, params: &Value) -> Result<Value, acp::Error> {
+        let session = params["sessionId"]
+            .as_str()
+            .and_then(|id| self.session(id))
+            .ok_or_else(|| agents::rpc_error(acp::Error::invalid_params, "no such session"))?;
+        let mode = params["modeId"].as_str().unwrap_or_default();
+        if mode == AUTO {
+            session.set_mode(None);
+        } else if self.profile.targets.iter().any(|t| t.id == mode) {
+            session.set_mode(Some(mode.to_owned()));
+        } else {
+            return Err(agents::rpc_error(
+                acp::Error::invalid_params,
+                "modeId is not one of the session's modes",
+            ));
+        }
+        Ok(json!({}))
     }
 
     async fn load_session(
@@ -403,7 +444,7 @@ impl Front {
         // The durable part of the conversation, before the answer: where its route stands.
         session.resumed().await;
         tokio::spawn(async move { editor.update(&say::commands()) });
-        Ok(json!({}))
+        Ok(json!({"modes": self.modes()}))
     }
 
     async fn prompt(self: Arc<Self>, params: Value) -> Result<Value, acp::Error> {

@@ -96,8 +96,8 @@ pub(crate) fn held(label: &str, until: DateTime<Utc>) -> String {
 }
 
 /// Why automatic recovery stopped, in a sentence, from the snapshot of a route in
-/// `action_required`.
-fn why_stopped(label: &str, s: &RouteSnapshot) -> String {
+/// `action_required` (`pinned`: the session's mode runs it on `label` only).
+fn why_stopped(label: &str, pinned: bool, s: &RouteSnapshot) -> String {
     let class = match s.class {
         Some(ClassState::Transient) => ", transient",
         Some(ClassState::Hard) => ", hard",
@@ -124,6 +124,9 @@ fn why_stopped(label: &str, s: &RouteSnapshot) -> String {
             format!("{failed} {after}, so Recourse did not repeat the prompt")
         }
         Some(ActionReason::PolicyStop) => format!("{failed}, and its policy says to stop there"),
+        Some(ActionReason::NoEligibleCandidate) if pinned => {
+            format!("{failed}, and this session's mode runs it on {label} only")
+        }
         Some(ActionReason::NoEligibleCandidate) => {
             format!("{failed}, and no other agent of the profile can take the prompt")
         }
@@ -143,13 +146,27 @@ fn why_stopped(label: &str, s: &RouteSnapshot) -> String {
 }
 
 /// The end of a turn whose route stopped for a person: what happened, and what they can do.
-/// `next`: the label of another candidate of the profile, when there is one to switch to.
-pub(crate) fn stopped(label: &str, next: Option<&str>, s: &RouteSnapshot, route_url: &str) -> String {
-    let switch = next.map_or_else(String::new, |n| format!(", \"switch\" to continue on {n}"));
+pub(crate) fn stopped(label: &str, next: Next<'_>, s: &RouteSnapshot, route_url: &str) -> String {
+    let switch = match next {
+        Next::To(n) => format!(", \"switch\" to continue on {n}"),
+        Next::Pinned => " (or choose the fail-over mode to let it switch)".to_owned(),
+        Next::None => String::new(),
+    };
     format!(
         "{}. Send \"retry\" to run the prompt again on {label}{switch}, or open {route_url}.",
-        why_stopped(label, s)
+        why_stopped(label, next == Next::Pinned, s)
     )
+}
+
+/// Where the person could move a stopped prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next<'a> {
+    /// To this candidate (`switch`).
+    To(&'a str),
+    /// Nowhere: the session is pinned to the stopped candidate.
+    Pinned,
+    /// Nowhere: the profile has no other candidate.
+    None,
 }
 
 /// The commands the editor offers (`available_commands_update`).
@@ -224,7 +241,7 @@ mod tests {
         });
         let text = stopped(
             "Claude Code",
-            Some("Codex"),
+            Next::To("Codex"),
             &s,
             "http://127.0.0.1:3000/routes/rt-1",
         );
@@ -234,8 +251,10 @@ mod tests {
              did not repeat the prompt. Send \"retry\" to run the prompt again on Claude Code, \"switch\" to continue on \
              Codex, or open http://127.0.0.1:3000/routes/rt-1."
         );
-        let alone = stopped("Claude Code", None, &s, "u");
+        let alone = stopped("Claude Code", Next::None, &s, "u");
         assert!(!alone.contains("switch"), "{alone}");
+        let pinned = stopped("Claude Code", Next::Pinned, &s, "u");
+        assert!(pinned.contains("fail-over mode"), "{pinned}");
     }
 
     #[test]

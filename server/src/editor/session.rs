@@ -76,6 +76,8 @@ impl Command {
 struct RouteAt {
     id: String,
     snapshot: RouteSnapshot,
+    /// The candidate this process pinned it to (a loaded session's route counts as unpinned).
+    pin: Option<String>,
 }
 
 struct Inner {
@@ -93,6 +95,8 @@ pub(crate) struct Session {
     editor: Editor,
     /// Bumped by each `session/cancel`.
     cancel: watch::Sender<u64>,
+    /// The session's mode: the candidate its next prompts are pinned to (`None`: fail over).
+    mode: std::sync::Mutex<Option<String>>,
     inner: Mutex<Inner>,
 }
 
@@ -113,8 +117,13 @@ impl Session {
             front,
             editor,
             cancel: watch::Sender::new(0),
+            mode: std::sync::Mutex::new(None),
             inner: Mutex::new(Inner {
-                route: route.map(|(id, snapshot)| RouteAt { id, snapshot }),
+                route: route.map(|(id, snapshot)| RouteAt {
+                    id,
+                    snapshot,
+                    pin: None,
+                }),
                 started: 0,
                 agents: Agents::default(),
             }),
@@ -127,6 +136,29 @@ impl Session {
 
     fn say(&self, text: &str) {
         self.editor.update(&say::message(text));
+    }
+
+    /// The person's `session/set_mode`: the next prompts run only on `candidate` (`None`: on
+    /// the profile's candidates, failing over).
+    pub(crate) fn set_mode(&self, candidate: Option<String>) {
+        *self.mode.lock().unwrap_or_else(|e| e.into_inner()) = candidate;
+    }
+
+    fn mode(&self) -> Option<String> {
+        self.mode.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The message of a stopped route: what happened, and what the person can do.
+    fn stopped(&self, route: &RouteAt) -> String {
+        let s = &route.snapshot;
+        let label = self.front.label(&s.candidate_id);
+        let next = self.front.next_label(&s.candidate_id);
+        let next = match (&route.pin, &next) {
+            (Some(_), _) => say::Next::Pinned,
+            (None, Some(n)) => say::Next::To(n),
+            (None, None) => say::Next::None,
+        };
+        say::stopped(&label, next, s, &self.api().route_url(&route.id))
     }
 
     /// The person's `session/cancel`.
@@ -146,7 +178,7 @@ impl Session {
         let s = &route.snapshot;
         let label = self.front.label(&s.candidate_id);
         let text = match s.state {
-            StateName::ActionRequired => say::stopped(&label, self.front.next_label(&s.candidate_id).as_deref(), s, &self.api().route_url(&route.id)),
+            StateName::ActionRequired => self.stopped(route),
             StateName::WaitingForReset | StateName::RetryWait => say::waiting(&label, s),
             StateName::Completed | StateName::Abandoned => "This session's route has ended; the next prompt starts a new one.".to_owned(),
             _ if s.attempt.is_some() => format!(
@@ -222,6 +254,7 @@ impl Session {
                 inner.route = Some(RouteAt {
                     id: r.id.clone(),
                     snapshot: s,
+                    pin: r.pin.clone(),
                 });
                 return Ok(None);
             }
@@ -231,6 +264,7 @@ impl Session {
         inner.route = Some(RouteAt {
             id: r.id.clone(),
             snapshot: s.clone(),
+            pin: r.pin.clone(),
         });
         Ok(Some(s))
     }
@@ -247,15 +281,25 @@ impl Session {
             cwd: Some(self.cwd.to_string_lossy().into_owned()),
             ..Work::default()
         };
+        let mode = self.mode();
         if let Some(r) = inner.route.clone() {
             let s = &r.snapshot;
             match s.state {
+                StateName::Active if s.attempt.is_none() && r.pin != mode => {
+                    // The person chose another mode: this route is done, a new one follows.
+                    if let Err(e) = self.api().complete(&r.id, s.generation).await {
+                        if e.status() != Some(reqwest::StatusCode::CONFLICT) {
+                            return Err(self.failed(&e));
+                        }
+                    }
+                }
                 StateName::Active if s.attempt.is_none() => {
                     match self.api().submit_work(&r.id, s.generation, &work).await {
                         Ok(next) => {
                             inner.route = Some(RouteAt {
                                 id: r.id.clone(),
                                 snapshot: next.clone(),
+                                pin: r.pin.clone(),
                             });
                             return Ok(Some(next));
                         }
@@ -266,6 +310,7 @@ impl Session {
                             inner.route = Some(RouteAt {
                                 id: r.id.clone(),
                                 snapshot: *now,
+                                pin: r.pin.clone(),
                             });
                             return Box::pin(self.new_work(inner, work.prompt)).await;
                         }
@@ -294,12 +339,19 @@ impl Session {
         let invocation = format!("{}-{}", self.id, random_suffix());
         let summary = self
             .api()
-            .start_route(&self.front.profile.id, &self.id, &invocation, &work)
+            .start_route(
+                &self.front.profile.id,
+                &self.id,
+                &invocation,
+                &work,
+                mode.as_deref(),
+            )
             .await
             .map_err(|e| self.invalid_or_failed(&e))?;
         inner.route = Some(RouteAt {
             id: summary.id.clone(),
             snapshot: summary.snapshot.clone(),
+            pin: mode,
         });
         Ok(Some(summary.snapshot))
     }
@@ -312,6 +364,7 @@ impl Session {
         cancel: &mut watch::Receiver<u64>,
     ) -> TurnEnd {
         let route_id = inner.route.as_ref().map(|r| r.id.clone()).unwrap_or_default();
+        let pin = inner.route.as_ref().and_then(|r| r.pin.clone());
         let mut stop_reason = "end_turn";
         let mut failed_on: Option<String> = None;
         let mut said_wait: Option<u64> = None;
@@ -319,6 +372,7 @@ impl Session {
             inner.route = Some(RouteAt {
                 id: route_id.clone(),
                 snapshot: s.clone(),
+                pin: pin.clone(),
             });
             if cancel.has_changed().unwrap_or(false) {
                 return self.cancelled(inner, &route_id, &s).await;
@@ -402,13 +456,9 @@ impl Session {
                     }
                 }
                 (StateName::ActionRequired, _) => {
-                    let next = self.front.next_label(&s.candidate_id);
-                    self.say(&say::stopped(
-                        &label,
-                        next.as_deref(),
-                        &s,
-                        &self.api().route_url(&route_id),
-                    ));
+                    if let Some(route) = &inner.route {
+                        self.say(&self.stopped(route));
+                    }
                     return Ok("end_turn");
                 }
                 (StateName::Completed | StateName::Abandoned, _) => {
@@ -527,6 +577,7 @@ impl Session {
                 inner.route = Some(RouteAt {
                     id: route_id.to_owned(),
                     snapshot: next,
+                    pin: inner.route.as_ref().and_then(|r| r.pin.clone()),
                 });
             }
         }

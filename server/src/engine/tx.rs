@@ -178,8 +178,13 @@ pub(crate) async fn evaluate(
     generation: u64,
     now: DateTime<Utc>,
 ) -> Result<Stepped, EngineError> {
-    let (_, profile) = pending.route_and_profile(tx, route_id).await?;
-    let candidates = circuits::options(tx, pending, &profile, route_id, now).await?;
+    let (route, profile) = pending.route_and_profile(tx, route_id).await?;
+    // Only a route whose caller runs its attempts may be pinned (`ValidatedStartRoute`).
+    let pin = match route.caller.kind.runs_attempts() {
+        true => tx.pin(route_id).await?,
+        false => None,
+    };
+    let candidates = circuits::options(tx, pending, &profile, route_id, pin.as_deref(), now).await?;
     let event = RouteEvent::CandidatesEvaluated {
         expected_generation: generation,
         candidates,
@@ -393,7 +398,18 @@ pub(crate) async fn start_route(
         ));
     }
     let id = new_id("rt", now);
-    let options = circuits::options(tx, pending, &profile, &id, now).await?;
+    if let Some(pin) = request.pin() {
+        if !profile.policy.candidates.iter().any(|c| c.id == pin) {
+            return Err(EngineError::Invalid(policy::document::ValidationErrors {
+                errors: vec![policy::document::ValidationError {
+                    path: "pin".to_owned(),
+                    code: policy::document::ValidationCode::OutOfRange,
+                    message: "The pinned candidate is not one of the profile's.".to_owned(),
+                }],
+            }));
+        }
+    }
+    let options = circuits::options(tx, pending, &profile, &id, request.pin(), now).await?;
     let transition = start(&options).map_err(|e| EngineError::Conflict(e.to_string()))?;
     let route = RouteRow {
         id: id.clone(),
@@ -409,6 +425,9 @@ pub(crate) async fn start_route(
     let writes = &mut pending.writes;
     if let Some(work) = request.work() {
         writes.put_work(&id, work, now);
+    }
+    if let Some(pin) = request.pin() {
+        writes.put_pin(&id, pin);
     }
     writes.history(HistoryInsert {
         route_id: &id,
