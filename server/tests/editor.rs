@@ -672,6 +672,113 @@ async fn a_mode_pins_the_session_to_one_agent_and_the_fail_over_mode_lets_it_swi
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_session_survives_a_server_restart_while_its_agent_runs() {
+    let go = tempfile::tempdir().unwrap();
+    let go = go.path().join("go");
+    let slow = json!([{"prompt": [{"wait_file": go}, {"message": "done after the restart"}, {"respond": {"stopReason": "end_turn"}}]}]);
+    let mut w = FakeWorld::new(&[("a", slow)]);
+    let p = ed::profile(&w.addr, "fakes", &[("a", "Agent A", stop(), stop())]);
+    let mut acp = w.acp(&p);
+    let acp_log = acp.log.clone();
+    let root = w.agents[0].root.clone();
+    let database = w.dir.path().join("r.db");
+    let (log, session_id) = Client
+        .v1()
+        .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
+            let mut session = ed::open(&cx, &root).await?;
+            let id = session.session_id().0.to_string();
+            session.send_prompt("Take your time").unwrap();
+            // The agent runs (it waits for the file); the server goes down and comes back on
+            // the same address and database.
+            let agent = &w.agents[0];
+            let prompted = async {
+                while agent.received("session/prompt") == 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(60), prompted)
+                .await
+                .expect("the agent is prompted");
+            w.serve.kill().unwrap();
+            w.serve.wait().unwrap();
+            // The agent finishes while the server is down: the report waits for it, retrying.
+            std::fs::write(&go, "").unwrap();
+            let retrying = async {
+                while !acp_log.exists()
+                    || !std::fs::read_to_string(&acp_log)
+                        .unwrap_or_default()
+                        .contains("trying again")
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(60), retrying)
+                .await
+                .expect("recourse acp retries");
+            w.serve = tokio::task::block_in_place(|| restart_serve(&database, &w.addr, &w.config));
+            let mut log = ed::TurnLog::default();
+            loop {
+                match tokio::time::timeout(ed::TURN_LIMIT, session.read_update())
+                    .await
+                    .expect("the turn ends")
+                {
+                    Ok(agent_client_protocol::v1::SessionMessage::Message(
+                        agent_client_protocol::Dispatch::Notification(n),
+                    )) => log.updates.push(n.params["update"].clone()),
+                    Ok(agent_client_protocol::v1::SessionMessage::PromptResponse(r)) => {
+                        log.stop_reason = r.ok().and_then(|r| {
+                            serde_json::to_value(&r).unwrap()["stopReason"]
+                                .as_str()
+                                .map(str::to_owned)
+                        });
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+            Ok((log, id))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        log.stop_reason.as_deref(),
+        Some("end_turn"),
+        "{log:?}\n{}",
+        acp.logged()
+    );
+    assert!(
+        log.messages().contains(&"done after the restart".to_owned()),
+        "{log:?}"
+    );
+    let route = ed::route_of(&w.addr, &session_id);
+    assert_eq!(
+        route["snapshot"]["state"], "active",
+        "the success was recorded: {route}"
+    );
+    assert!(route["snapshot"]["attempt"].is_null(), "{route}");
+}
+
+/// `recourse serve` again on `addr` (a restart: same database, same configuration).
+fn restart_serve(database: &std::path::Path, addr: &str, config: &std::path::Path) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
+        .args(["serve", "--addr", addr, "--config"])
+        .arg(config)
+        .arg("--database")
+        .arg(database)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the restarted server to answer",
+        std::time::Duration::from_secs(60),
+        || http(addr, "GET", "/healthz", None).is_some_and(|(s, _)| s == 200),
+    );
+    child
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_acp_gets_json_rpc_errors_and_the_process_goes_on() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let w = FakeWorld::new(&[("a", json!([{}]))]);

@@ -107,6 +107,13 @@ impl Api {
         loop {
             match self.once(method.clone(), path, body).await {
                 Err(ApiError::Unreachable(_)) if started.elapsed() + backoff < self.patience => {
+                    if backoff == Duration::from_millis(100) {
+                        tracing::warn!(
+                            server = self.base,
+                            path,
+                            "cannot reach the Recourse server; trying again"
+                        );
+                    }
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
                 }
