@@ -564,6 +564,10 @@ pub struct ClaimRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub lease_seconds: Option<u64>,
+    /// The runner starts the work at once: the claim is also its acknowledgement (no `ack`
+    /// call; from the answer on, the attempt may have run, and it must heartbeat).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub acknowledge: bool,
 }
 
 /// A claimed attempt: what to run and the lease that holds it.

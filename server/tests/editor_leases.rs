@@ -217,16 +217,23 @@ async fn a_runner_that_goes_away_leaves_an_ambiguous_attempt_never_repeated() {
     let (h, a, _b, p) = setup().await;
     let (_, route) = h.post("/api/v1/routes", editor_start(&p, "es-5", "/tmp")).await;
     let r = route["id"].as_str().unwrap().to_owned();
-    let (_, grant) = h
+    // Claimed and acknowledged in one call (the runner starts at once): it must heartbeat.
+    let (status, grant) = h
         .post(
             &format!("/api/v1/routes/{r}/claim"),
-            json!({"runner": "zed", "lease_seconds": 30}),
+            json!({"runner": "zed", "lease_seconds": 30, "acknowledge": true}),
         )
         .await;
-    let ack = format!("/api/v1/dispatches/{r}/{}/ack", grant["attempt"]);
-    h.post(&ack, json!({"lease_id": grant["lease_id"], "lease_seconds": 30}))
+    assert_eq!(status, StatusCode::OK, "{grant}");
+    let beat = format!("/api/v1/dispatches/{r}/{}/heartbeat", grant["attempt"]);
+    h.advance(20).await;
+    let (status, _) = h
+        .post(&beat, json!({"lease_id": grant["lease_id"], "lease_seconds": 30}))
         .await;
-    h.advance(31).await;
+    assert_eq!(status, StatusCode::OK, "an acknowledged lease is renewed");
+    h.advance(29).await;
+    assert_eq!(h.snapshot(&r).await["state"], "active");
+    h.advance(2).await;
     let s = h.snapshot(&r).await;
     assert_eq!(s["state"], "action_required", "{s}");
     assert_eq!(s["action_reason"], "ambiguous_dispatch", "{s}");

@@ -109,7 +109,11 @@ async fn claim(
     }
     check_identifier(&request.runner, "the runner name").map_err(|e| invalid("runner", e.code, e.message))?;
     let seconds = lease_seconds(request.lease_seconds)?;
-    match s.engine.claim(&request.runner, seconds).await? {
+    match s
+        .engine
+        .claim(&request.runner, seconds, request.acknowledge)
+        .await?
+    {
         Some(lease) => Ok(Json(grant(&s, lease).await?).into_response()),
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }
@@ -133,7 +137,11 @@ async fn claim_route(
             route.caller.kind
         )));
     }
-    match s.engine.claim_route(&route_id, &request.runner, seconds).await? {
+    match s
+        .engine
+        .claim_route(&route_id, &request.runner, seconds, request.acknowledge)
+        .await?
+    {
         Some(lease) => Ok(Json(grant(&s, lease).await?).into_response()),
         None => Ok(StatusCode::NO_CONTENT.into_response()),
     }

@@ -7,8 +7,10 @@
 //! backoff, from 100 ms doubling to 5 s, for as long as [`Api::patience`]: long enough to ride
 //! out a restart, after which the caller tells the person. Every call the server may have
 //! applied before the connection broke is one whose repeat is harmless: fenced by the route's
-//! generation (work, actions), by the lease (ack, heartbeat, report), or refused as a repeat
-//! (a route start names its invocation, which has at most one route).
+//! generation (work, actions), by the lease (heartbeat, report), or refused as a repeat (a
+//! route start names its invocation, which has at most one route). A claim (acknowledged at
+//! once) whose answer was lost is the one exception: its repeat finds the attempt held, nobody
+//! runs it, and its lease runs out into an ambiguous attempt that stops for the person.
 
 use policy::{
     api::{LeaseGrant, LeaseState, Profile, RouteDetail, RouteSummary, Work},
@@ -124,6 +126,23 @@ impl Api {
 
     /// One call, once.
     async fn once(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<(StatusCode, Value), ApiError> {
+        let started = std::time::Instant::now();
+        let answer = self.once_untimed(method, path, body).await;
+        tracing::debug!(
+            path,
+            ms = started.elapsed().as_secs_f64() * 1000.0,
+            ok = answer.is_ok(),
+            "server call"
+        );
+        answer
+    }
+
+    async fn once_untimed(
         &self,
         method: Method,
         path: &str,
@@ -303,37 +322,36 @@ impl Api {
             .ok_or_else(|| ApiError::Unexpected("abandon answered 204".to_owned()))
     }
 
-    /// Claims the route's started attempt (`None`: it has none nobody holds).
+    /// Claims the route's started attempt, acknowledged at once: the runner starts it as soon
+    /// as the answer comes (`None`: the route has no attempt nobody holds).
     pub(crate) async fn claim(
         &self,
         route_id: &str,
         runner: &str,
         lease_seconds: u64,
     ) -> Result<Option<LeaseGrant>, ApiError> {
-        let body = json!({"runner": runner, "lease_seconds": lease_seconds});
+        let body = json!({"runner": runner, "lease_seconds": lease_seconds, "acknowledge": true});
         self.post(&format!("/api/v1/routes/{}/claim", seg(route_id)), &body)
             .await
     }
 
-    /// Acknowledges (`ack`) or renews the lease.
-    pub(crate) async fn renew(
+    /// Renews the lease for `lease_seconds` more (a heartbeat).
+    pub(crate) async fn heartbeat(
         &self,
         grant: &LeaseGrant,
         lease_seconds: u64,
-        ack: bool,
     ) -> Result<LeaseState, ApiError> {
-        let verb = if ack { "ack" } else { "heartbeat" };
         let body = json!({"lease_id": grant.lease_id, "lease_seconds": lease_seconds});
         self.post(
             &format!(
-                "/api/v1/dispatches/{}/{}/{verb}",
+                "/api/v1/dispatches/{}/{}/heartbeat",
                 seg(&grant.route_id),
                 grant.attempt
             ),
             &body,
         )
         .await?
-        .ok_or_else(|| ApiError::Unexpected("a lease renewal answered 204".to_owned()))
+        .ok_or_else(|| ApiError::Unexpected("a heartbeat answered 204".to_owned()))
     }
 
     /// Reports the leased attempt: success, or the failure's evidence envelope.

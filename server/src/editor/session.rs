@@ -477,16 +477,9 @@ impl Session {
         grant: &LeaseGrant,
         cancel: &mut watch::Receiver<u64>,
     ) -> Result<(RouteSnapshot, Outcome), acp::Error> {
+        // The claim was the acknowledgement: from here on the attempt may have run.
         let api = self.api().clone();
         let seconds = self.front.lease_seconds;
-        if let Err(e) = api.renew(grant, seconds, true).await {
-            let now = self
-                .reread(&grant.route_id)
-                .await
-                .map_err(|e2| self.failed(&e2))?;
-            tracing::debug!(error = %e, "the lease was gone before it was acknowledged");
-            return Ok((now, Outcome::Stopped));
-        }
         let Some(agent) = grant
             .runner
             .as_deref()
@@ -517,7 +510,7 @@ impl Session {
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(every).await;
-                    match api.renew(&grant, seconds, false).await {
+                    match api.heartbeat(&grant, seconds).await {
                         Ok(_) => {}
                         Err(e) if e.code() == Some("lease_lost") => {
                             lost.store(true, std::sync::atomic::Ordering::Release);

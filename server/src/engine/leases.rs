@@ -47,15 +47,27 @@ pub(crate) fn launched_as(caller: CallerKind, mut target: CandidateTarget) -> Ca
 
 impl Engine {
     /// Claims the oldest started `external` attempt nobody holds for `runner`, for `seconds`.
-    pub(crate) async fn claim(&self, runner: &str, seconds: u64) -> Result<Option<Lease>, EngineError> {
+    /// `acknowledge`: the runner starts the work at once (the claim is its acknowledgement).
+    pub(crate) async fn claim(
+        &self,
+        runner: &str,
+        seconds: u64,
+        acknowledge: bool,
+    ) -> Result<Option<Lease>, EngineError> {
         let (reply, answer) = oneshot::channel();
         self.enqueue(vec![Job::Claim {
             runner: runner.to_owned(),
             seconds,
             route: None,
+            acknowledge,
             reply,
         }])?;
-        answer.await.map_err(|_| EngineError::Task)?
+        let lease = answer.await.map_err(|_| EngineError::Task)??;
+        if acknowledge && lease.is_some() {
+            // A lease timer was armed.
+            self.wake();
+        }
+        Ok(lease)
     }
 
     /// Claims the started attempt of `route_id` for `runner`, for `seconds`, when the route's
@@ -65,15 +77,21 @@ impl Engine {
         route_id: &str,
         runner: &str,
         seconds: u64,
+        acknowledge: bool,
     ) -> Result<Option<Lease>, EngineError> {
         let (reply, answer) = oneshot::channel();
         self.enqueue(vec![Job::Claim {
             runner: runner.to_owned(),
             seconds,
             route: Some(route_id.to_owned()),
+            acknowledge,
             reply,
         }])?;
-        answer.await.map_err(|_| EngineError::Task)?
+        let lease = answer.await.map_err(|_| EngineError::Task)??;
+        if acknowledge && lease.is_some() {
+            self.wake();
+        }
+        Ok(lease)
     }
 
     /// Acknowledges (`ack`) or renews a lease for `seconds` more; `None` when it is not the

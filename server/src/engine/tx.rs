@@ -296,12 +296,18 @@ pub(crate) async fn launched(
 /// An external runner claims the oldest started `external` attempt nobody holds (or, `route`
 /// given, that route's, if its caller runs its attempts): a lease of `seconds` that lapses (and
 /// the attempt is offered again) unless it is acknowledged.
+///
+/// `acknowledge`: the runner starts the work at once, so the claim is acknowledged in the same
+/// step (one round trip and one commit fewer): from its commit on, the attempt may have run,
+/// and the lease's timer watches it as after `ack`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     tx: &mut Tx<'_>,
     pending: &mut Pending,
     runner: &str,
     route: Option<&str>,
     seconds: u64,
+    acknowledge: bool,
     now: DateTime<Utc>,
 ) -> Result<Option<Lease>, EngineError> {
     pending.flush(tx, now).await?;
@@ -318,10 +324,19 @@ pub(crate) async fn claim(
         generation,
         lease_id: new_id("ls", now),
         runner: runner.to_owned(),
-        acked: false,
+        acked: acknowledge,
         expires: policy::time::after_seconds(now, seconds),
     };
     pending.writes.put_lease(&lease, now);
+    if acknowledge {
+        pending.writes.upsert_timer(
+            &lease.route_id,
+            TimerKind::Lease,
+            lease.generation,
+            due_ms(lease.expires),
+            None,
+        );
+    }
     Ok(Some(lease))
 }
 

@@ -88,6 +88,8 @@ pub(super) enum Job {
         seconds: u64,
         /// A claim limited to this route (its caller runs its attempts: `editor`).
         route: Option<String>,
+        /// Acknowledged at once (the runner starts the work now).
+        acknowledge: bool,
         reply: oneshot::Sender<Result<Option<Lease>, EngineError>>,
     },
     /// An external runner acknowledges or renews its lease on a route's attempt.
@@ -464,8 +466,9 @@ async fn run_job(
             runner,
             seconds,
             route,
+            acknowledge,
             ..
-        } => Done::Lease(tx::claim(tx, pending, runner, route.as_deref(), *seconds, now).await),
+        } => Done::Lease(tx::claim(tx, pending, runner, route.as_deref(), *seconds, *acknowledge, now).await),
         Job::Lease { route_id, op, .. } => Done::Lease(tx::lease(tx, pending, route_id, op, now).await),
         Job::Reconcile { orphans_only, .. } => Done::Reconcile(
             async {
