@@ -77,7 +77,7 @@ pub struct AcpArgs {
     /// The Recourse server, e.g. `http://127.0.0.1:3000`.
     #[arg(long, env = "RECOURSE_SERVER", default_value = "http://127.0.0.1:3000")]
     pub server: String,
-    /// The profile whose candidates run the editor's prompts (its id).
+    /// The profile whose candidates run the editor's prompts: its id, or its name.
     #[arg(long, env = "RECOURSE_PROFILE")]
     pub profile: String,
     /// The configuration file whose `[[agent]]` entries this process starts (the same ids as
@@ -354,6 +354,40 @@ mod tests {
             "rct_x"
         ])
         .is_err());
+    }
+
+    /// README's editor snippets (Zed, JetBrains, CodeCompanion, avante) start a command line
+    /// `recourse acp` accepts.
+    #[test]
+    fn the_readme_editor_snippets_are_command_lines_acp_accepts() {
+        let readme = include_str!("../../README.md");
+        let start = readme
+            .find("## Use Recourse from your editor")
+            .expect("the section");
+        let section = &readme[start..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+        let mut found = 0;
+        for line in section[..end].lines() {
+            let line = line.trim();
+            // `"args": ["acp", ...]` (JSON), `args = { "acp", ... }` and
+            // `default = { "recourse", "acp", ... }` (Lua).
+            let Some(list) = line
+                .strip_prefix("\"args\": [")
+                .or_else(|| line.strip_prefix("args = {"))
+                .or_else(|| line.strip_prefix("default = { \"recourse\","))
+            else {
+                continue;
+            };
+            let words = list.split('"').skip(1).step_by(2);
+            let cli = Cli::try_parse_from(std::iter::once("recourse").chain(words))
+                .unwrap_or_else(|e| panic!("{line}: {e}"));
+            let Command::Acp(args) = cli.command else {
+                panic!("{line} is not `recourse acp`")
+            };
+            assert_eq!(args.profile, "coding", "{line}");
+            found += 1;
+        }
+        assert_eq!(found, 4, "Zed, JetBrains, CodeCompanion, avante");
     }
 
     #[test]

@@ -233,6 +233,11 @@ impl Api {
         self.get(&format!("/api/v1/profiles/{}", seg(id))).await
     }
 
+    /// The profiles the token reaches (their summaries: id and name).
+    pub(crate) async fn profiles(&self) -> Result<Vec<Value>, ApiError> {
+        self.get("/api/v1/profiles").await
+    }
+
     pub(crate) async fn route(&self, id: &str) -> Result<RouteDetail, ApiError> {
         self.get(&format!("/api/v1/routes/{}", seg(id))).await
     }

@@ -152,13 +152,7 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
             missing.join(", ")
         ));
     }
-    let profile = api
-        .profile(&args.profile)
-        .await
-        .map_err(|e| match e.status().map(|s| s.as_u16()) {
-            Some(404 | 403) => anyhow!("no profile `{}` within this token's reach", args.profile),
-            _ => anyhow!("{e}"),
-        })?;
+    let profile = profile_named(&api, &args.profile).await?;
     for t in &profile.targets {
         match (t.dispatcher, t.runner.as_deref()) {
             (DispatcherKind::Acp, Some(id)) if config.agent(id).is_some() => {}
@@ -237,6 +231,30 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => Err(anyhow!("the editor's connection failed: {}", e.message)),
+    }
+}
+
+/// The profile `wanted` names: its id, or else its name (one profile of that name within the
+/// token's reach).
+async fn profile_named(api: &api::Api, wanted: &str) -> anyhow::Result<Profile> {
+    let missing = || anyhow!("no profile `{wanted}` within this token's reach");
+    match api.profile(wanted).await {
+        Ok(p) => return Ok(p),
+        Err(e) if !matches!(e.status().map(|s| s.as_u16()), Some(404 | 403 | 400)) => {
+            return Err(anyhow!("{e}"))
+        }
+        Err(_) => {}
+    }
+    let list = api.profiles().await.map_err(|e| anyhow!("{e}"))?;
+    let named: Vec<&str> = list
+        .iter()
+        .filter(|p| p["name"] == wanted)
+        .filter_map(|p| p["id"].as_str())
+        .collect();
+    match named.as_slice() {
+        [id] => api.profile(id).await.map_err(|e| anyhow!("{e}")),
+        [] => Err(missing()),
+        _ => Err(anyhow!("several profiles are named `{wanted}`: give its id")),
     }
 }
 
