@@ -265,6 +265,13 @@ impl Agents {
         Outcome::Failed { envelope }
     }
 
+    /// Stops every agent in the background.
+    pub(crate) fn dispose_all(&mut self) {
+        for (_, r) in self.running.drain() {
+            r.dispose();
+        }
+    }
+
     /// Stops every agent (the editor is gone, or `recourse acp` stops).
     pub(crate) async fn stop_all(&mut self) {
         let stops: Vec<_> = self

@@ -58,6 +58,9 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 /// The mode that fails over (the profile's candidates in order).
 const AUTO: &str = "auto";
 
+/// At most this many sessions keep their agents running between turns.
+const LIVE_SESSIONS: usize = 4;
+
 /// What every editor session of this process shares.
 pub(crate) struct Front {
     api: api::Api,
@@ -109,14 +112,33 @@ impl Front {
             .cloned()
     }
 
-    /// Whether `cwd` is a folder under a root of one of the profile's agents.
+    /// Whether `cwd` is a folder under a root of every one of the profile's agents (any of them
+    /// may take the session's prompts).
     fn allows(&self, cwd: &Path) -> bool {
         self.profile
             .targets
             .iter()
             .filter_map(|t| t.runner.as_deref())
             .filter_map(|id| self.config.agent(id))
-            .any(|a| crate::config::cwd_under(cwd, &a.allowed_roots).is_some())
+            .all(|a| crate::config::cwd_under(cwd, &a.allowed_roots).is_some())
+    }
+
+    /// Stops the agents of the sessions beyond the [`LIVE_SESSIONS`] most recently used (an
+    /// editor opens a session per conversation and never closes one in ACP v1). `except` is the
+    /// session that just ran. A session running a turn now is left alone.
+    fn trim(&self, except: &str) {
+        let mut sessions: Vec<Arc<Session>> = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|s| s.id != except)
+            .cloned()
+            .collect();
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.last_used()));
+        for s in sessions.iter().skip(LIVE_SESSIONS - 1) {
+            s.stop_idle_agents();
+        }
     }
 }
 
@@ -215,6 +237,8 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         )
         .connect_to(transport)
         .await;
+    // The editor is gone: stop what runs (a cancel, as the person's), then the agents, within a
+    // bound (the agent guards end whatever is left when this process exits).
     let sessions: Vec<Arc<Session>> = front
         .sessions
         .lock()
@@ -222,8 +246,12 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         .drain()
         .map(|(_, s)| s)
         .collect();
-    for s in sessions {
-        s.close().await;
+    for s in &sessions {
+        s.cancel();
+    }
+    let closing = futures_util::future::join_all(sessions.iter().map(|s| s.close()));
+    if tokio::time::timeout(std::time::Duration::from_secs(20), closing).await.is_err() {
+        tracing::warn!("the editor is gone and some agents did not stop in time; their guards end them");
     }
     match served {
         Ok(()) => Ok(ExitCode::SUCCESS),
@@ -282,12 +310,16 @@ impl Front {
                     }
                     "session/new" | "session/load" | "session/prompt" => {
                         tokio::spawn(async move {
-                            let answer = match method.as_str() {
+                            let (answer, opened) = match method.as_str() {
                                 "session/new" => self.new_session(params, cx).await,
                                 "session/load" => self.load_session(params, cx).await,
-                                _ => self.prompt(params).await,
+                                _ => (self.prompt(params).await, None),
                             };
                             let _ = responder.respond_with_result(answer);
+                            // After the answer that names the session: its commands.
+                            if let Some(editor) = opened {
+                                editor.update(&say::commands());
+                            }
                         });
                     }
                     _ => {
@@ -370,11 +402,23 @@ impl Front {
         }
     }
 
+    /// `session/new`: the answer, and the session's editor (told its commands after it).
     async fn new_session(
         self: Arc<Self>,
         params: Value,
         cx: v1::ConnectionTo<Client>,
-    ) -> Result<Value, acp::Error> {
+    ) -> (Result<Value, acp::Error>, Option<agents::Editor>) {
+        match self.open_session(params, cx).await {
+            Ok((answer, editor)) => (Ok(answer), Some(editor)),
+            Err(e) => (Err(e), None),
+        }
+    }
+
+    async fn open_session(
+        self: Arc<Self>,
+        params: Value,
+        cx: v1::ConnectionTo<Client>,
+    ) -> Result<(Value, agents::Editor), acp::Error> {
         let cwd = self.cwd(&params)?;
         let mut b = [0_u8; 12];
         getrandom::fill(&mut b).map_err(|_| acp::Error::internal_error())?;
@@ -385,9 +429,7 @@ impl Front {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id.clone(), session);
-        // After the answer, which carries the session id the update names.
-        tokio::spawn(async move { editor.update(&say::commands()) });
-        Ok(json!({"sessionId": id, "modes": self.modes()}))
+        Ok((json!({"sessionId": id, "modes": self.modes()}), editor))
     }
 
     /// The session's modes: `auto` (the profile's candidates, failing over), or one candidate
@@ -423,11 +465,23 @@ impl Front {
         Ok(json!({}))
     }
 
+    /// `session/load`: the answer, and the session's editor (told its commands after it).
     async fn load_session(
         self: Arc<Self>,
         params: Value,
         cx: v1::ConnectionTo<Client>,
-    ) -> Result<Value, acp::Error> {
+    ) -> (Result<Value, acp::Error>, Option<agents::Editor>) {
+        match self.reopen_session(params, cx).await {
+            Ok((answer, editor)) => (Ok(answer), Some(editor)),
+            Err(e) => (Err(e), None),
+        }
+    }
+
+    async fn reopen_session(
+        self: Arc<Self>,
+        params: Value,
+        cx: v1::ConnectionTo<Client>,
+    ) -> Result<(Value, agents::Editor), acp::Error> {
         let id = params["sessionId"]
             .as_str()
             .filter(|id| {
@@ -461,8 +515,7 @@ impl Front {
         }
         // The durable part of the conversation, before the answer: where its route stands.
         session.resumed().await;
-        tokio::spawn(async move { editor.update(&say::commands()) });
-        Ok(json!({"modes": self.modes()}))
+        Ok((json!({"modes": self.modes()}), editor))
     }
 
     async fn prompt(self: Arc<Self>, params: Value) -> Result<Value, acp::Error> {
@@ -481,6 +534,7 @@ impl Front {
                 )
             })?;
         let stop_reason = session.prompt(prompt).await?;
+        self.trim(&session.id);
         Ok(json!({"stopReason": stop_reason}))
     }
 }

@@ -97,6 +97,8 @@ pub(crate) struct Session {
     cancel: watch::Sender<u64>,
     /// The session's mode: the candidate its next prompts are pinned to (`None`: fail over).
     mode: std::sync::Mutex<Option<String>>,
+    /// When its last turn ended (or it opened).
+    last_used: std::sync::Mutex<std::time::Instant>,
     inner: Mutex<Inner>,
 }
 
@@ -118,6 +120,7 @@ impl Session {
             editor,
             cancel: watch::Sender::new(0),
             mode: std::sync::Mutex::new(None),
+            last_used: std::sync::Mutex::new(std::time::Instant::now()),
             inner: Mutex::new(Inner {
                 route: route.map(|(id, snapshot)| RouteAt {
                     id,
@@ -166,9 +169,22 @@ impl Session {
         self.cancel.send_modify(|n| *n += 1);
     }
 
-    /// Stops the session's agents.
+    /// Stops the session's agents (after its running turn, if any).
     pub(crate) async fn close(&self) {
         self.inner.lock().await.agents.stop_all().await;
+    }
+
+    /// When its last turn ended.
+    pub(crate) fn last_used(&self) -> std::time::Instant {
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stops the session's agents unless a turn runs now (its next prompt starts them again, in
+    /// new sessions of their own).
+    pub(crate) fn stop_idle_agents(&self) {
+        if let Ok(mut inner) = self.inner.try_lock() {
+            inner.agents.dispose_all();
+        }
     }
 
     /// What the person sees of the route when the session is loaded again.
@@ -232,7 +248,9 @@ impl Session {
                 None => return Ok("end_turn"),
             },
         };
-        self.drive(&mut inner, snapshot, &mut cancel).await
+        let end = self.drive(&mut inner, snapshot, &mut cancel).await;
+        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = std::time::Instant::now();
+        end
     }
 
     /// A command on a stopped or waiting route: the manual action with its generation.
