@@ -7,7 +7,7 @@
 //! independent of the client under test catches serialization mistakes an SDK-to-SDK test
 //! would hide. The payloads the scripts use in the tests are what real agents send
 //! (claude-agent-acp, gemini --acp, codex-acp, qwen --acp; the matrix test in
-//! `server/tests/agents_matrix.rs` runs the real ones).
+//! `server/tests/it/agents_matrix.rs` runs the real ones).
 //!
 //! How it differs from the real agents it stands for, in what Recourse can observe:
 //! - Stdin EOF: by default it stays (blocked, like Claude Code's and Codex's adapters, which

@@ -30,7 +30,8 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the web UI, the REST API and the route timers on one SQLite file.
+    /// Run the web UI, the REST API and the route timers: alone on a SQLite file, or as one of
+    /// several replicas on a PostgreSQL database.
     Serve(ServeArgs),
     /// Create the database if needed and apply pending migrations, then exit.
     Migrate(DatabaseArgs),

@@ -270,7 +270,7 @@ impl RunnerConfig {
                     ));
                 } else if value.len() > MAX_SET_ENV_BYTES
                     || value.contains('\0')
-                    || classifier::redact::redact(value) != *value
+                    || reads_as_credential(value)
                 {
                     problems.push(format!(
                         "{at}: not a setting Recourse passes by value (at most \
@@ -364,6 +364,12 @@ fn check_id(id: &str, at: &str, seen: &mut HashSet<String>, problems: &mut Vec<S
     } else if !seen.insert(id.to_owned()) {
         problems.push(format!("{at}: another entry of this kind already has this id"));
     }
+}
+
+/// Whether a `set_env` value reads as a credential, as the evidence redactor judges text. An
+/// absolute path is a path (a temp folder's random name is not a key), judged no further.
+fn reads_as_credential(value: &str) -> bool {
+    !value.starts_with('/') && classifier::redact::redact(value) != value
 }
 
 /// Longest value of an agent's `set_env` entry.
@@ -578,6 +584,7 @@ mod tests {
             [agent.set_env]
             ANTHROPIC_API_KEY = "not-even-a-real-one"
             HOME = "/srv/home"
+            TMPDIR = "/tmp/.tmpZq8vN2xYpL4mK7rT1wB9cD3f"
             NOTE = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH"
             "1BAD" = "x"
             "#
@@ -595,6 +602,7 @@ mod tests {
             !joined.contains("not-even") && !joined.contains("Zq8vN2"),
             "{joined}"
         );
+        assert!(!joined.contains("TMPDIR"), "a path is a path: {joined}");
     }
 
     #[test]

@@ -24,8 +24,8 @@ use tokio::{net::TcpListener, sync::watch};
 
 /// UI options for the server: the address from the command line, production mode (no dev
 /// auto-reload), and the output name compiled in by cargo-leptos or `.cargo/config.toml`.
-/// `serve` replaces the output name with the content-hashed one of the embedded UI; file
-/// hashing is the server's own (see [`crate::assets`]), never Leptos's `hash.txt` next to the
+/// `serve` replaces the output name and the package folder with those of the embedded UI
+/// (its build's own folder, named by a hash of the build); file hashing is the server's own (see [`crate::assets`]), never Leptos's `hash.txt` next to the
 /// binary, which an installed binary would not have.
 pub fn leptos_options(args: &ServeArgs) -> anyhow::Result<LeptosOptions> {
     let mut options = get_configuration(None)
@@ -44,15 +44,18 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(ui) => {
             // Release builds carry it; debug builds read the clone's target/site.
             tracing::info!(
-                name = ui.stem(),
+                folder = ui.pkg_dir(),
+                name = ui.output_name(),
+                split = ui.split().is_some(),
                 embedded = cfg!(not(debug_assertions)),
                 "serving the web UI"
             );
-            leptos.output_name = ui.stem().into();
+            leptos.output_name = ui.output_name().into();
+            leptos.site_pkg_dir = ui.pkg_dir().into();
         }
         None => tracing::warn!(
             "this binary was built without its web UI: pages answer 503 with how to build it; the \
-             REST API and /healthz work. Build the UI with `cargo leptos build --release --precompress` \
+             REST API and /healthz work. Build the UI with `cargo leptos build --release --precompress --split` \
              (or `./dev run`), then build the server again"
         ),
     }

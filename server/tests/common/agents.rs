@@ -3,10 +3,10 @@
 //! (`gemini --acp`) and Qwen Code (`qwen --acp`), installed by `./dev` from npm at pinned
 //! versions (`scripts/agents.sh`) into the folder `RECOURSE_AGENTS_DIR` names.
 //!
-//! A test that needs them calls [`dir`] first: without `RECOURSE_AGENTS_DIR` it prints one line
-//! `SKIPPED (no RECOURSE_AGENTS_DIR): <test>` and the test returns; with
+//! A test that needs them calls [`dir`] first: without `RECOURSE_AGENTS_DIR` the test is
+//! reported skipped and counted like every other skip (`requires.rs`) and returns; with
 //! `RECOURSE_REQUIRE_AGENTS=1` (what `./dev test`, and so CI, sets) that is a failure instead,
-//! inside the test itself. The skip is this one function, so a runner can count the lines.
+//! inside the test itself.
 //!
 //! Each agent is pointed at the fake provider through its own variables or config file, as an
 //! operator would (README, "ACP agents"): a `HOME` of its own in a temp dir holding its settings
@@ -23,32 +23,23 @@ use std::{
     sync::Once,
 };
 
-/// The folder whose `node_modules/.bin/` holds the four agents, or `None` after printing the
-/// skip line (a failure under `RECOURSE_REQUIRE_AGENTS=1`).
-pub fn dir(test: &str) -> Option<PathBuf> {
-    match std::env::var_os("RECOURSE_AGENTS_DIR").filter(|d| !d.is_empty()) {
-        Some(d) => {
-            let d = PathBuf::from(d);
-            for b in Published::ALL {
-                let bin = d.join("node_modules/.bin").join(b.bin());
-                assert!(
-                    bin.exists(),
-                    "RECOURSE_AGENTS_DIR has no {} (run scripts/agents.sh install)",
-                    bin.display()
-                );
-            }
-            Some(d)
-        }
-        None => {
-            assert!(
-                std::env::var("RECOURSE_REQUIRE_AGENTS").as_deref() != Ok("1"),
-                "{test}: RECOURSE_REQUIRE_AGENTS=1 but RECOURSE_AGENTS_DIR is not set \
-                 (./dev test sets it; scripts/agents.sh install prints the folder)"
-            );
-            println!("SKIPPED (no RECOURSE_AGENTS_DIR): {test}");
-            None
-        }
+/// The folder whose `node_modules/.bin/` holds the four agents, or `None` when the run has
+/// none: the test is then recorded as skipped (`requires.rs`, need `agents`), and fails instead
+/// under `RECOURSE_REQUIRE_AGENTS=1`.
+pub fn dir(_test: &str) -> Option<PathBuf> {
+    if !super::requires::check(super::requires::Need::Agents) {
+        return None;
     }
+    let d = PathBuf::from(std::env::var_os("RECOURSE_AGENTS_DIR")?);
+    for b in Published::ALL {
+        let bin = d.join("node_modules/.bin").join(b.bin());
+        assert!(
+            bin.exists(),
+            "RECOURSE_AGENTS_DIR has no {} (run scripts/agents.sh install)",
+            bin.display()
+        );
+    }
+    Some(d)
 }
 
 /// The dummy keys the agents' configurations name (`env`), set once in this process before

@@ -303,7 +303,7 @@ pub(super) async fn hello(stdin: ChildStdin, stdout: ChildStdout, step: Duration
                 Ok(Ok(init)) => Ok(Hello {
                     name: init.agent_info.as_ref().map(|i| i.name.clone()),
                     version: init.agent_info.as_ref().map(|i| i.version.clone()),
-                    protocol_version: serde_json::to_value(&init.protocol_version)
+                    protocol_version: serde_json::to_value(init.protocol_version)
                         .ok()
                         .and_then(|v| v.as_u64())
                         .unwrap_or(0),
