@@ -34,6 +34,7 @@ mod crash;
 mod defects;
 mod delivery;
 mod editor;
+mod editor_fake_agents;
 mod editor_leases;
 mod engine;
 mod events;

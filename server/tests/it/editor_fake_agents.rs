@@ -1,0 +1,438 @@
+//! `recourse acp` with fake agents beneath (`fake-acp-agent`; always run, on either backend):
+//! the real binary, driven over its standard input and output by the `agent-client-protocol`
+//! crate's client side, against a real `recourse serve`:
+//! - a switch is said, and the agent's requests reach the editor;
+//! - a mode pins the session to one agent, and the fail-over mode lets it switch;
+//! - the editor session survives a server restart while its agent runs;
+//! - malformed ACP gets JSON-RPC errors and the process goes on;
+//! - a refused token, an unreachable server and a profile out of reach stop it at start with a
+//!   clear message.
+//!
+//! The same with the published agents is `editor.rs`.
+
+use crate::common;
+
+use agent_client_protocol::{v1::ConnectionTo, Agent, Client};
+use common::{
+    editor::{self as ed, Acp, Answer},
+    *,
+};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+/// Skip (or, on the next call, retry): switch at once.
+fn skip() -> Value {
+    class_policy(0, 0, 0, "skip")
+}
+
+fn stop() -> Value {
+    class_policy(0, 0, 0, "stop")
+}
+
+/// Waits (bounded, checking every 50 ms) until `done` holds.
+fn wait_until(what: &str, limit: std::time::Duration, done: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + limit;
+    while !done() {
+        assert!(std::time::Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A served Recourse with fake agents configured (no published agent needed).
+struct FakeWorld {
+    dir: tempfile::TempDir,
+    serve: std::process::Child,
+    addr: String,
+    config: PathBuf,
+    agents: Vec<common::fake_agent::FakeAgent>,
+}
+
+impl FakeWorld {
+    /// Each agent of its own provider (so one's circuit never holds another).
+    fn new(agents: &[(&str, Value)]) -> FakeWorld {
+        let dir = tempfile::tempdir().unwrap();
+        let agents: Vec<_> = agents
+            .iter()
+            .map(|(id, attempts)| {
+                common::fake_agent::FakeAgent::new(
+                    dir.path(),
+                    id,
+                    &format!("provider-{id}"),
+                    attempts.clone(),
+                )
+            })
+            .collect();
+        let config = dir.path().join("recourse.toml");
+        std::fs::write(
+            &config,
+            agents.iter().map(|a| a.toml("") + "\n").collect::<String>(),
+        )
+        .unwrap();
+        let (serve, addr, _) = spawn_serve(
+            backend::database(dir.path(), "r.db"),
+            &["--config", config.to_str().unwrap()],
+            false,
+        );
+        FakeWorld {
+            dir,
+            serve,
+            addr,
+            config,
+            agents,
+        }
+    }
+
+    fn acp(&self, profile: &str) -> Acp {
+        Acp::start(
+            self.dir.path(),
+            &self.addr,
+            profile,
+            &self.config,
+            &token_for(&self.addr).unwrap(),
+            &[],
+        )
+    }
+}
+
+impl Drop for FakeWorld {
+    fn drop(&mut self) {
+        let _ = self.serve.kill();
+        let _ = self.serve.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_fake_agents_a_switch_is_said_and_the_agents_requests_reach_the_editor() {
+    let overloaded = json!([{"prompt": [{"error": {"code": -32603,
+        "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
+    let asks = json!([{"prompt": [
+        {"request": {"method": "session/request_permission", "params": {"toolCall": {"toolCallId": "t1", "title": "Write"},
+            "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}},
+        {"request": {"method": "fs/read_text_file", "params": {"path": "/etc/hostname"}}},
+        {"message": "hello from b"},
+        {"respond": {"stopReason": "end_turn"}}]}]);
+    let w = FakeWorld::new(&[("a", overloaded), ("b", asks)]);
+    let p = ed::profile(
+        &w.addr,
+        "fakes",
+        &[("a", "Agent A", skip(), skip()), ("b", "Agent B", stop(), stop())],
+    );
+    let mut acp = w.acp(&p);
+    let root = w.agents[0].root.clone();
+    let (first, second) = Client
+        .v1()
+        .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
+            let mut session = ed::open(&cx, &root).await?;
+            let first = ed::turn(&mut session, "Say hello", Answer::Allow, |_| false).await;
+            let second = ed::turn(&mut session, "Once more", Answer::Allow, |_| false).await;
+            Ok((first, second))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        first.stop_reason.as_deref(),
+        Some("end_turn"),
+        "{first:?}\n{}",
+        acp.logged()
+    );
+    assert_eq!(
+        first.recourse(),
+        ["Agent A is overloaded (provider_overloaded); continuing on Agent B"],
+        "{first:?}"
+    );
+    assert!(first.messages().contains(&"hello from b".to_owned()), "{first:?}");
+    let methods: Vec<&str> = first.requests.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        ["session/request_permission", "fs/read_text_file"],
+        "{first:?}"
+    );
+    // The editor's answers reached the agent.
+    let answers: Vec<Value> = w.agents[1]
+        .log()
+        .into_iter()
+        .filter(|l| l["recv"]["result"].is_object())
+        .map(|l| l["recv"]["result"].clone())
+        .collect();
+    assert!(
+        answers.iter().any(|r| r["outcome"]["optionId"] == "yes"),
+        "{answers:?}"
+    );
+    assert!(
+        answers.iter().any(|r| r["content"] == "from the editor"),
+        "{answers:?}"
+    );
+    // The next prompt runs on the same agent process and session, not a new one.
+    assert_eq!(second.stop_reason.as_deref(), Some("end_turn"), "{second:?}");
+    assert!(second.recourse().is_empty(), "{second:?}");
+    assert_eq!(
+        w.agents[1].received("initialize"),
+        1,
+        "one process for both turns"
+    );
+    assert_eq!(w.agents[1].received("session/prompt"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mode_pins_the_session_to_one_agent_and_the_fail_over_mode_lets_it_switch() {
+    let overloaded = json!([{"prompt": [{"error": {"code": -32603,
+        "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
+    let answers = json!([{"prompt": [{"message": "hello from b"}, {"respond": {"stopReason": "end_turn"}}]}]);
+    let w = FakeWorld::new(&[("a", overloaded), ("b", answers)]);
+    let p = ed::profile(
+        &w.addr,
+        "fakes",
+        &[("a", "Agent A", skip(), skip()), ("b", "Agent B", stop(), stop())],
+    );
+    let mut acp = w.acp(&p);
+    let root = w.agents[0].root.clone();
+    let (pinned, auto, session_id) = Client
+        .v1()
+        .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
+            let session = ed::open(&cx, &root).await?;
+            let id = session.session_id().0.to_string();
+            // The modes came with the session; pin it to Agent A.
+            let set = |mode: &str| {
+                agent_client_protocol::UntypedMessage::new(
+                    "session/set_mode",
+                    json!({"sessionId": id, "modeId": mode}),
+                )
+                .unwrap()
+            };
+            let bad: Result<Value, _> = cx.send_request(set("nope")).block_task().await;
+            assert!(bad.is_err(), "an unknown mode is refused");
+            let _: Value = cx.send_request(set("a")).block_task().await?;
+            let mut session = session;
+            let pinned = ed::turn(&mut session, "Say hello", Answer::Reject, |_| false).await;
+            let _: Value = cx.send_request(set("auto")).block_task().await?;
+            let auto = ed::turn(&mut session, "Say hello", Answer::Reject, |_| false).await;
+            Ok((pinned, auto, id))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        pinned.stop_reason.as_deref(),
+        Some("end_turn"),
+        "{pinned:?}\n{}",
+        acp.logged()
+    );
+    let said = pinned.recourse();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with("Agent A is overloaded (provider_overloaded, transient), and this session's mode runs it on Agent A only"), "{said:?}");
+    assert!(
+        said[0].contains("fail-over mode") && !said[0].contains("\"switch\""),
+        "{said:?}"
+    );
+    assert_eq!(
+        w.agents[1].received("session/prompt"),
+        1,
+        "pinned, Agent B never ran: only the fail-over turn did"
+    );
+    // Back to failing over: the stopped prompt's route ends, and a new one runs on Agent B
+    // (Agent A's provider is behind the circuit its overload opened).
+    assert_eq!(auto.stop_reason.as_deref(), Some("end_turn"), "{auto:?}");
+    assert!(auto.messages().contains(&"hello from b".to_owned()), "{auto:?}");
+    assert_eq!(
+        w.agents[0].received("session/prompt"),
+        1,
+        "Agent A was not prompted again"
+    );
+    let route = ed::route_of(&w.addr, &session_id);
+    assert_eq!(route["snapshot"]["candidate_id"], "b", "{route}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_session_survives_a_server_restart_while_its_agent_runs() {
+    let go = tempfile::tempdir().unwrap();
+    let go = go.path().join("go");
+    let slow = json!([{"prompt": [{"wait_file": go}, {"message": "done after the restart"}, {"respond": {"stopReason": "end_turn"}}]}]);
+    let mut w = FakeWorld::new(&[("a", slow)]);
+    let p = ed::profile(&w.addr, "fakes", &[("a", "Agent A", stop(), stop())]);
+    let mut acp = w.acp(&p);
+    let acp_log = acp.log.clone();
+    let root = w.agents[0].root.clone();
+    let database = backend::database(w.dir.path(), "r.db");
+    let (log, session_id) = Client
+        .v1()
+        .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
+            let mut session = ed::open(&cx, &root).await?;
+            let id = session.session_id().0.to_string();
+            session.send_prompt("Take your time").unwrap();
+            // The agent runs (it waits for the file); the server goes down and comes back on
+            // the same address and database.
+            let agent = &w.agents[0];
+            let prompted = async {
+                while agent.received("session/prompt") == 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(60), prompted)
+                .await
+                .expect("the agent is prompted");
+            w.serve.kill().unwrap();
+            w.serve.wait().unwrap();
+            // The agent finishes while the server is down: the report waits for it, retrying.
+            std::fs::write(&go, "").unwrap();
+            let retrying = async {
+                while !acp_log.exists()
+                    || !std::fs::read_to_string(&acp_log)
+                        .unwrap_or_default()
+                        .contains("trying again")
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(60), retrying)
+                .await
+                .expect("recourse acp retries");
+            w.serve = tokio::task::block_in_place(|| restart_serve(&database, &w.addr, &w.config));
+            let mut log = ed::TurnLog::default();
+            loop {
+                match tokio::time::timeout(ed::TURN_LIMIT, session.read_update())
+                    .await
+                    .expect("the turn ends")
+                {
+                    Ok(agent_client_protocol::v1::SessionMessage::Message(
+                        agent_client_protocol::Dispatch::Notification(n),
+                    )) => log.updates.push(n.params["update"].clone()),
+                    Ok(agent_client_protocol::v1::SessionMessage::PromptResponse(r)) => {
+                        log.stop_reason = r.ok().and_then(|r| {
+                            serde_json::to_value(&r).unwrap()["stopReason"]
+                                .as_str()
+                                .map(str::to_owned)
+                        });
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(e) => panic!("{e:?}"),
+                }
+            }
+            Ok((log, id))
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        log.stop_reason.as_deref(),
+        Some("end_turn"),
+        "{log:?}\n{}",
+        acp.logged()
+    );
+    assert!(
+        log.messages().contains(&"done after the restart".to_owned()),
+        "{log:?}"
+    );
+    let route = ed::route_of(&w.addr, &session_id);
+    assert_eq!(
+        route["snapshot"]["state"], "active",
+        "the success was recorded: {route}"
+    );
+    assert!(route["snapshot"]["attempt"].is_null(), "{route}");
+}
+
+/// `recourse serve` again on `addr` (a restart: same database, same configuration).
+fn restart_serve(database: &str, addr: &str, config: &std::path::Path) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
+        .args(["serve", "--addr", addr, "--config"])
+        .arg(config)
+        .arg("--database")
+        .arg(database)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the restarted server to answer",
+        std::time::Duration::from_secs(60),
+        || http(addr, "GET", "/healthz", None).is_some_and(|(s, _)| s == 200),
+    );
+    child
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_acp_gets_json_rpc_errors_and_the_process_goes_on() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let w = FakeWorld::new(&[("a", json!([{}]))]);
+    let p = ed::profile(&w.addr, "fakes", &[("a", "Agent A", stop(), stop())]);
+    let mut acp = w.acp(&p);
+    let mut stdin = acp.child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(acp.child.stdout.take().unwrap()).lines();
+    let root = w.agents[0].root.to_str().unwrap().to_owned();
+    let secret_looking = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH";
+    let cases: Vec<(String, Option<i64>)> = vec![
+        ("this is not json".to_owned(), Some(-32700)),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": root}}).to_string(), Some(-32600)),
+        (json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": "one"}}).to_string(), Some(-32602)),
+        (json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"protocolVersion": 1}}).to_string(), None),
+        (json!({"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": secret_looking}}).to_string(), Some(-32602)),
+        (json!({"jsonrpc": "2.0", "id": 5, "method": "session/new", "params": {"cwd": "/"}}).to_string(), Some(-32602)),
+        (json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt", "params": {"sessionId": "es-nope", "prompt": []}}).to_string(), Some(-32602)),
+        (json!({"jsonrpc": "2.0", "id": 7, "method": "session/load", "params": {"sessionId": "../../etc", "cwd": root}}).to_string(), Some(-32602)),
+        (json!({"jsonrpc": "2.0", "id": 8, "method": "no/such/method", "params": {}}).to_string(), Some(-32601)),
+        (json!({"jsonrpc": "2.0", "id": 9, "method": "session/new", "params": {"cwd": root}}).to_string(), None),
+    ];
+    for (line, expected) in cases {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        let answer = loop {
+            let text = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("an answer")
+                .unwrap()
+                .unwrap_or_else(|| panic!("recourse acp ended on {line}:\n{}", acp.logged()));
+            let v: Value = serde_json::from_str(&text).unwrap();
+            // Notifications (the session's commands) are not answers.
+            if v.get("id").is_some() {
+                break v;
+            }
+        };
+        match expected {
+            Some(code) => {
+                assert_eq!(answer["error"]["code"], code, "{line} -> {answer}");
+                assert!(
+                    !answer.to_string().contains("Zq8vN2xYpL4mK7rT"),
+                    "echoed: {answer}"
+                );
+            }
+            None => assert!(answer["result"].is_object(), "{line} -> {answer}"),
+        }
+    }
+    assert!(acp.child.try_wait().unwrap().is_none(), "still running");
+}
+
+#[test]
+fn a_refused_token_an_unreachable_server_or_a_profile_out_of_reach_stops_it_at_start_with_a_clear_message() {
+    let w = FakeWorld::new(&[("a", json!([{}]))]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let p = runtime.block_on(async { ed::profile(&w.addr, "fakes", &[("a", "Agent A", stop(), stop())]) });
+    let run = |server: &str, profile: &str, token: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_recourse"));
+        c.args(["acp", "--server", server, "--profile", profile, "--config"])
+            .arg(&w.config)
+            .env_remove("RECOURSE_TOKEN")
+            .stdin(std::process::Stdio::null());
+        if let Some(t) = token {
+            c.env("RECOURSE_TOKEN", t);
+        }
+        let out = c.output().unwrap();
+        assert!(!out.status.success());
+        assert!(out.stdout.is_empty(), "no ACP traffic");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let server = format!("http://{}", w.addr);
+    let token = token_for(&w.addr).unwrap();
+    let err = run(&server, &p, None);
+    assert!(err.contains("set RECOURSE_TOKEN"), "{err}");
+    let err = run(&server, &p, Some("rct_not-a-real-token"));
+    assert!(err.contains("refused the API token"), "{err}");
+    assert!(
+        !err.contains("rct_not-a-real-token"),
+        "the token is never shown: {err}"
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let err = run(&format!("http://{closed}"), &p, Some(&token));
+    assert!(err.contains("cannot reach the Recourse server"), "{err}");
+    let err = run(&server, "pf-nope", Some(&token));
+    assert!(err.contains("no profile `pf-nope`"), "{err}");
+}
