@@ -250,7 +250,10 @@ pub async fn run(args: AcpArgs) -> anyhow::Result<ExitCode> {
         s.cancel();
     }
     let closing = futures_util::future::join_all(sessions.iter().map(|s| s.close()));
-    if tokio::time::timeout(std::time::Duration::from_secs(20), closing).await.is_err() {
+    if tokio::time::timeout(std::time::Duration::from_secs(20), closing)
+        .await
+        .is_err()
+    {
         tracing::warn!("the editor is gone and some agents did not stop in time; their guards end them");
     }
     match served {

@@ -138,11 +138,7 @@ pub async fn open(
         .await?;
     assert_eq!(init["protocolVersion"], 1, "{init}");
     assert_eq!(init["agentCapabilities"]["loadSession"], true, "{init}");
-    let setup = cx
-        .build_session(cwd.to_owned())
-        .block_task()
-        .start_session()
-        .await?;
+    let setup = cx.build_session(cwd).block_task().start_session().await?;
     Ok(setup.session)
 }
 
