@@ -10,8 +10,9 @@
 //! - `session/load` resumes the session after `recourse acp` is killed mid-turn (its agent's
 //!   process group dies with it; the lease runs out and the attempt stops as ambiguous).
 //!
-//! What needs no published agent is in `editor_fake_agents.rs`. The published agents are not
-//! about a backend: `./dev test` runs this module in its SQLite pass only, like `agents_matrix`.
+//! What needs no published agent is in `editor_fake_agents.rs`. Unlike `agents_matrix`, this
+//! module runs in both of `./dev test`'s passes (the server's database is the test's backend):
+//! the routes, leases and pins it drives are the backend's.
 
 use crate::common;
 
