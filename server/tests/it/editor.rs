@@ -356,16 +356,23 @@ async fn session_load_resumes_after_recourse_acp_is_killed_mid_turn() {
             let mut session = ed::open(&cx, &w.work).await?;
             let log = ed::turn(&mut session, "Say hello", Answer::Reject, |_| false).await;
             assert_eq!(log.stop_reason.as_deref(), Some("end_turn"), "{log:?}");
-            // The second prompt hangs at the provider; the editor dies with it meanwhile.
+            // The second prompt hangs at the provider; recourse acp is killed meanwhile, while
+            // the editor is still connected (an editor that goes away first is a cancel, which
+            // stops the route as the person's: `editor_fake_agents.rs`).
             session.send_prompt("And again").unwrap();
             provider.wait_received(2).await;
-            Ok(session.session_id().0.to_string())
+            let groups = ed::guarded_groups(acp_pid);
+            assert_eq!(groups.len(), 1, "one agent, under its guard: {groups:?}");
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(acp_pid),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .unwrap();
+            Ok((session.session_id().0.to_string(), groups))
         })
         .await
         .unwrap();
-    let groups = ed::guarded_groups(acp_pid);
-    assert_eq!(groups.len(), 1, "one agent, under its guard: {groups:?}");
-    first.child.start_kill().unwrap();
+    let (session_id, groups) = session_id;
     first.child.wait().await.unwrap();
     wait_until(
         "the agent's process group to die with recourse acp",
