@@ -4,6 +4,7 @@
 //! - a switch is said, and the agent's requests reach the editor;
 //! - a mode pins the session to one agent, and the fail-over mode lets it switch;
 //! - the editor session survives a server restart while its agent runs;
+//! - an editor that goes away mid-prompt cancels it (the route stops) and `recourse acp` exits;
 //! - malformed ACP gets JSON-RPC errors and the process goes on;
 //! - a refused token, an unreachable server and a profile out of reach stop it at start with a
 //!   clear message.
@@ -327,6 +328,52 @@ async fn the_editor_session_survives_a_server_restart_while_its_agent_runs() {
         "the success was recorded: {route}"
     );
     assert!(route["snapshot"]["attempt"].is_null(), "{route}");
+}
+
+/// An editor that goes away while a prompt runs cancels it, as the person's cancel would: the
+/// agent is told `session/cancel`, the route stops (`stopped_by_user`, never left running
+/// without anyone to see it), and `recourse acp` exits by itself with its agent gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_goes_away_mid_prompt_cancels_it_and_recourse_acp_exits() {
+    let slow = json!([{"prompt": [{"wait_cancel": true}, {"respond": {"stopReason": "cancelled"}}]}]);
+    let w = FakeWorld::new(&[("a", slow)]);
+    let p = ed::profile(&w.addr, "fakes", &[("a", "Agent A", stop(), stop())]);
+    let mut acp = w.acp(&p);
+    let root = w.agents[0].root.clone();
+    let agent = &w.agents[0];
+    let session_id = Client
+        .v1()
+        .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
+            let mut session = ed::open(&cx, &root).await?;
+            session.send_prompt("Take your time").unwrap();
+            let prompted = async {
+                while agent.received("session/prompt") == 0 {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            };
+            tokio::time::timeout(std::time::Duration::from_secs(60), prompted)
+                .await
+                .expect("the agent is prompted");
+            // The editor goes away here, its prompt still running.
+            Ok(session.session_id().0.to_string())
+        })
+        .await
+        .unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(60), acp.child.wait())
+        .await
+        .unwrap_or_else(|_| panic!("recourse acp exits once the editor is gone:\n{}", acp.logged()))
+        .unwrap();
+    assert!(status.success(), "{status}\n{}", acp.logged());
+    assert_eq!(agent.received("session/cancel"), 1, "{:?}", agent.log());
+    assert_eq!(agent.received("session/prompt"), 1, "never prompted again");
+    let route = ed::route_of(&w.addr, &session_id);
+    assert_eq!(route["snapshot"]["state"], "action_required", "{route}");
+    assert_eq!(route["snapshot"]["action_reason"], "stopped_by_user", "{route}");
+    let pids = agent.pids();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    wait_until("the agent to be gone", std::time::Duration::from_secs(30), || {
+        !common::fake_agent::running(pids[0])
+    });
 }
 
 /// `recourse serve` again on `addr` (a restart: same database, same configuration).
