@@ -387,7 +387,7 @@ impl Front {
         if !self.allows(&cwd) {
             return Err(agents::rpc_error(
                 acp::Error::invalid_params,
-                "cwd is not a folder under a root (allowed_roots) of the profile's agents",
+                "cwd is not a folder under a root (allowed_roots) of every agent of the profile",
             ));
         }
         Ok(cwd)

@@ -6,6 +6,7 @@
 //! - the editor session survives a server restart while its agent runs;
 //! - an editor that goes away mid-prompt cancels it (the route stops) and `recourse acp` exits;
 //! - malformed ACP gets JSON-RPC errors and the process goes on;
+//! - a session's folder must lie under the roots of every agent of the profile;
 //! - a refused token, an unreachable server and a profile out of reach stop it at start with a
 //!   clear message.
 //!
@@ -374,6 +375,83 @@ async fn an_editor_that_goes_away_mid_prompt_cancels_it_and_recourse_acp_exits()
     wait_until("the agent to be gone", std::time::Duration::from_secs(30), || {
         !common::fake_agent::running(pids[0])
     });
+}
+
+/// A session's folder must lie under the roots of every agent of the profile (any of them may
+/// take its prompts): a folder that only some of them may work in is refused at `session/new`,
+/// with a JSON-RPC error, before any route exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_folder_must_lie_under_the_roots_of_every_agent_of_the_profile() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let w = FakeWorld::new(&[("a", json!([{}])), ("b", json!([{}]))]);
+    let p = ed::profile(
+        &w.addr,
+        "fakes",
+        &[("a", "Agent A", skip(), skip()), ("b", "Agent B", stop(), stop())],
+    );
+    let root = w.agents[0].root.clone();
+    let narrow = root.join("b-only");
+    std::fs::create_dir_all(&narrow).unwrap();
+    // recourse acp's own configuration: agent b may work under `b-only` alone.
+    let wide = format!("allowed_roots = [{:?}]", root.to_str().unwrap());
+    let b = w.agents[1].toml("");
+    assert!(b.contains(&wide), "{b}");
+    let b = b.replace(
+        &wide,
+        &format!("allowed_roots = [{:?}]", narrow.to_str().unwrap()),
+    );
+    let config = w.dir.path().join("narrow.toml");
+    std::fs::write(&config, format!("{}\n{b}", w.agents[0].toml(""))).unwrap();
+    let mut acp = Acp::start(
+        w.dir.path(),
+        &w.addr,
+        &p,
+        &config,
+        &token_for(&w.addr).unwrap(),
+        &[],
+    );
+    let mut stdin = acp.child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(acp.child.stdout.take().unwrap()).lines();
+    let cases = [
+        (
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+            None,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": root, "mcpServers": []}}),
+            Some(-32602),
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": narrow, "mcpServers": []}}),
+            None,
+        ),
+    ];
+    for (message, expected) in cases {
+        stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        let answer = loop {
+            let text = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("an answer")
+                .unwrap()
+                .unwrap_or_else(|| panic!("recourse acp ended on {message}:\n{}", acp.logged()));
+            let v: Value = serde_json::from_str(&text).unwrap();
+            if v.get("id").is_some() {
+                break v;
+            }
+        };
+        match expected {
+            Some(code) => {
+                assert_eq!(answer["error"]["code"], code, "{message} -> {answer}");
+                assert!(
+                    answer["error"]["data"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("allowed_roots") && m.contains("every agent")),
+                    "{answer}"
+                );
+            }
+            None => assert!(answer["result"].is_object(), "{message} -> {answer}"),
+        }
+    }
 }
 
 /// `recourse serve` again on `addr` (a restart: same database, same configuration).
