@@ -7,6 +7,7 @@
 //! - an editor that goes away mid-prompt cancels it (the route stops) and `recourse acp` exits;
 //! - malformed ACP gets JSON-RPC errors and the process goes on;
 //! - a session's folder must lie under the roots of every agent of the profile;
+//! - only the four most recently used sessions keep their agents running between turns;
 //! - a refused token, an unreachable server and a profile out of reach stop it at start with a
 //!   clear message.
 //!
@@ -452,6 +453,67 @@ async fn a_sessions_folder_must_lie_under_the_roots_of_every_agent_of_the_profil
             None => assert!(answer["result"].is_object(), "{message} -> {answer}"),
         }
     }
+}
+
+/// An editor opens a session per conversation and never closes one: beyond the four most
+/// recently used sessions, a session's agent is stopped after another session's turn (not
+/// while it runs one), and that session's next prompt starts a new agent and is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_four_most_recently_used_sessions_keep_their_agents_running() {
+    let answers = json!([{"prompt": [{"message": "hello"}, {"respond": {"stopReason": "end_turn"}}]}]);
+    let w = FakeWorld::new(&[("a", answers)]);
+    let p = ed::profile(&w.addr, "fakes", &[("a", "Agent A", stop(), stop())]);
+    let mut acp = w.acp(&p);
+    let root = w.agents[0].root.clone();
+    let agent = &w.agents[0];
+    let running = || -> Vec<i32> {
+        agent
+            .pids()
+            .into_iter()
+            .filter(|p| common::fake_agent::running(*p))
+            .collect()
+    };
+    Client
+        .v1()
+        .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
+            let mut sessions = vec![ed::open(&cx, &root).await?];
+            for _ in 1..5 {
+                sessions.push(
+                    cx.build_session(&root)
+                        .block_task()
+                        .start_session()
+                        .await?
+                        .session,
+                );
+            }
+            for (n, session) in sessions.iter_mut().enumerate() {
+                let log = ed::turn(session, "Say hello", Answer::Reject, |_| false).await;
+                assert_eq!(log.stop_reason.as_deref(), Some("end_turn"), "{n}: {log:?}");
+                assert_eq!(agent.pids().len(), n + 1, "an agent per session");
+            }
+            // After the fifth session's turn, the first session's agent (the least recently
+            // used) is stopped; the other four run on.
+            let pids = agent.pids();
+            wait_until(
+                "the first session's agent to stop",
+                std::time::Duration::from_secs(30),
+                || running() == pids[1..],
+            );
+            // Its next prompt starts a new agent; then the second session's is the oldest.
+            let log = ed::turn(&mut sessions[0], "Say hello again", Answer::Reject, |_| false).await;
+            assert_eq!(log.stop_reason.as_deref(), Some("end_turn"), "{log:?}");
+            assert!(log.messages().contains(&"hello".to_owned()), "{log:?}");
+            let pids = agent.pids();
+            assert_eq!(pids.len(), 6, "a new agent for the first session");
+            wait_until(
+                "the second session's agent to stop",
+                std::time::Duration::from_secs(30),
+                || running() == [pids[2], pids[3], pids[4], pids[5]],
+            );
+            Ok(())
+        })
+        .await
+        .unwrap();
 }
 
 /// `recourse serve` again on `addr` (a restart: same database, same configuration).
