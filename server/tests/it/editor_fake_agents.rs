@@ -380,7 +380,8 @@ async fn an_editor_that_goes_away_mid_prompt_cancels_it_and_recourse_acp_exits()
 
 /// A session's folder must lie under the roots of every agent of the profile (any of them may
 /// take its prompts): a folder that only some of them may work in is refused at `session/new`,
-/// with a JSON-RPC error, before any route exists.
+/// with a JSON-RPC error, before any route exists. An accepted session is told its commands
+/// after the answer that names it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sessions_folder_must_lie_under_the_roots_of_every_agent_of_the_profile() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -427,19 +428,20 @@ async fn a_sessions_folder_must_lie_under_the_roots_of_every_agent_of_the_profil
             None,
         ),
     ];
+    let mut next = async || -> Value {
+        let text = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("a message")
+            .unwrap()
+            .unwrap_or_else(|| panic!("recourse acp ended:\n{}", acp.logged()));
+        serde_json::from_str(&text).unwrap()
+    };
+    let mut session_id = Value::Null;
     for (message, expected) in cases {
         stdin.write_all(format!("{message}\n").as_bytes()).await.unwrap();
-        let answer = loop {
-            let text = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
-                .await
-                .expect("an answer")
-                .unwrap()
-                .unwrap_or_else(|| panic!("recourse acp ended on {message}:\n{}", acp.logged()));
-            let v: Value = serde_json::from_str(&text).unwrap();
-            if v.get("id").is_some() {
-                break v;
-            }
-        };
+        // Nothing about a session comes before the answer that names it.
+        let answer = next().await;
+        assert_eq!(answer["id"], message["id"], "{answer}");
         match expected {
             Some(code) => {
                 assert_eq!(answer["error"]["code"], code, "{message} -> {answer}");
@@ -450,9 +452,23 @@ async fn a_sessions_folder_must_lie_under_the_roots_of_every_agent_of_the_profil
                     "{answer}"
                 );
             }
-            None => assert!(answer["result"].is_object(), "{message} -> {answer}"),
+            None => {
+                assert!(answer["result"].is_object(), "{message} -> {answer}");
+                session_id = answer["result"]["sessionId"].clone();
+            }
         }
     }
+    // After the answer: the session's commands, the manual actions.
+    let update = next().await;
+    assert_eq!(update["method"], "session/update", "{update}");
+    assert_eq!(update["params"]["sessionId"], session_id, "{update}");
+    let commands: Vec<&str> = update["params"]["update"]["availableCommands"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{update}"))
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(commands, ["retry", "switch", "stop"], "{update}");
 }
 
 /// An editor opens a session per conversation and never closes one: beyond the four most
