@@ -354,3 +354,23 @@ pub fn agents_config(
     std::fs::write(&path, config).unwrap();
     path
 }
+
+/// A candidate's class policy that switches at once (skip; on the next call, retry).
+pub fn skip() -> Value {
+    super::class_policy(0, 0, 0, "skip")
+}
+
+/// A candidate's class policy that stops for a person at once.
+pub fn stop() -> Value {
+    super::class_policy(0, 0, 0, "stop")
+}
+
+/// Waits (bounded, checking every 50 ms, blocking the thread) until `done` holds: for what a
+/// subprocess does on its own time, outside the ACP connection's tasks.
+pub fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + limit;
+    while !done() {
+        assert!(std::time::Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

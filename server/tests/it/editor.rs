@@ -19,7 +19,7 @@ use crate::common;
 use agent_client_protocol::{v1::ConnectionTo, Agent, Client};
 use common::{
     agents::{self, Published},
-    editor::{self as ed, Acp, Answer},
+    editor::{self as ed, skip, stop, wait_until, Acp, Answer},
     *,
 };
 use fake_provider::{Fail, FailKind, Reply};
@@ -78,15 +78,6 @@ impl Drop for World {
         let _ = self.serve.kill();
         let _ = self.serve.wait();
     }
-}
-
-/// Skip (or, on the next call, retry) a published agent's own policy: switch at once.
-fn skip() -> Value {
-    class_policy(0, 0, 0, "skip")
-}
-
-fn stop() -> Value {
-    class_policy(0, 0, 0, "stop")
 }
 
 /// Reset waits of up to an hour, then stop.
@@ -463,15 +454,6 @@ fn wait_for_route(addr: &str, session_id: &str, done: impl Fn(&Value) -> bool) -
             std::time::Instant::now() < end,
             "the route never got there: {route}"
         );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
-/// Waits (bounded, checking every 50 ms) until `done` holds.
-fn wait_until(what: &str, limit: std::time::Duration, done: impl Fn() -> bool) {
-    let end = std::time::Instant::now() + limit;
-    while !done() {
-        assert!(std::time::Instant::now() < end, "timed out waiting for {what}");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }

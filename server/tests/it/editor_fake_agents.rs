@@ -11,35 +11,17 @@
 //! - a refused token, an unreachable server and a profile out of reach stop it at start with a
 //!   clear message.
 //!
-//! The same with the published agents is `editor.rs`.
+//! The tests with the published agents beneath are in `editor.rs`.
 
 use crate::common;
 
 use agent_client_protocol::{v1::ConnectionTo, Agent, Client};
 use common::{
-    editor::{self as ed, Acp, Answer},
+    editor::{self as ed, skip, stop, wait_until, Acp, Answer},
     *,
 };
 use serde_json::{json, Value};
 use std::path::PathBuf;
-
-/// Skip (or, on the next call, retry): switch at once.
-fn skip() -> Value {
-    class_policy(0, 0, 0, "skip")
-}
-
-fn stop() -> Value {
-    class_policy(0, 0, 0, "stop")
-}
-
-/// Waits (bounded, checking every 50 ms) until `done` holds.
-fn wait_until(what: &str, limit: std::time::Duration, done: impl Fn() -> bool) {
-    let end = std::time::Instant::now() + limit;
-    while !done() {
-        assert!(std::time::Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
 
 /// A served Recourse with fake agents configured (no published agent needed).
 struct FakeWorld {
@@ -510,22 +492,24 @@ async fn only_the_four_most_recently_used_sessions_keep_their_agents_running() {
             // After the fifth session's turn, the first session's agent (the least recently
             // used) is stopped; the other four run on.
             let pids = agent.pids();
-            wait_until(
+            common::fake_agent::until(
                 "the first session's agent to stop",
                 std::time::Duration::from_secs(30),
                 || running() == pids[1..],
-            );
+            )
+            .await;
             // Its next prompt starts a new agent; then the second session's is the oldest.
             let log = ed::turn(&mut sessions[0], "Say hello again", Answer::Reject, |_| false).await;
             assert_eq!(log.stop_reason.as_deref(), Some("end_turn"), "{log:?}");
             assert!(log.messages().contains(&"hello".to_owned()), "{log:?}");
             let pids = agent.pids();
             assert_eq!(pids.len(), 6, "a new agent for the first session");
-            wait_until(
+            common::fake_agent::until(
                 "the second session's agent to stop",
                 std::time::Duration::from_secs(30),
                 || running() == [pids[2], pids[3], pids[4], pids[5]],
-            );
+            )
+            .await;
             Ok(())
         })
         .await
