@@ -313,14 +313,14 @@ impl Front {
                     }
                     "session/new" | "session/load" | "session/prompt" => {
                         tokio::spawn(async move {
-                            let (answer, opened) = match method.as_str() {
-                                "session/new" => self.new_session(params, cx).await,
-                                "session/load" => self.load_session(params, cx).await,
+                            let (answer, editor) = match method.as_str() {
+                                "session/new" => opened(self.new_session(params, cx).await),
+                                "session/load" => opened(self.load_session(params, cx).await),
                                 _ => (self.prompt(params).await, None),
                             };
                             let _ = responder.respond_with_result(answer);
                             // After the answer that names the session: its commands.
-                            if let Some(editor) = opened {
+                            if let Some(editor) = editor {
                                 editor.update(&say::commands());
                             }
                         });
@@ -410,17 +410,6 @@ impl Front {
         self: Arc<Self>,
         params: Value,
         cx: v1::ConnectionTo<Client>,
-    ) -> (Result<Value, acp::Error>, Option<agents::Editor>) {
-        match self.open_session(params, cx).await {
-            Ok((answer, editor)) => (Ok(answer), Some(editor)),
-            Err(e) => (Err(e), None),
-        }
-    }
-
-    async fn open_session(
-        self: Arc<Self>,
-        params: Value,
-        cx: v1::ConnectionTo<Client>,
     ) -> Result<(Value, agents::Editor), acp::Error> {
         let cwd = self.cwd(&params)?;
         let mut b = [0_u8; 12];
@@ -470,17 +459,6 @@ impl Front {
 
     /// `session/load`: the answer, and the session's editor (told its commands after it).
     async fn load_session(
-        self: Arc<Self>,
-        params: Value,
-        cx: v1::ConnectionTo<Client>,
-    ) -> (Result<Value, acp::Error>, Option<agents::Editor>) {
-        match self.reopen_session(params, cx).await {
-            Ok((answer, editor)) => (Ok(answer), Some(editor)),
-            Err(e) => (Err(e), None),
-        }
-    }
-
-    async fn reopen_session(
         self: Arc<Self>,
         params: Value,
         cx: v1::ConnectionTo<Client>,
@@ -539,5 +517,15 @@ impl Front {
         let stop_reason = session.prompt(prompt).await?;
         self.trim(&session.id);
         Ok(json!({"stopReason": stop_reason}))
+    }
+}
+
+/// A session's answer, and its editor when it opened (to be told its commands after the answer).
+fn opened(
+    result: Result<(Value, agents::Editor), acp::Error>,
+) -> (Result<Value, acp::Error>, Option<agents::Editor>) {
+    match result {
+        Ok((answer, editor)) => (Ok(answer), Some(editor)),
+        Err(e) => (Err(e), None),
     }
 }
