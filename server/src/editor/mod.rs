@@ -21,6 +21,10 @@
 //! profile names an agent the configuration does not have. Malformed ACP from the editor is
 //! answered with JSON-RPC errors (the SDK answers what is not JSON-RPC; this answers what is
 //! not ACP), never a crash.
+//!
+//! Sessions keep their agents between successful turns, the `LIVE_SESSIONS` most recently
+//! used ones only (an editor never closes a session). When the editor goes away, running turns
+//! are cancelled as the person's cancel would (their routes stop), then every agent is stopped.
 
 pub(crate) mod agents;
 pub(crate) mod api;
