@@ -374,3 +374,17 @@ pub fn wait_until(what: &str, limit: Duration, done: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The processes whose working directory is `dir` (an agent started for the project, or
+/// anything it left behind).
+pub fn processes_in(dir: &Path) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir)
+                && super::fake_agent::running(*pid)
+        })
+        .collect()
+}

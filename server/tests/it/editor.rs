@@ -316,6 +316,17 @@ async fn a_failure_after_a_tool_call_ends_the_turn_with_the_explanation_and_no_s
     assert!(w.provider.calls("codex").is_empty(), "no switch after a tool");
     let route = ed::route_of(&w.addr, &session_id);
     assert_eq!(route["snapshot"]["action_reason"], "effect_unsafe", "{route}");
+    // The editor is gone: recourse acp exits, and the failed agent (stopped in the background
+    // after the report) does not outlive it.
+    tokio::time::timeout(std::time::Duration::from_secs(60), acp.child.wait())
+        .await
+        .expect("recourse acp exits once the editor is gone")
+        .unwrap();
+    wait_until(
+        "no process left in the project",
+        std::time::Duration::from_secs(30),
+        || ed::processes_in(&w.work).is_empty(),
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -137,6 +137,20 @@ pub(crate) struct AgentProcess {
     mark: u64,
     /// Reads stderr until every writer of the pipe is gone.
     drain: Option<JoinHandle<()>>,
+    /// Whether the leader is `recourse acp`'s agent guard (see its `Drop`).
+    guarded: bool,
+}
+
+/// Dropped before it was stopped (a stop cut short, `recourse acp` ending): an unguarded agent
+/// gets SIGKILL (tokio's `kill_on_drop`); a guarded one's guard gets SIGTERM instead, and ends
+/// the whole group itself. SIGKILL to the guard would end the guard alone and leave the agent
+/// running (Claude Code's and Codex's adapters do not exit when their stdin closes).
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        if self.guarded && matches!(self.child.try_wait(), Ok(None)) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(self.pgid), Signal::SIGTERM);
+        }
+    }
 }
 
 /// Starts the agent in `cwd` (checked under its roots again, resolved).
@@ -182,8 +196,9 @@ pub(crate) fn spawn_with(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        // A safety net only: every path below stops the group itself.
-        .kill_on_drop(true)
+        // A safety net only: every path below stops the group itself (a guarded agent's net is
+        // `AgentProcess`'s `Drop`).
+        .kill_on_drop(guard.is_none())
         .spawn()?;
     let pid = child.id().ok_or(SpawnError::Gone)?;
     let pgid = i32::try_from(pid).map_err(|_| SpawnError::Gone)?;
@@ -207,6 +222,7 @@ pub(crate) fn spawn_with(
             stderr: ring,
             mark: 0,
             drain: Some(drain),
+            guarded: guard.is_some(),
         },
         stdin,
         stdout,
