@@ -9,7 +9,8 @@
 //! the same group with the same standard streams, environment and directory, and then either
 //! - the agent exits: the guard exits the same way (its code, or the same signal), so the exit
 //!   Recourse observes is the agent's; or
-//! - SIGTERM arrives (its parent died, or Recourse is stopping the group): the guard sends
+//! - SIGTERM arrives (its parent died, Recourse is stopping the group, or the agent's
+//!   `AgentProcess` was dropped before it was stopped): the guard sends
 //!   SIGTERM to the whole group, waits [`GRACE`] for the agent, then SIGKILLs the group.
 //!
 //! One difference from the agent alone: an agent that ends by SIGTERM sent to it alone (not to
