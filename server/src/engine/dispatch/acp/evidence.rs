@@ -304,15 +304,31 @@ fn bound_update(update: Value) -> Value {
 /// would remove, as it removes `toolu_01…` and UUIDs, gets a [`pseudonym`] instead of
 /// `[redacted]`: a client still tells one tool call's updates from another's, and learns
 /// nothing of the id.
+///
+/// A value a name beside it calls a credential (`{"x-api-key": "opensesame"}`, a header pair
+/// `["Authorization", "Basic …"]`, `{"name": "Authorization", "value": …}`: the one
+/// definition is `classifier::redact::names`) is shown as `[redacted]` whatever it looks like:
+/// redacting its string alone would never see the word that names it.
 fn shown(update: &Value) -> Value {
+    use classifier::redact::names;
     match update {
         Value::String(s) => Value::String(classifier::redact::redact(s)),
-        Value::Array(items) => Value::Array(items.iter().map(shown).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match names::credential_element(items, i) {
+                    true => Value::String(REDACTED.into()),
+                    false => shown(v),
+                })
+                .collect(),
+        ),
         Value::Object(fields) => Value::Object(
             fields
                 .iter()
                 .map(|(k, v)| {
                     let v = match v {
+                        _ if names::credential_member(fields, k) && !is_protocol_key(k) => REDACTED.into(),
                         Value::String(id) if is_id_key(k) => Value::String(shown_id(id)),
                         v => shown(v),
                     };
@@ -323,6 +339,14 @@ fn shown(update: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+/// ACP's own keys whose words would otherwise name a credential (`session`).
+fn is_protocol_key(key: &str) -> bool {
+    matches!(key, "sessionUpdate" | "sessionId")
+}
+
+/// What [`shown`] puts in place of a value a name calls a credential.
+const REDACTED: &str = "[redacted]";
 
 fn is_id_key(key: &str) -> bool {
     key == "id" || key.ends_with("Id")
@@ -474,6 +498,42 @@ mod tests {
         let key = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH";
         let live = shown(&json!({"sessionUpdate": "tool_call", "toolCallId": format!("x {key}")}));
         assert!(!live.to_string().contains("Zq8vN2xYpL4mK7rT"), "{live}");
+    }
+
+    #[test]
+    fn a_value_a_name_calls_a_credential_is_never_shown_whatever_it_looks_like() {
+        // Plain words redaction alone would keep: only the name beside them says what they are.
+        let update = json!({"sessionUpdate": "tool_call", "toolCallId": "t1",
+            "rawInput": {"headers": {"x-api-key": "opensesame please"},
+                "pairs": ["Accept", "text/plain", "Authorization", "Basic letmein"],
+                "named": [{"name": "X-Goog-Api-Key", "value": "correct horse battery"},
+                          {"name": "Accept", "value": "text/plain"}],
+                "password": {"nested": "hunter two"}}});
+        let live = shown(&update);
+        let text = live.to_string();
+        for secret in ["opensesame", "letmein", "correct horse", "hunter two"] {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+        let raw = &live["rawInput"];
+        assert_eq!(raw["headers"]["x-api-key"], REDACTED);
+        assert_eq!(
+            raw["pairs"],
+            json!(["Accept", "text/plain", "Authorization", REDACTED])
+        );
+        assert_eq!(raw["named"][0]["value"], REDACTED);
+        assert_eq!(
+            raw["named"][1]["value"], "text/plain",
+            "what no name calls a credential stays"
+        );
+        assert_eq!(
+            raw["password"], REDACTED,
+            "a credential's key hides all beneath it"
+        );
+        assert_eq!(live["toolCallId"], "t1");
+        assert_eq!(
+            live["sessionUpdate"], "tool_call",
+            "ACP's own keys are not credentials"
+        );
     }
 
     #[test]

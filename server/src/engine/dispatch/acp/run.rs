@@ -144,7 +144,7 @@ pub(super) async fn attempt(
     if end == End::Answered && t.stop_reason() == Some("end_turn") && !failure_signal(verdict.as_ref()) {
         resumes.forget(&r.route_id).await;
         finish(&r, &stop, Report::Succeeded { result: None }, false).await;
-    } else if let Some(session_id) = resumable(&t, verdict.as_ref()) {
+    } else if let Some(session_id) = resumable(&agent, &t, verdict.as_ref()) {
         // The output is held by a session the agent can load: if the policy would retry this
         // candidate, record the session (persist, then act) and report with the resume fact.
         let c = verdict.as_ref().map(|v| &v.classification);
@@ -197,12 +197,14 @@ pub(super) async fn attempt(
     }
 }
 
-/// The session a retry could load to continue this prompt generation: the agent advertised
-/// `loadSession`, the prompt was delivered, the classifier read real output and no tool
-/// activity, nobody asked to stop.
-fn resumable(t: &Transcript, verdict: Option<&Verdict>) -> Option<String> {
+/// The session a retry could load to continue this prompt generation: the operator said the
+/// agent's loaded session keeps a failed turn's output (`resume_after_output`), the agent
+/// advertised `loadSession`, the prompt was delivered, the classifier read real output and no
+/// tool activity, nobody asked to stop.
+fn resumable(agent: &AgentConfig, t: &Transcript, verdict: Option<&Verdict>) -> Option<String> {
     let v = verdict?;
-    let eligible = t.load_session
+    let eligible = agent.resume_after_output
+        && t.load_session
         && t.delivery() == PromptDelivery::Confirmed
         && !t.cancel_requested
         && !t.tool_activity
