@@ -19,7 +19,7 @@ fn validation_response() -> Value {
 }
 
 /// Operations whose input is validated past its shape (422 with field paths).
-const VALIDATING: [&str; 16] = [
+const VALIDATING: [&str; 17] = [
     "create_account",
     "update_account",
     "create_role",
@@ -33,6 +33,7 @@ const VALIDATING: [&str; 16] = [
     "submit_evidence",
     "submit_work",
     "claim_dispatch",
+    "claim_route",
     "ack_dispatch",
     "heartbeat_dispatch",
     "report_dispatch",

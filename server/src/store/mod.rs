@@ -35,6 +35,7 @@ pub mod events;
 mod history;
 mod leases;
 mod migrations;
+mod pins;
 mod profiles;
 mod replicas;
 mod routes;

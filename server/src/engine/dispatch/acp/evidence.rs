@@ -6,8 +6,10 @@
 //! It keeps facts, not judgements: the updates as the agent sent them (bounded), the prompt's
 //! result or error, whether the prompt was written and whether the agent answered it, tool
 //! activity. Whether message text is real output or a failure banner is the classifier's call:
-//! nothing here reads text. What goes out live (the route's event stream) is each update with
-//! every string redacted ([`shown`]); the kept ones stay as sent, for the classifier.
+//! nothing here reads text. What goes out live is each update as the agent sent it, to the
+//! recorder's [`Live`] sink: the route's event stream shows it bounded and with every string
+//! redacted ([`shown`]); an editor (`recourse acp`) gets it whole, as the agent would have sent
+//! it there. The kept ones stay as sent, for the classifier.
 //!
 //! Bounds: each kept update at most [`MAX_UPDATE_BYTES`] of JSON (a larger one keeps its kind,
 //! ids, status and the first [`MAX_UPDATE_BYTES`] of its text), at most [`MAX_UPDATES`] updates
@@ -23,7 +25,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-pub(super) use policy::classification::{Phase, PromptDelivery};
+pub(crate) use policy::classification::{Phase, PromptDelivery};
 
 use crate::engine::dispatch::Reporter;
 
@@ -44,7 +46,7 @@ pub(super) struct RpcError {
 
 /// Everything observed so far.
 #[derive(Debug, Default)]
-pub(super) struct Transcript {
+pub(crate) struct Transcript {
     pub(super) phase: Option<Phase>,
     /// The agent advertised `loadSession`.
     pub(super) load_session: bool,
@@ -94,20 +96,32 @@ impl Transcript {
     }
 
     /// The prompt's stop reason, when it was answered with a result.
-    pub(super) fn stop_reason(&self) -> Option<&str> {
+    pub(crate) fn stop_reason(&self) -> Option<&str> {
         self.prompt_result.as_ref()?.get("stopReason")?.as_str()
+    }
+}
+
+/// Where each update of an attempt goes live, as the agent sent it.
+pub(crate) trait Live: Send + Sync {
+    fn update(&self, update: &Value);
+}
+
+/// The route's event stream: bounded, every string redacted.
+impl Live for Reporter {
+    fn update(&self, update: &Value) {
+        Reporter::update(self, shown(&bound_update(update.clone())));
     }
 }
 
 /// The shared, append-only record of one attempt; also forwards each update live.
 #[derive(Clone)]
-pub(super) struct Recorder {
+pub(crate) struct Recorder {
     inner: Arc<Mutex<Transcript>>,
-    live: Option<Reporter>,
+    live: Option<Arc<dyn Live>>,
 }
 
 impl Recorder {
-    pub(super) fn new(live: Option<Reporter>) -> Recorder {
+    pub(crate) fn new(live: Option<Arc<dyn Live>>) -> Recorder {
         Recorder {
             inner: Arc::new(Mutex::new(Transcript::default())),
             live,
@@ -119,7 +133,7 @@ impl Recorder {
     }
 
     /// A copy of what was observed.
-    pub(super) fn snapshot(&self) -> Transcript {
+    pub(crate) fn snapshot(&self) -> Transcript {
         self.with(|t| Transcript {
             phase: t.phase,
             load_session: t.load_session,
@@ -142,7 +156,7 @@ impl Recorder {
         })
     }
 
-    pub(super) fn phase(&self, phase: Phase) {
+    pub(crate) fn phase(&self, phase: Phase) {
         self.with(|t| t.phase = Some(phase));
     }
 
@@ -186,10 +200,10 @@ impl Recorder {
 
     /// One `session/update` of the prompt, as the agent sent it.
     pub(super) fn update(&self, update: Value) {
-        let update = bound_update(update);
         if let Some(live) = &self.live {
-            live.update(shown(&update));
+            live.update(&update);
         }
+        let update = bound_update(update);
         self.with(|t| {
             t.answered = true;
             t.update_count += 1;
@@ -390,12 +404,12 @@ fn cut(s: &str, max: usize) -> String {
 }
 
 /// Who the evidence is about.
-pub(super) struct Identity<'a> {
-    pub(super) invocation_id: &'a str,
-    pub(super) generation: u64,
-    pub(super) provider_id: Option<&'a str>,
-    pub(super) model_id: Option<&'a str>,
-    pub(super) agent: &'a str,
+pub(crate) struct Identity<'a> {
+    pub(crate) invocation_id: &'a str,
+    pub(crate) generation: u64,
+    pub(crate) provider_id: Option<&'a str>,
+    pub(crate) model_id: Option<&'a str>,
+    pub(crate) agent: &'a str,
 }
 
 /// The evidence envelope of an attempt that did not succeed: the identity, the phase and
@@ -403,7 +417,7 @@ pub(super) struct Identity<'a> {
 /// prompt, the prompt's updates with its result or error, the stderr ring, the exit). The
 /// process's part is what [`Ended`] says is evidence: the exit only when the agent ended the
 /// session itself, never the end Recourse gave it.
-pub(super) fn envelope(id: &Identity<'_>, t: &Transcript, ended: Option<&Ended>) -> Value {
+pub(crate) fn envelope(id: &Identity<'_>, t: &Transcript, ended: Option<&Ended>) -> Value {
     let stderr = ended.map_or(&[][..], Ended::stderr);
     let exit = ended.and_then(Ended::exit);
     let mut items = Vec::new();

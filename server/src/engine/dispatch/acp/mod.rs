@@ -9,7 +9,8 @@
 //! (one attempt from spawn to report), [`resume`] (the replay gate's one exception: a retry
 //! after output that loads the very session holding it, and nothing else meanwhile),
 //! [`check`] (`recourse agents check`: each configured agent started once and asked
-//! `initialize`).
+//! `initialize`). `recourse acp` (`crate::editor`) runs agents with the same process, protocol
+//! and evidence code, on the editor's side of the lease protocol.
 //!
 //! What it reports: a prompt answered `end_turn` in which the classifier finds no failure
 //! signal is a success; anything else (a JSON-RPC error, a failure banner before `end_turn`,
@@ -31,11 +32,11 @@
 //! it (an attempt left mid-prompt is ambiguous at the next boot, as after a crash).
 
 pub(crate) mod check;
-mod evidence;
-mod process;
-mod protocol;
+pub(crate) mod evidence;
+pub(crate) mod process;
+pub(crate) mod protocol;
 pub(crate) mod resume;
-mod run;
+pub(crate) mod run;
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched};
 use crate::store::Store;

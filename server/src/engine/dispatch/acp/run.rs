@@ -39,7 +39,7 @@ pub(super) async fn attempt(
     r: LaunchRequest,
     stop: watch::Receiver<bool>,
 ) {
-    let rec = Recorder::new(Some(r.reporter.clone()));
+    let rec = Recorder::new(Some(Arc::new(r.reporter.clone())));
     rec.phase(Phase::Launch);
     let agent = r
         .target
@@ -257,7 +257,7 @@ fn envelope_of(
 /// provider failure as a message and then ends its turn): the classifier decides, exactly as
 /// the engine will. Text no rule recognises, or that is not a provider error, is the agent's
 /// answer; a low-confidence match does not turn an answer into a failure.
-fn failure_signal(verdict: Option<&Verdict>) -> bool {
+pub(crate) fn failure_signal(verdict: Option<&Verdict>) -> bool {
     let Some(v) = verdict else { return true };
     let c = &v.classification;
     c.class != ClassState::Unclassified || c.reason == Some(UnclassifiedReason::Conflicting)
