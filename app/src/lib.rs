@@ -36,8 +36,8 @@ pub mod pages;
 
 use components::nav::NavBar;
 use pages::{
-    audit::AuditPage, home::HomePage, login::LoginPage, not_found::NotFound, profile::ProfilePage,
-    profiles::ProfilesPage, route::RoutePage,
+    audit::AuditPage, home::HomePage, login::LoginPage, not_found::NotFound, notifications::NotificationsPage,
+    profile::ProfilePage, profiles::ProfilesPage, route::RoutePage,
 };
 
 /// The HTML document around the app, rendered by the server for every page.
@@ -72,6 +72,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     auth::provide_session();
+    components::live::provide_event_ticks();
     // Effects run only in the browser, so this flips once the WASM has hydrated the page.
     // Tests and people can tell a live page from a static one by `data-hydrated`.
     let (hydrated, set_hydrated) = signal(false);
@@ -96,6 +97,7 @@ pub fn App() -> impl IntoView {
                         <Route path=path!("/routes/:id") view=RoutePage ssr=SsrMode::InOrder />
                         <Route path=path!("/login") view=LoginPage ssr=SsrMode::InOrder />
                         <Route path=path!("/audit") view=AuditPage ssr=SsrMode::InOrder />
+                        <Route path=path!("/notifications") view=NotificationsPage ssr=SsrMode::InOrder />
                     </Routes>
                 </main>
             </div>

@@ -19,6 +19,7 @@ use crate::{
     },
     document::{FieldError, ValidatedPolicyDocument, ValidationCode, ValidationError, ValidationErrors},
     legacy::{normalize, DocumentOrigin},
+    notify::{check_rules, NotificationRule},
     limits::{
         MAX_CALLER_REFERENCE_CHARS, MAX_IDENTIFIER_CHARS, MAX_ID_CHARS, MAX_INVOCATION_ID_CHARS,
         MAX_LABEL_CHARS, MAX_MESSAGES, MAX_PATH_CHARS, MAX_PROFILE_DESCRIPTION_CHARS, MAX_PROFILE_NAME_CHARS,
@@ -180,6 +181,7 @@ pub struct ValidatedProfile {
     document: ValidatedPolicyDocument,
     normalized_from_legacy: bool,
     expected_revision: Option<u64>,
+    notifications: Vec<NotificationRule>,
 }
 
 impl ValidatedProfile {
@@ -254,6 +256,8 @@ impl ValidatedProfile {
                 None
             }
         };
+        let (notifications, rule_problems) = check_rules(&input.notifications);
+        problems.0.extend(rule_problems);
         let value = match (normalized, targets) {
             (Some(n), Some(targets)) => Some(ValidatedProfile {
                 name: name.to_owned(),
@@ -263,6 +267,7 @@ impl ValidatedProfile {
                 normalized_from_legacy: n.origin == DocumentOrigin::Legacy,
                 document: n.document,
                 expected_revision: input.expected_revision,
+                notifications,
             }),
             _ => None,
         };
@@ -298,6 +303,12 @@ impl ValidatedProfile {
         self.expected_revision
     }
 
+    /// Who is told what (normalized). Whether each channel exists is the server's to check
+    /// against its configuration.
+    pub fn notifications(&self) -> &[NotificationRule] {
+        &self.notifications
+    }
+
     /// The stored profile this write becomes.
     pub fn into_profile(
         self,
@@ -315,6 +326,7 @@ impl ValidatedProfile {
             targets: self.targets,
             policy: self.document.to_wire(),
             normalized_from_legacy: self.normalized_from_legacy,
+            notifications: self.notifications,
             created_at,
             updated_at,
         }
@@ -666,6 +678,7 @@ mod tests {
             targets,
             policy: doc(&["a", "b"]),
             expected_revision: None,
+            notifications: Vec::new(),
         }
     }
 

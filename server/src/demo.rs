@@ -175,6 +175,7 @@ pub async fn seed(engine: &Engine) -> Result<usize, EngineError> {
             targets,
             policy: doc,
             expected_revision: None,
+            notifications: Vec::new(),
         };
         let profile = ValidatedProfile::parse(&input).map_err(EngineError::Invalid)?;
         profiles::put(engine, id, profile).await?;

@@ -129,8 +129,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let (stop_tx, mut stop_rx) = watch::channel(false);
     let mut stop_replicas = stop_rx.clone();
+    let mut stop_outbox = stop_rx.clone();
     let scheduler = tokio::spawn(crate::scheduler::run(engine.clone(), async move {
         let _ = stop_rx.wait_for(|stop| *stop).await;
+    }));
+    let outbox = tokio::spawn(crate::notify::worker::run(engine.clone(), async move {
+        let _ = stop_outbox.wait_for(|stop| *stop).await;
     }));
     let membership = tokio::spawn(crate::engine::replicas::run(
         engine.clone(),
@@ -196,6 +200,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     upkeep.abort();
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
+    let _ = outbox.await;
     // Retires this replica (its routes are the others' to take up at once).
     let _ = membership.await;
     store.close().await;

@@ -1,9 +1,10 @@
 //! The top navigation. On a phone the links fold behind a menu button so the page keeps one
 //! column and no horizontal overflow; on a desktop they are always visible. It says who is
 //! signed in, offers "Sign out" (a plain form: it works before the script loads), and, on a
-//! demo server, says plainly that everyone who reaches it is signed in.
+//! demo server, says plainly that everyone who reaches it is signed in. People who may view
+//! routes get the notifications item with their unread count (`notify_bell`).
 
-use crate::auth::SessionResource;
+use crate::{auth::SessionResource, components::notify_bell::NotificationBell};
 use leptos::prelude::*;
 use leptos_router::components::A;
 
@@ -73,7 +74,16 @@ pub fn NavBar() -> impl IntoView {
                             let viewer = session.await.ok().and_then(|v| v.viewer);
                             viewer.map(|who| {
                                 let admin = who.permissions.contains(policy::auth::Permission::Admin);
+                                let views = who.permissions.contains(policy::auth::Permission::ViewRoutes);
                                 view! {
+                                    {views
+                                        .then(|| {
+                                            view! {
+                                                <li>
+                                                    <NotificationBell class=link_class on_follow=Callback::new(move |()| set_open.set(false)) />
+                                                </li>
+                                            }
+                                        })}
                                     {admin
                                         .then(|| {
                                             view! {

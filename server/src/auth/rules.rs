@@ -103,6 +103,7 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/profiles/{id}", Surface::Page, READ_PROFILES),
     ("GET", "/routes/{id}", Surface::Page, VIEW),
     ("GET", "/audit", Surface::Page, ADMIN),
+    ("GET", "/notifications", Surface::Page, VIEW),
     // Profiles.
     ("GET", "/api/v1/profiles", Surface::Api, READ_PROFILES),
     ("POST", "/api/v1/profiles", Surface::Api, MANAGE),
@@ -123,6 +124,11 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("POST", "/api/v1/routes/{id}/abandon", Surface::Api, STEER),
     ("GET", "/api/v1/circuits", Surface::Api, VIEW),
     ("GET", "/api/v1/events", Surface::Api, VIEW),
+    // Notifications: the caller's own in-app list, deliveries, the channels rules may name.
+    ("GET", "/api/v1/notifications", Surface::Api, VIEW),
+    ("POST", "/api/v1/notifications/read", Surface::Api, VIEW),
+    ("GET", "/api/v1/notifications/deliveries", Surface::Api, VIEW),
+    ("GET", "/api/v1/notifications/channels", Surface::Api, READ_PROFILES),
     // Operations: Prometheus scrapes with an API token.
     ("GET", "/metrics", Surface::Api, VIEW),
     // External runners.
@@ -171,6 +177,11 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("list_routes", VIEW),
     ("get_route", VIEW),
     ("act_on_route", STEER),
+    // The signed-in person's notifications, deliveries, and the channels rules may name.
+    ("list_notifications", VIEW),
+    ("mark_notifications_read", VIEW),
+    ("list_deliveries", VIEW),
+    ("list_channels", READ_PROFILES),
     ("list_audit", ADMIN),
     // The caller's own API tokens (administrators: every token).
     ("list_tokens", Access::Authenticated),

@@ -13,6 +13,7 @@ pub mod backend;
 pub mod fake_agent;
 pub mod power;
 pub mod provider;
+pub mod receiver;
 
 use axum::{
     body::Body,
