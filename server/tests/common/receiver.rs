@@ -50,6 +50,8 @@ pub struct Delivery {
     pub signature_ok: bool,
     pub body: Value,
     pub raw: String,
+    /// When it arrived.
+    pub arrived: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -139,7 +141,8 @@ impl Receiver {
             let next = tokio::time::Instant::now() + Duration::from_millis(50);
             match tokio::time::timeout_at(end.min(next), arrivals.recv()).await {
                 Err(_) if tokio::time::Instant::now() >= end => {
-                    panic!("the receiver never got what the test waited for; accepted: {accepted:#?}")
+                    let ids: Vec<&str> = accepted.iter().map(|d| d.id.as_str()).collect();
+                    panic!("the receiver never got what the test waited for; accepted: {ids:?}")
                 }
                 _ => {}
             }
@@ -178,6 +181,7 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
         timestamp: timestamp.parse().unwrap_or(0),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
         raw: String::from_utf8_lossy(&body).into_owned(),
+        arrived: std::time::Instant::now(),
     };
     let mode = {
         let mut inner = r.inner.lock().unwrap();
