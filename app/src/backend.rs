@@ -112,7 +112,8 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The signed-in person's in-app notifications, newest first, before `before` (a `seq`)
     /// when given, and how many are unread.
-    fn notifications(&self, before: Option<i64>) -> BackendFuture<'_, Result<NotificationPage, BackendError>>;
+    fn notifications(&self, before: Option<i64>)
+        -> BackendFuture<'_, Result<NotificationPage, BackendError>>;
 
     /// Marks the signed-in person's notifications read up to `through_seq`; how many stay
     /// unread.
@@ -120,7 +121,10 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Deliveries to configured channels (webhooks, e-mail) in `status` (all when `None`),
     /// newest first.
-    fn deliveries(&self, status: Option<DeliveryStatus>) -> BackendFuture<'_, Result<Vec<DeliveryView>, BackendError>>;
+    fn deliveries(
+        &self,
+        status: Option<DeliveryStatus>,
+    ) -> BackendFuture<'_, Result<Vec<DeliveryView>, BackendError>>;
 
     /// The channels a profile's notification rules may name now (`in_app`, then the server
     /// configuration's): ids, kinds and labels only.

@@ -36,8 +36,8 @@ pub mod pages;
 
 use components::nav::NavBar;
 use pages::{
-    audit::AuditPage, home::HomePage, login::LoginPage, not_found::NotFound, notifications::NotificationsPage,
-    profile::ProfilePage, profiles::ProfilesPage, route::RoutePage,
+    audit::AuditPage, home::HomePage, login::LoginPage, not_found::NotFound,
+    notifications::NotificationsPage, profile::ProfilePage, profiles::ProfilesPage, route::RoutePage,
 };
 
 /// The HTML document around the app, rendered by the server for every page.

@@ -19,13 +19,13 @@ use crate::{
     },
     document::{FieldError, ValidatedPolicyDocument, ValidationCode, ValidationError, ValidationErrors},
     legacy::{normalize, DocumentOrigin},
-    notify::{check_rules, NotificationRule},
     limits::{
         MAX_CALLER_REFERENCE_CHARS, MAX_IDENTIFIER_CHARS, MAX_ID_CHARS, MAX_INVOCATION_ID_CHARS,
         MAX_LABEL_CHARS, MAX_MESSAGES, MAX_PATH_CHARS, MAX_PROFILE_DESCRIPTION_CHARS, MAX_PROFILE_NAME_CHARS,
         MAX_PROMPT_BLOCKS, MAX_SCRIPT_ENVELOPE_BYTES, MAX_SCRIPT_STEPS, MAX_SIMULATED_DELAY_SECONDS,
         MAX_TITLE_CHARS, MAX_WORK_BYTES,
     },
+    notify::{check_rules, NotificationRule},
 };
 use chrono::{DateTime, Utc};
 

@@ -341,7 +341,11 @@ pub fn check_rules(rules: &[NotificationRule]) -> (Vec<NotificationRule>, Vec<Va
             if let Err(e) = check_identifier(channel, "the channel id") {
                 push(path, e.code, e.message);
             } else if rule.channels[..c].contains(channel) {
-                push(path, ValidationCode::Duplicate, "This channel is listed twice.".to_owned());
+                push(
+                    path,
+                    ValidationCode::Duplicate,
+                    "This channel is listed twice.".to_owned(),
+                );
             }
         }
         let waits = rule.events.contains(&NotifyEventType::RouteWaiting);
@@ -470,7 +474,11 @@ pub enum DeliveryStatus {
 }
 
 impl DeliveryStatus {
-    pub const ALL: [DeliveryStatus; 3] = [DeliveryStatus::Pending, DeliveryStatus::Delivered, DeliveryStatus::Dead];
+    pub const ALL: [DeliveryStatus; 3] = [
+        DeliveryStatus::Pending,
+        DeliveryStatus::Delivered,
+        DeliveryStatus::Dead,
+    ];
 
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -521,8 +529,8 @@ pub struct ChannelOption {
 mod tests {
     use super::*;
     use crate::{
-        classification::{Classification, Confidence, Gate},
         class::SemanticCode,
+        classification::{Classification, Confidence, Gate},
         legacy::normalize,
         route::{start, step, CandidateOption, FailureReport, ManualAction, RouteEvent},
     };
@@ -651,7 +659,14 @@ mod tests {
     fn an_unsafe_failure_tells_that_a_person_is_needed_and_why() {
         let d = doc(5, "skip");
         let s = running(&d);
-        let (s, n) = told(&s, failed(&s, &d, Gate::deny(crate::classification::GateReason::ToolActivity)));
+        let (s, n) = told(
+            &s,
+            failed(
+                &s,
+                &d,
+                Gate::deny(crate::classification::GateReason::ToolActivity),
+            ),
+        );
         assert_eq!(s.state_name(), StateName::ActionRequired);
         assert_eq!(
             n,
@@ -675,7 +690,12 @@ mod tests {
         );
         assert!(n.is_empty(), "{n:?}");
         let g = s.generation();
-        let (s, n) = told(&s, RouteEvent::Abandon { expected_generation: g });
+        let (s, n) = told(
+            &s,
+            RouteEvent::Abandon {
+                expected_generation: g,
+            },
+        );
         assert_eq!(
             n,
             [Notable::Finished {
@@ -683,7 +703,14 @@ mod tests {
             }]
         );
         // A repeat of the abandon is unchanged: nothing more to tell.
-        let t = step(&s, RouteEvent::Abandon { expected_generation: g }, now()).unwrap();
+        let t = step(
+            &s,
+            RouteEvent::Abandon {
+                expected_generation: g,
+            },
+            now(),
+        )
+        .unwrap();
         assert!(notable(Some(&s), &t, now()).is_empty());
     }
 
@@ -723,7 +750,11 @@ mod tests {
         use NotifyEventType as E;
         let rules = [
             rule(&[], &[], 0),
-            rule(&[E::RouteFinished, E::RouteFinished], &["ops", "ops", "bad id"], 30),
+            rule(
+                &[E::RouteFinished, E::RouteFinished],
+                &["ops", "ops", "bad id"],
+                30,
+            ),
             rule(&[E::RouteWaiting], &["ops"], MAX_MAX_WAIT_SECONDS + 1),
         ];
         let (normalized, problems) = check_rules(&rules);
@@ -763,7 +794,14 @@ mod tests {
         let delays: Vec<_> = (1..=6).map(|n| s.next_delay_ms(n)).collect();
         assert_eq!(
             delays,
-            [Some(1_000), Some(2_000), Some(4_000), Some(5_000), Some(5_000), None]
+            [
+                Some(1_000),
+                Some(2_000),
+                Some(4_000),
+                Some(5_000),
+                Some(5_000),
+                None
+            ]
         );
         let huge = DeliverySchedule {
             initial_ms: u64::MAX,

@@ -55,7 +55,10 @@ async fn receive(State(r): State<Receiver>, body: Bytes) -> StatusCode {
         .and_then(|v| v["timestamp"].as_str().map(str::to_owned))
         .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
     {
-        let ms = (now - at.with_timezone(&chrono::Utc)).num_microseconds().unwrap_or(0) as f64 / 1000.0;
+        let ms = (now - at.with_timezone(&chrono::Utc))
+            .num_microseconds()
+            .unwrap_or(0) as f64
+            / 1000.0;
         r.delays.lock().unwrap().push(ms);
     }
     StatusCode::NO_CONTENT
@@ -213,7 +216,12 @@ fn delays(receivers: &[Receiver]) -> Vec<f64> {
 /// Waits until the receivers hold `n` deliveries in all (bounded: a stuck worker is reported).
 async fn drain(receivers: &[Receiver], n: usize) {
     let end = Instant::now() + std::time::Duration::from_secs(120);
-    while receivers.iter().map(|r| r.delays.lock().unwrap().len()).sum::<usize>() < n {
+    while receivers
+        .iter()
+        .map(|r| r.delays.lock().unwrap().len())
+        .sum::<usize>()
+        < n
+    {
         assert!(Instant::now() < end, "the deliveries did not all arrive");
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }

@@ -146,7 +146,10 @@ impl Backend for EngineBackend {
         Box::pin(std::future::ready(Ok(agents.chain(endpoints).collect())))
     }
 
-    fn notifications(&self, before: Option<i64>) -> BackendFuture<'_, Result<NotificationPage, BackendError>> {
+    fn notifications(
+        &self,
+        before: Option<i64>,
+    ) -> BackendFuture<'_, Result<NotificationPage, BackendError>> {
         let caller = caller();
         Box::pin(async move {
             let (principal, _) = caller?;

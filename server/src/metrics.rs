@@ -110,7 +110,9 @@ impl Metrics {
         // would still be exported (as a summary).
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(TIMER_LATENESS.to_owned()), &LATENESS_BUCKETS)
-            .and_then(|b| b.set_buckets_for_metric(Matcher::Full(NOTIFICATION_DELAY.to_owned()), &LATENESS_BUCKETS))
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full(NOTIFICATION_DELAY.to_owned()), &LATENESS_BUCKETS)
+            })
             .unwrap_or_else(|_| PrometheusBuilder::new())
             .build_recorder();
         describe(&recorder);
@@ -143,7 +145,8 @@ impl Metrics {
             claims_lost: counter(CLAIMS_LOST, Vec::new()),
             notifications: ["delivered", "failed", "dead"]
                 .map(|outcome| counter(NOTIFICATIONS, vec![Label::new("outcome", outcome)])),
-            notification_delay: recorder.register_histogram(&Key::from_static_name(NOTIFICATION_DELAY), &METADATA),
+            notification_delay: recorder
+                .register_histogram(&Key::from_static_name(NOTIFICATION_DELAY), &METADATA),
             deliveries: ["pending", "dead"].map(|status| {
                 recorder.register_gauge(
                     &Key::from_parts(NOTIFICATION_DELIVERIES, vec![Label::new("status", status)]),
@@ -375,7 +378,8 @@ fn describe(recorder: &PrometheusRecorder) {
     recorder.describe_counter(
         name(NOTIFICATIONS),
         None,
-        "Notification delivery attempts: delivered, failed (tried again later), dead (the last one failed).".into(),
+        "Notification delivery attempts: delivered, failed (tried again later), dead (the last one failed)."
+            .into(),
     );
     recorder.describe_histogram(
         name(NOTIFICATION_DELAY),

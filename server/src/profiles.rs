@@ -77,9 +77,10 @@ pub fn check_channels(rules: &[NotificationRule], config: &RunnerConfig) -> Resu
                 errors.push(ValidationError {
                     path: format!("notifications[{i}].channels[{c}]"),
                     code: ValidationCode::UnknownField,
-                    message: "The server's configuration has no channel with this id; choose `in_app` or one it \
+                    message:
+                        "The server's configuration has no channel with this id; choose `in_app` or one it \
                               lists, or ask an operator to add it."
-                        .to_owned(),
+                            .to_owned(),
                 });
             }
         }

@@ -54,7 +54,10 @@ async fn quiet_harness(config: &str) -> Harness {
 }
 
 fn start_worker(h: &Harness) {
-    tokio::spawn(server::notify::worker::run(h.engine.clone(), std::future::pending()));
+    tokio::spawn(server::notify::worker::run(
+        h.engine.clone(),
+        std::future::pending(),
+    ));
 }
 
 /// Waits until no delivery is being attempted (none holds a lease). With the clock still, none
@@ -117,7 +120,10 @@ async fn wait_deliveries(h: &Harness, done: impl Fn(&[Value]) -> bool) -> Vec<Va
         if done(&rows) {
             return rows;
         }
-        assert!(tokio::time::Instant::now() < end, "deliveries never got there: {rows:#?}");
+        assert!(
+            tokio::time::Instant::now() < end,
+            "deliveries never got there: {rows:#?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -230,7 +236,10 @@ async fn a_route_that_stops_for_a_person_is_in_the_in_app_list_from_the_same_com
     assert_eq!(h.get("/api/v1/notifications").await["unread"], 0);
     let g = h.snapshot(&r).await["generation"].clone();
     let (status, _) = h
-        .post(&format!("/api/v1/routes/{r}/abandon"), json!({"expected_generation": g}))
+        .post(
+            &format!("/api/v1/routes/{r}/abandon"),
+            json!({"expected_generation": g}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     let page = h.get("/api/v1/notifications").await;
@@ -242,7 +251,10 @@ async fn a_route_that_stops_for_a_person_is_in_the_in_app_list_from_the_same_com
 #[tokio::test]
 async fn webhooks_are_signed_and_a_routes_events_arrive_in_order_after_the_receiver_was_down() {
     // The receiver is down: nothing listens on its port.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let placeholder = Receiver::start_on(port, Mode::Accept).await;
     placeholder.stop();
     // The worker starts once the route's story is told (the manual clock jumps meanwhile).
@@ -271,12 +283,18 @@ async fn webhooks_are_signed_and_a_routes_events_arrive_in_order_after_the_recei
     assert_eq!(status, StatusCode::OK);
     let g = h.snapshot(&r).await["generation"].clone();
     let (status, v) = h
-        .post(&format!("/api/v1/routes/{r}/result"), json!({"invocation_generation": g}))
+        .post(
+            &format!("/api/v1/routes/{r}/result"),
+            json!({"invocation_generation": g}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{v}");
     let g = h.snapshot(&r).await["generation"].clone();
     let (status, _) = h
-        .post(&format!("/api/v1/routes/{r}/complete"), json!({"expected_generation": g}))
+        .post(
+            &format!("/api/v1/routes/{r}/complete"),
+            json!({"expected_generation": g}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
 
@@ -299,12 +317,12 @@ async fn webhooks_are_signed_and_a_routes_events_arrive_in_order_after_the_recei
     let receiver = Receiver::start_on(port, Mode::Accept).await;
     advance(&h, 10);
     let accepted = receiver
-        .wait_accepted(LIMIT, |a| {
-            a.iter()
-                .any(|d| d.body["type"] == "route.finished")
-        })
+        .wait_accepted(LIMIT, |a| a.iter().any(|d| d.body["type"] == "route.finished"))
         .await;
-    let types: Vec<&str> = accepted.iter().map(|d| d.body["type"].as_str().unwrap()).collect();
+    let types: Vec<&str> = accepted
+        .iter()
+        .map(|d| d.body["type"].as_str().unwrap())
+        .collect();
     assert_eq!(
         types,
         [
@@ -318,7 +336,11 @@ async fn webhooks_are_signed_and_a_routes_events_arrive_in_order_after_the_recei
     );
     for d in &accepted {
         assert!(d.signature_ok, "a valid Standard Webhooks signature: {d:?}");
-        assert_eq!(d.id, d.body["data"]["id"].as_str().unwrap(), "webhook-id is the event's id");
+        assert_eq!(
+            d.id,
+            d.body["data"]["id"].as_str().unwrap(),
+            "webhook-id is the event's id"
+        );
         assert_eq!(d.body["data"]["route_id"], r.as_str());
         assert_eq!(
             d.body["data"]["link"],
@@ -337,8 +359,14 @@ async fn webhooks_are_signed_and_a_routes_events_arrive_in_order_after_the_recei
     assert_eq!(rows.len(), 5);
     let metrics = h.call(Method::GET, "/metrics", None).await.1;
     let text = metrics.as_str().unwrap();
-    assert!(text.contains("recourse_notifications_total{outcome=\"delivered\"} 5"), "{text}");
-    assert!(text.contains("recourse_notification_deliveries{status=\"pending\"} 0"), "{text}");
+    assert!(
+        text.contains("recourse_notifications_total{outcome=\"delivered\"} 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("recourse_notification_deliveries{status=\"pending\"} 0"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -348,7 +376,12 @@ async fn receivers_that_fail_hang_or_redirect_are_retried_never_stall_the_others
     let hanging = Receiver::start(Mode::Hang).await;
     let redirecting = Receiver::start(Mode::Redirect).await;
     let h = harness(&config(
-        &[("ok", &ok), ("failing", &failing), ("hanging", &hanging), ("redirecting", &redirecting)],
+        &[
+            ("ok", &ok),
+            ("failing", &failing),
+            ("hanging", &hanging),
+            ("redirecting", &redirecting),
+        ],
         3,
     ))
     .await;
@@ -407,8 +440,14 @@ async fn receivers_that_fail_hang_or_redirect_are_retried_never_stall_the_others
     assert_eq!(dead.len(), 3);
     let metrics = h.call(Method::GET, "/metrics", None).await.1;
     let text = metrics.as_str().unwrap();
-    assert!(text.contains("recourse_notification_deliveries{status=\"dead\"} 3"), "{text}");
-    assert!(text.contains("recourse_notifications_total{outcome=\"dead\"} 3"), "{text}");
+    assert!(
+        text.contains("recourse_notification_deliveries{status=\"dead\"} 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("recourse_notifications_total{outcome=\"dead\"} 3"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -432,12 +471,18 @@ async fn receivers_on_addresses_the_operator_did_not_allow_get_no_request() {
     .await;
     let r = h.start(&p, "inv-1").await;
     evidence(&h, &r, unknown_error()).await;
-    let rows = wait_deliveries(&h, |rows| rows.len() == 2 && rows.iter().all(|d| d["attempts"] == 1)).await;
+    let rows = wait_deliveries(&h, |rows| {
+        rows.len() == 2 && rows.iter().all(|d| d["attempts"] == 1)
+    })
+    .await;
     for d in &rows {
         assert!(
             d["last_error"].as_str().unwrap().contains("not public"),
             "refused before any request: {d}"
         );
     }
-    assert!(receiver.seen().is_empty(), "no request reached the loopback receiver");
+    assert!(
+        receiver.seen().is_empty(),
+        "no request reached the loopback receiver"
+    );
 }

@@ -45,7 +45,10 @@ fn webhook(receiver: &Receiver) -> String {
 /// The accepted copy of `id` arrived after `killed`: it was sent again after the kill (and not
 /// after an attempt that ended some other way first).
 fn sent_again_after(accepted: &[common::receiver::Delivery], id: &str, killed: std::time::Instant) {
-    let copy = accepted.iter().find(|d| d.id == id).expect("the held event was accepted");
+    let copy = accepted
+        .iter()
+        .find(|d| d.id == id)
+        .expect("the held event was accepted");
     assert!(
         copy.arrived > killed,
         "the held delivery was accepted before the kill: the test did not kill during its delivery"
@@ -87,8 +90,10 @@ fn start(addr: &str, profile: &str, i: usize) -> String {
         addr,
         "POST",
         "/api/v1/routes",
-        Some(&json!({"profile_id": profile, "title": format!("Fix the build {i}"),
-            "caller": {"kind": "kanban_task", "reference": "task-1", "invocation_id": format!("inv-{i}")}})),
+        Some(
+            &json!({"profile_id": profile, "title": format!("Fix the build {i}"),
+            "caller": {"kind": "kanban_task", "reference": "task-1", "invocation_id": format!("inv-{i}")}}),
+        ),
     )
     .unwrap();
     assert_eq!(status, 201, "{v}");
@@ -99,9 +104,14 @@ fn start(addr: &str, profile: &str, i: usize) -> String {
 async fn settled(addr: &str, n: usize) {
     let end = std::time::Instant::now() + LIMIT;
     loop {
-        let rows = http(addr, "GET", "/api/v1/notifications/deliveries?status=delivered", None)
-            .unwrap()
-            .1;
+        let rows = http(
+            addr,
+            "GET",
+            "/api/v1/notifications/deliveries?status=delivered",
+            None,
+        )
+        .unwrap()
+        .1;
         if rows.as_array().is_some_and(|r| r.len() >= n) {
             return;
         }
@@ -131,7 +141,10 @@ async fn every_event_is_accepted_once_across_a_kill_during_its_delivery() {
     let routes: Vec<String> = (0..3).map(|i| start(&addr, &p, i)).collect();
     // The first delivery to arrive is held by the receiver: Recourse is killed while it waits
     // for the answer.
-    let held = tokio::time::timeout(LIMIT, arrivals.recv()).await.unwrap().unwrap();
+    let held = tokio::time::timeout(LIMIT, arrivals.recv())
+        .await
+        .unwrap()
+        .unwrap();
     receiver.wait_accepted(LIMIT, |a| a.len() >= 2).await;
     // The other two are settled (a kill between a receiver's answer and its settlement would
     // send that one again, with the same webhook-id: at least once, as README says).
@@ -146,7 +159,10 @@ async fn every_event_is_accepted_once_across_a_kill_during_its_delivery() {
     second.wait().unwrap();
 
     let counts = tally(&accepted);
-    assert!(counts.values().all(|n| *n == 1), "each event accepted once: {counts:?}");
+    assert!(
+        counts.values().all(|n| *n == 1),
+        "each event accepted once: {counts:?}"
+    );
     assert!(counts.contains_key(&held), "the interrupted one was sent again");
     sent_again_after(&accepted, &held, killed);
     let seen = receiver.seen();
@@ -166,7 +182,11 @@ async fn every_event_is_accepted_once_across_a_kill_during_its_delivery() {
     assert_eq!(told, expected, "one event per route");
     for d in &accepted {
         assert_eq!(d.body["type"], "route.needs_person");
-        assert!(!d.raw.contains("frobnicator") && !d.raw.contains("sk-ant"), "{}", d.raw);
+        assert!(
+            !d.raw.contains("frobnicator") && !d.raw.contains("sk-ant"),
+            "{}",
+            d.raw
+        );
     }
 }
 
@@ -182,7 +202,10 @@ async fn two_replicas_send_each_event_once_and_one_takes_over_what_a_killed_one_
     let p = profile(&addr_a, &["ops"]);
     start(&addr_a, &p, 0);
     // Replica A is sending the first event (held by the receiver) when B starts.
-    let held = tokio::time::timeout(LIMIT, arrivals.recv()).await.unwrap().unwrap();
+    let held = tokio::time::timeout(LIMIT, arrivals.recv())
+        .await
+        .unwrap()
+        .unwrap();
     let (mut b, addr_b) = serve(&database, &config);
     // Both replicas deliver the next events: each is accepted once.
     for i in 1..=10 {
@@ -199,7 +222,10 @@ async fn two_replicas_send_each_event_once_and_one_takes_over_what_a_killed_one_
     b.kill().unwrap();
     b.wait().unwrap();
     let counts = tally(&accepted);
-    assert!(counts.values().all(|n| *n == 1), "each event accepted once: {counts:?}");
+    assert!(
+        counts.values().all(|n| *n == 1),
+        "each event accepted once: {counts:?}"
+    );
     assert_eq!(counts.get(&held), Some(&1));
     assert!(receiver.seen().iter().all(|d| d.signature_ok));
 }
@@ -218,12 +244,17 @@ fn aiosmtpd() -> std::path::PathBuf {
         entries
             .filter_map(Result::ok)
             .map(|e| e.path().join("bin/python"))
-            .find(|p| p.parent().and_then(Path::parent).is_some_and(|d| {
-                d.file_name().is_some_and(|n| n.to_string_lossy().starts_with("aiosmtpd-"))
-            }) && p.exists())
+            .find(|p| {
+                p.parent().and_then(Path::parent).is_some_and(|d| {
+                    d.file_name()
+                        .is_some_and(|n| n.to_string_lossy().starts_with("aiosmtpd-"))
+                }) && p.exists()
+            })
     });
     found.unwrap_or_else(|| {
-        panic!("aiosmtpd is not installed: run `./dev setup --browser` (or set RECOURSE_AIOSMTPD to its Python)")
+        panic!(
+            "aiosmtpd is not installed: run `./dev setup --browser` (or set RECOURSE_AIOSMTPD to its Python)"
+        )
     })
 }
 
@@ -241,10 +272,22 @@ impl Drop for Sink {
 async fn an_email_reaches_the_smtp_sink_naming_and_linking_the_route_without_evidence() {
     let dir = tempfile::tempdir().unwrap();
     let mailbox = dir.path().join("mailbox");
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let _sink = Sink(
         std::process::Command::new(aiosmtpd())
-            .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "aiosmtpd.handlers.Mailbox"])
+            .args([
+                "-m",
+                "aiosmtpd",
+                "-n",
+                "-l",
+                &format!("127.0.0.1:{port}"),
+                "-c",
+                "aiosmtpd.handlers.Mailbox",
+            ])
             .arg(&mailbox)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -299,7 +342,10 @@ async fn an_email_reaches_the_smtp_sink_naming_and_linking_the_route_without_evi
         unfolded.contains(&format!("https://recourse.example.com/routes/{r}")),
         "links to it: {text}"
     );
-    assert!(unfolded.contains("Fix the build 7"), "names it by its title: {text}");
+    assert!(
+        unfolded.contains("Fix the build 7"),
+        "names it by its title: {text}"
+    );
     assert!(text.contains("oncall@example.com") && text.contains("lead@example.com"));
     assert!(
         !unfolded.contains("frobnicator") && !unfolded.contains("sk-ant"),

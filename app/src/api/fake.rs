@@ -17,7 +17,9 @@ use policy::{
     },
     document::PolicyDocument,
     input::ValidatedProfile,
-    notify::{ChannelOption, DeliveryStatus, DeliveryView, NotificationPage, NotificationView, NotifyEventType},
+    notify::{
+        ChannelOption, DeliveryStatus, DeliveryView, NotificationPage, NotificationView, NotifyEventType,
+    },
     route::{start, CandidateOption},
     wire::{RouteSnapshot, StateName},
 };
@@ -373,7 +375,10 @@ impl Backend for FakeBackend {
         self.answer(Call::AuditPage(before), |s| s.audit.clone())
     }
 
-    fn notifications(&self, before: Option<i64>) -> BackendFuture<'_, Result<NotificationPage, BackendError>> {
+    fn notifications(
+        &self,
+        before: Option<i64>,
+    ) -> BackendFuture<'_, Result<NotificationPage, BackendError>> {
         self.answer(Call::Notifications(before), |s| s.notifications.clone())
     }
 

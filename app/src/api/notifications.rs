@@ -17,7 +17,9 @@ pub async fn list_notifications(before: Option<i64>) -> Result<NotificationPage,
 /// Marks the signed-in person's notifications read up to `through_seq`; how many stay unread.
 #[server(prefix = "/api/ui", input = Json)]
 pub async fn mark_notifications_read(through_seq: u64) -> Result<u64, AppError> {
-    Ok(crate::backend::backend()?.mark_notifications_read(through_seq).await?)
+    Ok(crate::backend::backend()?
+        .mark_notifications_read(through_seq)
+        .await?)
 }
 
 /// Deliveries to the configured channels in `status` (all when `None`), newest first.
@@ -48,7 +50,10 @@ mod tests {
             Ok(FakeBackend::notifications())
         );
         assert_eq!(with_backend(&fake, mark_notifications_read(3)), Ok(0));
-        assert_eq!(with_backend(&fake, list_deliveries(Some(DeliveryStatus::Dead))), Ok(vec![]));
+        assert_eq!(
+            with_backend(&fake, list_deliveries(Some(DeliveryStatus::Dead))),
+            Ok(vec![])
+        );
         assert_eq!(with_backend(&fake, list_channels()).map(|c| c.len()), Ok(1));
         assert_eq!(
             fake.calls(),
@@ -65,8 +70,16 @@ mod tests {
     fn every_port_error_reaches_the_page_as_its_wire_error() {
         for (port, wire) in port_errors() {
             let fake = FakeBackend::failing(port.clone());
-            assert_eq!(with_backend(&fake, list_notifications(None)), Err(wire.clone()), "after {port:?}");
-            assert_eq!(with_backend(&fake, mark_notifications_read(1)), Err(wire), "after {port:?}");
+            assert_eq!(
+                with_backend(&fake, list_notifications(None)),
+                Err(wire.clone()),
+                "after {port:?}"
+            );
+            assert_eq!(
+                with_backend(&fake, mark_notifications_read(1)),
+                Err(wire),
+                "after {port:?}"
+            );
         }
     }
 }

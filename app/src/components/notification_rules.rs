@@ -144,9 +144,13 @@ fn RuleRow(
             .into_iter()
             .map(|e| e.message)
             .collect();
-        let typed_ok = draft.min_wait.with(|t| t.trim().is_empty() || t.trim().parse::<u64>().is_ok());
+        let typed_ok = draft
+            .min_wait
+            .with(|t| t.trim().is_empty() || t.trim().parse::<u64>().is_ok());
         if !typed_ok {
-            out.push(format!("The minimum wait is a whole number of seconds (0 to {MAX_MAX_WAIT_SECONDS})."));
+            out.push(format!(
+                "The minimum wait is a whole number of seconds (0 to {MAX_MAX_WAIT_SECONDS})."
+            ));
         }
         for c in 0..rule.channels.len() {
             if let Some(m) = messages.get.run(format!("notifications[{i}].channels[{c}]")) {
@@ -190,7 +194,11 @@ fn RuleRow(
         });
         for id in draft.channels.get() {
             if !list.iter().any(|(i, _, _)| *i == id) {
-                list.push((id.clone(), format!("{id} (not in the server's configuration now)"), false));
+                list.push((
+                    id.clone(),
+                    format!("{id} (not in the server's configuration now)"),
+                    false,
+                ));
             }
         }
         list

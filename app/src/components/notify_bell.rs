@@ -34,7 +34,10 @@ pub fn NotificationBell(
 ) -> impl IntoView {
     // Every event and gap a page's stream sees: the list is read again.
     let ticks = use_event_ticks();
-    let page = Resource::new(move || ticks.map(EventTicks::get), move |_| list_notifications(None));
+    let page = Resource::new(
+        move || ticks.map(EventTicks::get),
+        move |_| list_notifications(None),
+    );
     // The newest `seq` this tab has seen; browser notifications are only for newer ones.
     let newest = StoredValue::new(None::<u64>);
     Effect::new(move |_| {
@@ -118,7 +121,8 @@ pub mod browser {
                 return;
             }
             let answer = Closure::once_into_js(move |_: wasm_bindgen::JsValue| then(permission()));
-            let _ = web_sys::Notification::request_permission_with_permission_callback(answer.unchecked_ref());
+            let _ =
+                web_sys::Notification::request_permission_with_permission_callback(answer.unchecked_ref());
         }
         #[cfg(not(feature = "hydrate"))]
         then(Permission::Unsupported);

@@ -175,7 +175,11 @@ impl<S: Send + Sync> FromRequestParts<S> for NotificationQuery {
         let pairs = query_pairs(parts)?;
         let mut errors = Vec::new();
         let mut status = None;
-        let statuses: Vec<&String> = pairs.iter().filter(|(k, _)| k == "status").map(|(_, v)| v).collect();
+        let statuses: Vec<&String> = pairs
+            .iter()
+            .filter(|(k, _)| k == "status")
+            .map(|(_, v)| v)
+            .collect();
         match statuses.as_slice() {
             [] => {}
             [one] => match DeliveryStatus::parse(one) {
@@ -194,7 +198,11 @@ impl<S: Send + Sync> FromRequestParts<S> for NotificationQuery {
         }
         let page = parse_page(&pairs, DEFAULT_NOTIFICATION_PAGE, MAX_NOTIFICATION_PAGE);
         match page {
-            Ok((before, limit)) if errors.is_empty() => Ok(NotificationQuery { before, limit, status }),
+            Ok((before, limit)) if errors.is_empty() => Ok(NotificationQuery {
+                before,
+                limit,
+                status,
+            }),
             Ok(_) => Err(Failure::Invalid(ValidationErrors { errors })),
             Err(e) => {
                 errors.extend(e.errors);
@@ -205,7 +213,11 @@ impl<S: Send + Sync> FromRequestParts<S> for NotificationQuery {
 }
 
 /// `before` (a whole number) and `limit` (1 to `max`, `default` when absent) from a query.
-fn parse_page(pairs: &[(String, String)], default: u32, max: u32) -> Result<(Option<i64>, u32), ValidationErrors> {
+fn parse_page(
+    pairs: &[(String, String)],
+    default: u32,
+    max: u32,
+) -> Result<(Option<i64>, u32), ValidationErrors> {
     let mut errors = Vec::new();
     let (mut before, mut limit) = (None, default);
     let mut seen: Vec<&str> = Vec::new();

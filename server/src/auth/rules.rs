@@ -128,7 +128,12 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/api/v1/notifications", Surface::Api, VIEW),
     ("POST", "/api/v1/notifications/read", Surface::Api, VIEW),
     ("GET", "/api/v1/notifications/deliveries", Surface::Api, VIEW),
-    ("GET", "/api/v1/notifications/channels", Surface::Api, READ_PROFILES),
+    (
+        "GET",
+        "/api/v1/notifications/channels",
+        Surface::Api,
+        READ_PROFILES,
+    ),
     // Operations: Prometheus scrapes with an API token.
     ("GET", "/metrics", Surface::Api, VIEW),
     // External runners.

@@ -100,8 +100,16 @@ pub fn bound(doc: &mut Value) {
             "after_seconds",
             json!({"minimum": 0, "maximum": MAX_SIMULATED_DELAY_SECONDS}),
         ),
-        ("ProfileInput", "notifications", json!({"maxItems": MAX_NOTIFICATION_RULES})),
-        ("NotificationRule", "events", json!({"minItems": 1, "uniqueItems": true})),
+        (
+            "ProfileInput",
+            "notifications",
+            json!({"maxItems": MAX_NOTIFICATION_RULES}),
+        ),
+        (
+            "NotificationRule",
+            "events",
+            json!({"minItems": 1, "uniqueItems": true}),
+        ),
         (
             "NotificationRule",
             "channels",

@@ -166,7 +166,11 @@ pub(super) async fn maintain(
             release = true;
             let was_closed = current.as_ref().is_none_or(|c| c.state == CircuitState::Closed);
             if tell && was_closed {
-                moved.push(Notable::circuit_opened(&key, opened.code.as_deref(), opened.open_until));
+                moved.push(Notable::circuit_opened(
+                    &key,
+                    opened.code.as_deref(),
+                    opened.open_until,
+                ));
             }
         }
     }

@@ -11,10 +11,10 @@ use super::{
     pending::Pending,
     EngineError, Input,
 };
-use crate::{metrics::FailureCause, notify::outbox::Change};
 use crate::store::{
     due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, Lease, RouteRow, TimerKind, Tx, Writes,
 };
+use crate::{metrics::FailureCause, notify::outbox::Change};
 use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
 use policy::{

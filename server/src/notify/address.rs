@@ -94,33 +94,33 @@ fn canonical(ip: IpAddr) -> IpAddr {
 
 /// Networks no receiver is on unless allowed.
 const V4_REFUSED: [(Ipv4Addr, u8); 16] = [
-    (Ipv4Addr::new(0, 0, 0, 0), 8),        // "this network"
-    (Ipv4Addr::new(10, 0, 0, 0), 8),       // private
-    (Ipv4Addr::new(100, 64, 0, 0), 10),    // shared (CGNAT; a metadata service answers here too)
-    (Ipv4Addr::new(127, 0, 0, 0), 8),      // loopback
-    (Ipv4Addr::new(169, 254, 0, 0), 16),   // link-local (cloud metadata at 169.254.169.254)
-    (Ipv4Addr::new(172, 16, 0, 0), 12),    // private
-    (Ipv4Addr::new(192, 0, 0, 0), 24),     // protocol assignments
-    (Ipv4Addr::new(192, 0, 2, 0), 24),     // documentation
-    (Ipv4Addr::new(192, 88, 99, 0), 24),   // 6to4 relay
-    (Ipv4Addr::new(192, 168, 0, 0), 16),   // private
-    (Ipv4Addr::new(198, 18, 0, 0), 15),    // benchmarking
-    (Ipv4Addr::new(198, 51, 100, 0), 24),  // documentation
-    (Ipv4Addr::new(203, 0, 113, 0), 24),   // documentation
-    (Ipv4Addr::new(224, 0, 0, 0), 4),      // multicast
-    (Ipv4Addr::new(240, 0, 0, 0), 4),      // reserved, broadcast
+    (Ipv4Addr::new(0, 0, 0, 0), 8),       // "this network"
+    (Ipv4Addr::new(10, 0, 0, 0), 8),      // private
+    (Ipv4Addr::new(100, 64, 0, 0), 10),   // shared (CGNAT; a metadata service answers here too)
+    (Ipv4Addr::new(127, 0, 0, 0), 8),     // loopback
+    (Ipv4Addr::new(169, 254, 0, 0), 16),  // link-local (cloud metadata at 169.254.169.254)
+    (Ipv4Addr::new(172, 16, 0, 0), 12),   // private
+    (Ipv4Addr::new(192, 0, 0, 0), 24),    // protocol assignments
+    (Ipv4Addr::new(192, 0, 2, 0), 24),    // documentation
+    (Ipv4Addr::new(192, 88, 99, 0), 24),  // 6to4 relay
+    (Ipv4Addr::new(192, 168, 0, 0), 16),  // private
+    (Ipv4Addr::new(198, 18, 0, 0), 15),   // benchmarking
+    (Ipv4Addr::new(198, 51, 100, 0), 24), // documentation
+    (Ipv4Addr::new(203, 0, 113, 0), 24),  // documentation
+    (Ipv4Addr::new(224, 0, 0, 0), 4),     // multicast
+    (Ipv4Addr::new(240, 0, 0, 0), 4),     // reserved, broadcast
     (Ipv4Addr::new(255, 255, 255, 255), 32),
 ];
 
 const V6_REFUSED: [(Ipv6Addr, u8); 8] = [
     (Ipv6Addr::UNSPECIFIED, 128),
     (Ipv6Addr::LOCALHOST, 128),
-    (Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0), 64),    // discard
+    (Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0), 64), // discard
     (Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0), 32), // documentation
-    (Ipv6Addr::new(0x2002, 0, 0, 0, 0, 0, 0, 0), 16),   // 6to4 (carries any IPv4 address)
-    (Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7),    // unique local (metadata fd00:ec2::254)
-    (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10),   // link-local
-    (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8),    // multicast
+    (Ipv6Addr::new(0x2002, 0, 0, 0, 0, 0, 0, 0), 16), // 6to4 (carries any IPv4 address)
+    (Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0), 7), // unique local (metadata fd00:ec2::254)
+    (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10), // link-local
+    (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8), // multicast
 ];
 
 fn is_public(ip: IpAddr) -> bool {
@@ -130,7 +130,8 @@ fn is_public(ip: IpAddr) -> bool {
             .any(|(net, len)| Ipv4Net::new(*net, *len).is_ok_and(|n| n.contains(&v4))),
         IpAddr::V6(v6) => {
             // Everything outside global unicast (2000::/3) is not a public receiver.
-            let global = Ipv6Net::new(Ipv6Addr::new(0x2000, 0, 0, 0, 0, 0, 0, 0), 3).is_ok_and(|n| n.contains(&v6));
+            let global =
+                Ipv6Net::new(Ipv6Addr::new(0x2000, 0, 0, 0, 0, 0, 0, 0), 3).is_ok_and(|n| n.contains(&v6));
             global
                 && !V6_REFUSED
                     .iter()
@@ -143,11 +144,16 @@ fn is_public(ip: IpAddr) -> bool {
 /// allowed only there).
 pub(crate) fn is_loopback_host(host: &str) -> bool {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost") || bare.parse::<IpAddr>().is_ok_and(|ip| canonical(ip).is_loopback())
+    host.eq_ignore_ascii_case("localhost")
+        || bare.parse::<IpAddr>().is_ok_and(|ip| canonical(ip).is_loopback())
 }
 
 /// Resolves `host` and keeps the addresses `allow` accepts; refused when none is left.
-pub(crate) async fn resolve_checked(host: &str, port: u16, allow: &AllowList) -> Result<Vec<SocketAddr>, Refused> {
+pub(crate) async fn resolve_checked(
+    host: &str,
+    port: u16,
+    allow: &AllowList,
+) -> Result<Vec<SocketAddr>, Refused> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let found: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
         Ok(ip) => vec![SocketAddr::new(ip, port)],
@@ -159,7 +165,10 @@ pub(crate) async fn resolve_checked(host: &str, port: u16, allow: &AllowList) ->
     if found.is_empty() {
         return Err(Refused::NoAddress);
     }
-    let kept: Vec<SocketAddr> = found.into_iter().filter(|a| allow.check(a.ip()).is_ok()).collect();
+    let kept: Vec<SocketAddr> = found
+        .into_iter()
+        .filter(|a| allow.check(a.ip()).is_ok())
+        .collect();
     if kept.is_empty() {
         Err(Refused::NotAllowed)
     } else {
@@ -171,7 +180,11 @@ pub(crate) async fn resolve_checked(host: &str, port: u16, allow: &AllowList) ->
 /// [`CheckedResolver`] when the client connects.
 pub(crate) fn check_url(url: &reqwest::Url, allow: &AllowList) -> Result<(), Refused> {
     let host = url.host_str().ok_or(Refused::NoAddress)?;
-    match host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>() {
+    match host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
         Ok(ip) => allow.check(ip),
         Err(_) => Ok(()),
     }
@@ -235,7 +248,12 @@ mod tests {
         ] {
             assert_eq!(none.check(ip(refused)), Err(Refused::NotAllowed), "{refused}");
         }
-        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:1.1.1.1"] {
+        for public in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "::ffff:1.1.1.1",
+        ] {
             assert_eq!(none.check(ip(public)), Ok(()), "{public}");
         }
         let allow = AllowList::of(&["127.0.0.0/8", "10.20.0.0/16", "fd12::1"]);
@@ -250,9 +268,15 @@ mod tests {
     #[test]
     fn bad_allow_entries_are_named_by_position() {
         let mut problems = Vec::new();
-        AllowList::parse(&["10.0.0.0/8".into(), "ten".into(), "10.0.0.0/33".into()], &mut problems);
+        AllowList::parse(
+            &["10.0.0.0/8".into(), "ten".into(), "10.0.0.0/33".into()],
+            &mut problems,
+        );
         assert_eq!(
-            problems.iter().map(|p| p.split(':').next().unwrap()).collect::<Vec<_>>(),
+            problems
+                .iter()
+                .map(|p| p.split(':').next().unwrap())
+                .collect::<Vec<_>>(),
             ["notify.allow_networks[1]", "notify.allow_networks[2]"]
         );
     }
@@ -260,10 +284,16 @@ mod tests {
     #[tokio::test]
     async fn a_name_is_resolved_then_checked_and_only_kept_addresses_come_back() {
         let none = AllowList::default();
-        assert_eq!(resolve_checked("localhost", 80, &none).await, Err(Refused::NotAllowed));
+        assert_eq!(
+            resolve_checked("localhost", 80, &none).await,
+            Err(Refused::NotAllowed)
+        );
         let allow = AllowList::of(&["127.0.0.0/8", "::1"]);
         let kept = resolve_checked("localhost", 80, &allow).await.unwrap();
-        assert!(kept.iter().all(|a| a.ip().is_loopback() && a.port() == 80), "{kept:?}");
+        assert!(
+            kept.iter().all(|a| a.ip().is_loopback() && a.port() == 80),
+            "{kept:?}"
+        );
         assert_eq!(
             resolve_checked("169.254.169.254", 80, &allow).await,
             Err(Refused::NotAllowed)
@@ -278,8 +308,15 @@ mod tests {
             check_url(&url("http://169.254.169.254/latest/meta-data"), &none),
             Err(Refused::NotAllowed)
         );
-        assert_eq!(check_url(&url("http://[::1]:8080/"), &none), Err(Refused::NotAllowed));
+        assert_eq!(
+            check_url(&url("http://[::1]:8080/"), &none),
+            Err(Refused::NotAllowed)
+        );
         assert_eq!(check_url(&url("https://hooks.example.com/"), &none), Ok(()));
-        assert!(is_loopback_host("localhost") && is_loopback_host("[::1]") && !is_loopback_host("smtp.example.com"));
+        assert!(
+            is_loopback_host("localhost")
+                && is_loopback_host("[::1]")
+                && !is_loopback_host("smtp.example.com")
+        );
     }
 }

@@ -174,7 +174,10 @@ impl NotifyConfig {
                     }
                 }
                 ChannelKind::Email(e) => {
-                    for (field, name) in [("username_env", &e.username_env), ("password_env", &e.password_env)] {
+                    for (field, name) in [
+                        ("username_env", &e.username_env),
+                        ("password_env", &e.password_env),
+                    ] {
                         if let Some(name) = name {
                             if !std::env::var(name).is_ok_and(|v| !v.is_empty()) {
                                 problems.push(format!("channel[{i}].{field}: the variable is not set"));
@@ -279,7 +282,9 @@ pub(crate) fn parse(
         if (1..=MAX_BACKOFF_MS).contains(&ms) {
             config.backoff_initial_ms = ms;
         } else {
-            problems.push(format!("notify.backoff_initial_ms: between 1 and {MAX_BACKOFF_MS}"));
+            problems.push(format!(
+                "notify.backoff_initial_ms: between 1 and {MAX_BACKOFF_MS}"
+            ));
         }
     }
     if let Some(ms) = section.backoff_max_ms {
@@ -322,7 +327,11 @@ pub(crate) fn parse(
                 }
                 if let Some(label) = &channel.label {
                     if label.trim().is_empty() || label.chars().count() > policy::limits::MAX_LABEL_CHARS {
-                        problems.push(format!("{}: 1 to {} characters", at("label"), policy::limits::MAX_LABEL_CHARS));
+                        problems.push(format!(
+                            "{}: 1 to {} characters",
+                            at("label"),
+                            policy::limits::MAX_LABEL_CHARS
+                        ));
                     }
                 }
                 config.channels.push(channel);
@@ -398,8 +407,7 @@ fn webhook(w: WebhookEntry, at: &dyn Fn(&str) -> String, problems: &mut Vec<Stri
 fn email(m: EmailEntry, at: &dyn Fn(&str) -> String, problems: &mut Vec<String>) -> ChannelConfig {
     let host_ok = !m.host.is_empty()
         && m.host.len() <= 253
-        && m
-            .host
+        && m.host
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
     if !host_ok {
@@ -420,7 +428,10 @@ fn email(m: EmailEntry, at: &dyn Fn(&str) -> String, problems: &mut Vec<String>)
         ));
     }
     if m.from.parse::<lettre::message::Mailbox>().is_err() {
-        problems.push(format!("{}: an e-mail address (optionally with a name)", at("from")));
+        problems.push(format!(
+            "{}: an e-mail address (optionally with a name)",
+            at("from")
+        ));
     }
     if m.to.is_empty() || m.to.len() > MAX_RECIPIENTS {
         problems.push(format!("{}: 1 to {MAX_RECIPIENTS} addresses", at("to")));

@@ -57,15 +57,18 @@ pub fn summary(body: &Body) -> String {
                 Some(WaitKind::Reset) => "waits for a reset",
                 _ => "waits to retry",
             };
-            let until = d
-                .resume_at
-                .map_or_else(String::new, |t| format!(" until {}", t.format("%Y-%m-%d %H:%M:%S UTC")));
-            with_cause(format!("Route {route} {what} on candidate {}{until}", d.candidate_id))
+            let until = d.resume_at.map_or_else(String::new, |t| {
+                format!(" until {}", t.format("%Y-%m-%d %H:%M:%S UTC"))
+            });
+            with_cause(format!(
+                "Route {route} {what} on candidate {}{until}",
+                d.candidate_id
+            ))
         }
         NotifyEventType::CircuitOpened => {
-            let until = d
-                .open_until
-                .map_or_else(String::new, |t| format!(" until {}", t.format("%Y-%m-%d %H:%M:%S UTC")));
+            let until = d.open_until.map_or_else(String::new, |t| {
+                format!(" until {}", t.format("%Y-%m-%d %H:%M:%S UTC"))
+            });
             let code = d.code.as_deref().map_or_else(String::new, |c| format!(" ({c})"));
             format!(
                 "{} is down{code}: candidates on it wait{until}",

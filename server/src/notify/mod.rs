@@ -98,23 +98,33 @@ pub async fn list(
     before: Option<i64>,
     limit: Option<u32>,
 ) -> Result<NotificationPage, EngineError> {
-    let limit = limit.unwrap_or(DEFAULT_NOTIFICATION_PAGE).clamp(1, MAX_NOTIFICATION_PAGE);
+    let limit = limit
+        .unwrap_or(DEFAULT_NOTIFICATION_PAGE)
+        .clamp(1, MAX_NOTIFICATION_PAGE);
     let store = engine.store();
     let items = store
         .notifications(reader.account_id, reader.within, before, limit, |payload| {
-            serde_json::from_str::<outbox::Body>(payload)
-                .map_or_else(|_| "(unreadable notification)".to_owned(), |b| message::summary(&b))
+            serde_json::from_str::<outbox::Body>(payload).map_or_else(
+                |_| "(unreadable notification)".to_owned(),
+                |b| message::summary(&b),
+            )
         })
         .await?;
-    let unread = store.unread_notifications(reader.account_id, reader.within).await?;
+    let unread = store
+        .unread_notifications(reader.account_id, reader.within)
+        .await?;
     Ok(NotificationPage { items, unread })
 }
 
 /// Marks the person's list read up to `through_seq`; how many stay unread.
 pub async fn mark_read(engine: &Engine, reader: &Reader<'_>, through_seq: u64) -> Result<u64, EngineError> {
     let store = engine.store();
-    store.mark_notifications_read(reader.account_id, through_seq).await?;
-    Ok(store.unread_notifications(reader.account_id, reader.within).await?)
+    store
+        .mark_notifications_read(reader.account_id, through_seq)
+        .await?;
+    Ok(store
+        .unread_notifications(reader.account_id, reader.within)
+        .await?)
 }
 
 /// Deliveries to configured channels, by status (all when `None`), newest first.
@@ -125,8 +135,13 @@ pub async fn deliveries(
     before: Option<i64>,
     limit: Option<u32>,
 ) -> Result<Vec<DeliveryView>, EngineError> {
-    let limit = limit.unwrap_or(DEFAULT_NOTIFICATION_PAGE).clamp(1, MAX_NOTIFICATION_PAGE);
-    Ok(engine.store().deliveries(status, reader.within, before, limit).await?)
+    let limit = limit
+        .unwrap_or(DEFAULT_NOTIFICATION_PAGE)
+        .clamp(1, MAX_NOTIFICATION_PAGE);
+    Ok(engine
+        .store()
+        .deliveries(status, reader.within, before, limit)
+        .await?)
 }
 
 /// The channels a rule may name now: the in-app list, then the configuration's, in its order.

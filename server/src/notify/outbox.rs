@@ -47,7 +47,8 @@ pub(crate) struct Change<'a> {
 /// the circuits it moves.
 pub(crate) fn wants_circuits(profile: &Profile) -> bool {
     profile.notifications.iter().any(|r| {
-        r.events.contains(&NotifyEventType::CircuitOpened) || r.events.contains(&NotifyEventType::CircuitClosed)
+        r.events.contains(&NotifyEventType::CircuitOpened)
+            || r.events.contains(&NotifyEventType::CircuitClosed)
     })
 }
 

@@ -20,8 +20,9 @@ use super::{config::ChannelKind, outbox::Body, DeliveryError};
 use crate::{
     engine::Engine,
     store::{
+        new_id,
         notify::{Claimed, Settle},
-        new_id, Dialect,
+        Dialect,
     },
 };
 use std::{future::Future, sync::Arc, time::Duration};
@@ -40,7 +41,10 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
     if store.dialect() == Dialect::Sqlite {
         match store.release_delivery_leases().await {
             Ok(0) => {}
-            Ok(n) => tracing::info!(deliveries = n, "notification deliveries in flight at the last stop are sent again"),
+            Ok(n) => tracing::info!(
+                deliveries = n,
+                "notification deliveries in flight at the last stop are sent again"
+            ),
             Err(e) => tracing::warn!(error = %e, "cannot give back the notification leases of the last run"),
         }
     }
@@ -124,10 +128,20 @@ async fn attempt(engine: &Engine, client: &reqwest::Client, c: &Claimed, token: 
             Some(channel) => match &channel.kind {
                 ChannelKind::Webhook(hook) => {
                     let timestamp = engine.now().timestamp();
-                    super::webhook::send(client, hook, channel.timeout, &notify.allow, &c.payload, &body, timestamp)
-                        .await
+                    super::webhook::send(
+                        client,
+                        hook,
+                        channel.timeout,
+                        &notify.allow,
+                        &c.payload,
+                        &body,
+                        timestamp,
+                    )
+                    .await
                 }
-                ChannelKind::Email(mail) => super::email::send(mail, channel.timeout, &notify.allow, &body).await,
+                ChannelKind::Email(mail) => {
+                    super::email::send(mail, channel.timeout, &notify.allow, &body).await
+                }
             },
         },
     };

@@ -53,7 +53,13 @@ impl Writes {
     }
 
     /// Queues a delivery of the event `event_id` (queued before it) to `channel`, due now.
-    pub(crate) fn notify_delivery(&mut self, event_id: &str, channel: &str, route_id: &str, now: DateTime<Utc>) {
+    pub(crate) fn notify_delivery(
+        &mut self,
+        event_id: &str,
+        channel: &str,
+        route_id: &str,
+        now: DateTime<Utc>,
+    ) {
         self.push_binds(
             "INSERT INTO notify_deliveries (event_seq, channel_id, route_id, status, attempts, due_ms) \
              SELECT seq, ?, ?, 'pending', 0, ? FROM notify_events WHERE id = ?",
@@ -85,15 +91,21 @@ pub struct Claimed {
 pub enum Settle {
     Delivered,
     /// Failed; try again at `due` (Unix ms).
-    Retry { due_ms: i64, error: String },
+    Retry {
+        due_ms: i64,
+        error: String,
+    },
     /// Failed for the last time.
-    Dead { error: String },
+    Dead {
+        error: String,
+    },
 }
 
 fn decode_event(row: &Row) -> Result<NotifyEventType, StoreError> {
     let seq: i64 = row.try_get("seq")?;
     let t: String = row.try_get("type")?;
-    NotifyEventType::parse(&t).ok_or_else(|| StoreError::corrupt(EVENTS, seq.to_string(), format!("unknown type `{t}`")))
+    NotifyEventType::parse(&t)
+        .ok_or_else(|| StoreError::corrupt(EVENTS, seq.to_string(), format!("unknown type `{t}`")))
 }
 
 impl Store {
@@ -198,9 +210,10 @@ impl Store {
 
     /// The earliest due time of a pending delivery (ignoring leases), if any.
     pub async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let due: Option<i64> = sql::query("SELECT MIN(due_ms) FROM notify_deliveries WHERE status = 'pending'")
-            .scalar(&self.pool)
-            .await?;
+        let due: Option<i64> =
+            sql::query("SELECT MIN(due_ms) FROM notify_deliveries WHERE status = 'pending'")
+                .scalar(&self.pool)
+                .await?;
         Ok(due.map(super::from_ms))
     }
 
@@ -241,8 +254,8 @@ impl Store {
             .bind(scope.clone())
             .bind(scope)
             .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter()
             .map(|row| {
                 let seq: i64 = row.try_get("seq")?;
@@ -263,7 +276,11 @@ impl Store {
 
     /// How many in-app notifications (of the profiles `within`, when given) `account_id` has
     /// not marked read.
-    pub async fn unread_notifications(&self, account_id: &str, within: Option<&[String]>) -> Result<u64, StoreError> {
+    pub async fn unread_notifications(
+        &self,
+        account_id: &str,
+        within: Option<&[String]>,
+    ) -> Result<u64, StoreError> {
         let through = self.read_through(account_id).await?;
         let sql = format!(
             "SELECT COUNT(*) FROM notify_events WHERE in_app = 1 AND seq > ? AND {}",
@@ -281,20 +298,31 @@ impl Store {
 
     /// `column` is one of the profiles of a JSON array bound twice (or the array is NULL: any).
     fn within_profiles(&self, column: &str) -> String {
-        format!("(? IS NULL OR {column} IN ({}))", self.dialect().json_text_array())
+        format!(
+            "(? IS NULL OR {column} IN ({}))",
+            self.dialect().json_text_array()
+        )
     }
 
     async fn read_through(&self, account_id: &str) -> Result<i64, StoreError> {
-        Ok(sql::query("SELECT through_seq FROM notify_reads WHERE account_id = ?")
-            .bind(account_id)
-            .scalar_optional::<i64>(&self.pool)
-            .await?
-            .unwrap_or(0))
+        Ok(
+            sql::query("SELECT through_seq FROM notify_reads WHERE account_id = ?")
+                .bind(account_id)
+                .scalar_optional::<i64>(&self.pool)
+                .await?
+                .unwrap_or(0),
+        )
     }
 
     /// Marks everything up to `through_seq` read for `account_id` (never moves back).
-    pub async fn mark_notifications_read(&self, account_id: &str, through_seq: u64) -> Result<(), StoreError> {
-        let greatest = self.dialect().greatest("notify_reads.through_seq", "excluded.through_seq");
+    pub async fn mark_notifications_read(
+        &self,
+        account_id: &str,
+        through_seq: u64,
+    ) -> Result<(), StoreError> {
+        let greatest = self
+            .dialect()
+            .greatest("notify_reads.through_seq", "excluded.through_seq");
         let sql = format!(
             "INSERT INTO notify_reads (account_id, through_seq) VALUES (?, ?) \
              ON CONFLICT (account_id) DO UPDATE SET through_seq = {greatest}"
@@ -330,8 +358,8 @@ impl Store {
             .bind(scope.clone())
             .bind(scope)
             .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter()
             .map(|row| {
                 let seq: i64 = row.try_get("seq")?;
@@ -342,10 +370,16 @@ impl Store {
                     event: decode_event(row)?,
                     channel_id: row.try_get("channel_id")?,
                     route_id: row.try_get("route_id")?,
-                    status: DeliveryStatus::parse(&s)
-                        .ok_or_else(|| StoreError::corrupt(DELIVERIES, &key, format!("unknown status `{s}`")))?,
-                    attempts: u32::try_from(non_negative(DELIVERIES, &key, "attempts", row.try_get("attempts")?)?)
-                        .unwrap_or(u32::MAX),
+                    status: DeliveryStatus::parse(&s).ok_or_else(|| {
+                        StoreError::corrupt(DELIVERIES, &key, format!("unknown status `{s}`"))
+                    })?,
+                    attempts: u32::try_from(non_negative(
+                        DELIVERIES,
+                        &key,
+                        "attempts",
+                        row.try_get("attempts")?,
+                    )?)
+                    .unwrap_or(u32::MAX),
                     last_error: row.try_get("last_error")?,
                     at: parse_ts(EVENTS, &key, &row.try_get::<String, _>("at")?)?,
                 })
