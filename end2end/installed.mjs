@@ -60,8 +60,9 @@ try {
     const script = html.match(/<script type="module" nonce="([^"]+)"/);
     expect(script, 'no hydration script with a nonce');
     expect((res.headers.get('content-security-policy') ?? '').includes(`'nonce-${script[1]}'`), 'the CSP does not carry the script nonce');
-    stem = html.match(/\/pkg\/(recourse-[0-9a-f]{16})\.js/)?.[1];
-    expect(stem, 'the page does not load a content-hashed /pkg/recourse-<hash>.js');
+    // The build's folder (a hash of the whole build) and the script's name in it.
+    stem = html.match(/\/pkg\/([0-9a-f]{16}\/recourse\.[A-Za-z0-9_-]+)\.js/)?.[1];
+    expect(stem, 'the page does not load its script from a content-hashed /pkg/<build>/recourse.<hash>.js');
   });
 
   for (const [ext, type] of [['js', 'text/javascript'], ['wasm', 'application/wasm'], ['css', 'text/css']]) {

@@ -3,17 +3,20 @@
 // times from the start of navigation to the first paint, to the page's first handled interaction
 // (a tap on the "How Recourse decides" disclosure that opens it) and to hydration (the WASM has
 // taken over the page), on an unthrottled and on a throttled network (1.6 Mbit/s down,
-// 750 kbit/s up, 150 ms latency). A measurement, not a test: it prints numbers and asserts
-// nothing.
+// 750 kbit/s up, 150 ms latency). Then, on the throttled network, every page (issue 32): a
+// first visit's bytes and time until the page is interactive (hydrated), and each further page
+// opened from the header or a link: the WASM it brings and the time from the tap until its
+// heading shows (a lazily loaded page renders only once its piece ran). A measurement, not a
+// test: it prints numbers and asserts nothing.
 //
-// Usage: node end2end/measure.mjs [runs]   (after `cargo leptos build --release --precompress`)
+// Usage: node end2end/measure.mjs [runs]   (after `cargo leptos build --release --precompress --split`)
 // Env: RECOURSE_BIN (default target/release/recourse).
 
 import { mkdirSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from './lib/server.mjs';
-import { launch, VIEWPORTS } from './lib/browser.mjs';
+import { launch, useSession, VIEWPORTS } from './lib/browser.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = resolve(root, process.env.RECOURSE_BIN ?? 'target/release/recourse');
@@ -86,6 +89,82 @@ function median(xs) {
 const server = await startServer({ bin, cwd: root, logPath: join(artifacts, 'measure-server.log'), extraArgs: ['--demo'] });
 const browser = await launch();
 const results = {};
+const THROTTLED = PROFILES['throttled 1.6 Mbit/s, 150 ms'];
+/** Every page: path, and the heading that says it is there. Filled once the server is up. */
+let pages = [];
+const perPage = {};
+const further = {};
+
+/** A phone context signed in as the administrator (the audit log is theirs). */
+async function phoneContext() {
+  const context = await browser.newContext({ viewport: VIEWPORTS.phone, isMobile: true, hasTouch: true });
+  await useSession(context, server.cookie);
+  await context.addInitScript(() => {
+    new MutationObserver(() => {
+      if (!window.__hydratedAt && document.querySelector('#app[data-hydrated="true"]')) window.__hydratedAt = performance.now();
+    }).observe(document, { attributes: true, subtree: true, attributeFilter: ['data-hydrated'] });
+  });
+  return context;
+}
+
+async function measurePages() {
+  const get = async (path) => (await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${server.token}` } })).json();
+  const profiles = await get('/api/v1/profiles');
+  const routes = await get('/api/v1/routes?state=all');
+  pages = [
+    ['routes', '/', 'Routes'],
+    ['profiles', '/profiles', 'Profiles'],
+    ['profile', `/profiles/${profiles[0].id}`, 'Try an error'],
+    ['route', `/routes/${routes[0].id}`, 'Timeline'],
+    ['access', '/access', 'New API token'],
+    ['audit', '/audit', 'Audit log'],
+  ];
+  for (const [name, path, heading] of pages) {
+    perPage[name] = [];
+    for (let i = 0; i < runs; i++) {
+      const context = await phoneContext();
+      const { page, stats } = await instrumentedPage(context, THROTTLED);
+      await page.goto(`${server.url}${path}`);
+      await page.getByRole('heading', { name: heading }).first().waitFor({ timeout: 60000 });
+      await page.locator('#app[data-hydrated="true"]').waitFor({ state: 'attached', timeout: 60000 });
+      await Promise.race([stats.wasmDone, new Promise((ok) => setTimeout(ok, 3000))]);
+      const hydrated = await page.evaluate(() => window.__hydratedAt ?? null);
+      perPage[name].push({ bytes: stats.bytes, hydrated, byUrl: { ...stats.byUrl } });
+      await context.close();
+    }
+  }
+  // Further pages, in one tab, opened as a person would from the routes page.
+  const steps = [
+    ['profiles', (page) => page.locator('#main-menu a[href="/profiles"]').click()],
+    ['profile', (page) => page.locator('main a[href^="/profiles/"]').first().click()],
+    ['access', (page) => page.locator('#main-menu a[href="/access"]').click()],
+    ['audit', (page) => page.locator('#main-menu a[href="/audit"]').click()],
+    ['routes', (page) => page.locator('#main-menu a[href="/"]').click()],
+    ['route', (page) => page.locator('main a[href^="/routes/"]').first().click()],
+  ];
+  for (let i = 0; i < runs; i++) {
+    const context = await phoneContext();
+    const { page, stats } = await instrumentedPage(context, THROTTLED);
+    await page.goto(`${server.url}/`);
+    await page.locator('#app[data-hydrated="true"]').waitFor({ state: 'attached', timeout: 60000 });
+    await Promise.race([stats.wasmDone, new Promise((ok) => setTimeout(ok, 3000))]);
+    for (const [name, go] of steps) {
+      const heading = pages.find((p) => p[0] === name)[2];
+      const wasmBefore = Object.entries(stats.byUrl).filter(([u]) => u.endsWith('.wasm')).reduce((n, [, b]) => n + b, 0);
+      const menu = page.getByRole('button', { name: 'Menu' });
+      if (['profiles', 'access', 'audit', 'routes'].includes(name) && (await menu.isVisible())) await menu.click();
+      const t0 = await page.evaluate(() => performance.now());
+      await go(page);
+      await page.getByRole('heading', { name: heading }).first().waitFor({ timeout: 60000 });
+      const t1 = await page.evaluate(() => performance.now());
+      await new Promise((ok) => setTimeout(ok, 300));
+      const wasmAfter = Object.entries(stats.byUrl).filter(([u]) => u.endsWith('.wasm')).reduce((n, [, b]) => n + b, 0);
+      (further[name] ??= []).push({ bytes: wasmAfter - wasmBefore, ms: t1 - t0 });
+    }
+    await context.close();
+  }
+}
+
 try {
   for (const [name, conditions] of Object.entries(PROFILES)) {
     results[name] = [];
@@ -105,6 +184,7 @@ try {
       await context.close();
     }
   }
+  await measurePages();
 } finally {
   await browser.close();
   await server.close();
@@ -127,4 +207,21 @@ if (sample) {
   for (const [path, bytes] of Object.entries(sample.first.byUrl)) console.log(`  ${path}: ${bytes}`);
   console.log('second visit, bytes by path (unthrottled, run 1):');
   for (const [path, bytes] of Object.entries(sample.second.byUrl)) console.log(`  ${path}: ${bytes}`);
+}
+
+console.log(`\nevery page on the throttled network (1.6 Mbit/s, 150 ms), phone, ${runs} runs, medians:`);
+console.log('| page | first visit | hydrated (interactive) | opened from another page: WASM | tap to page shown |');
+console.log('|---|---|---|---|---|');
+for (const [name] of pages) {
+  const first = perPage[name] ?? [];
+  const next = further[name] ?? [];
+  const m = (xs, f) => (xs.length ? median(xs.map(f)) : null);
+  console.log(
+    `| ${name} | ${kb(m(first, (r) => r.bytes) ?? 0)} | ${ms(m(first, (r) => r.hydrated))} | ${kb(m(next, (r) => r.bytes) ?? 0)} | ${ms(m(next, (r) => r.ms))} |`,
+  );
+}
+const sampleRoute = perPage.routes?.[0];
+if (sampleRoute) {
+  console.log('\nfirst visit to the routes page, bytes by path (throttled, run 1):');
+  for (const [path, bytes] of Object.entries(sampleRoute.byUrl)) console.log(`  ${path}: ${bytes}`);
 }

@@ -2,7 +2,7 @@
 // and the server stopped afterwards whatever happens (test failure, crash, Ctrl-C).
 //
 // Usage: node end2end/run.mjs [test files...]   (every file in end2end/tests/ when none is named;
-// expects `cargo leptos build --release --precompress` to have run)
+// expects `cargo leptos build --release --precompress --split` to have run)
 // Env: RECOURSE_BIN (default target/release/recourse). The binary carries its UI. The tests get
 // RECOURSE_URL (this server: no configuration file), RECOURSE_ARTIFACTS and RECOURSE_BIN;
 // RECOURSE_FAKE_AGENT (default target/release/fake-acp-agent) is the scripted ACP agent.
@@ -18,7 +18,7 @@ const bin = resolve(root, process.env.RECOURSE_BIN ?? 'target/release/recourse')
 const artifacts = join(root, 'end2end', 'artifacts');
 
 if (!existsSync(bin)) {
-  console.error(`end2end: missing server binary at ${bin}; run \`cargo leptos build --release --precompress\` first`);
+  console.error(`end2end: missing server binary at ${bin}; run \`cargo leptos build --release --precompress --split\` first`);
   process.exit(2);
 }
 mkdirSync(artifacts, { recursive: true });

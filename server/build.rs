@@ -59,7 +59,7 @@ fn main() {
     {
         println!(
             "cargo::warning=no web UI in {}: this binary will serve the API, and pages that say \
-             how to build the UI. Run `cargo leptos build --release --precompress` (or `./dev run`) \
+             how to build the UI. Run `cargo leptos build --release --precompress --split` (or `./dev run`) \
              first to embed it.",
             site.display()
         );
@@ -84,7 +84,7 @@ fn main() {
     {
         println!(
             "cargo::warning=the UI in {} has no precompressed (.br/.gz) files: build it with \
-             `cargo leptos build --release --precompress` so it is served compressed without \
+             `cargo leptos build --release --precompress --split` so it is served compressed without \
              per-request work",
             site.display()
         );
@@ -99,7 +99,7 @@ fn main() {
         if changed > built {
             println!(
                 "cargo::warning=the UI in {} is older than {}: this binary embeds the old UI. \
-                 Run `cargo leptos build --release --precompress` to rebuild both.",
+                 Run `cargo leptos build --release --precompress --split` to rebuild both.",
                 site.display(),
                 path.display()
             );

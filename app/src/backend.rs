@@ -25,6 +25,7 @@ use policy::{
     document::ValidationErrors,
     input::ValidatedProfile,
     notify::{ChannelOption, DeliveryStatus, DeliveryView, NotificationPage},
+    trial::EvidenceTrial,
     wire::RouteSnapshot,
 };
 use std::{fmt, future::Future, pin::Pin, sync::Arc};
@@ -102,6 +103,12 @@ pub trait Backend: Send + Sync + 'static {
     /// One route with its history and dispatch records.
     fn get_route(&self, id: String) -> BackendFuture<'_, Result<RouteDetail, BackendError>>;
 
+    /// What the agents of a route's recent attempts said and did, oldest attempt first.
+    fn transcripts(
+        &self,
+        id: String,
+    ) -> BackendFuture<'_, Result<Vec<policy::transcript::AttemptTranscript>, BackendError>>;
+
     /// Performs a manual action. `Applied` with the new snapshot, or `Conflict` with the
     /// current one when `expected_generation` is stale. Cancel is idempotent.
     fn perform_action(
@@ -160,6 +167,19 @@ pub trait Backend: Send + Sync + 'static {
         id: String,
         patch: AccountPatch,
     ) -> BackendFuture<'_, Result<AccountView, BackendError>>;
+
+    /// Classifies an evidence envelope as of the server's now, as `recourse classify` would
+    /// (`Invalid` at `envelope` when it cannot be read as one); nothing is stored or sent.
+    fn try_evidence(
+        &self,
+        envelope: serde_json::Value,
+    ) -> BackendFuture<'_, Result<EvidenceTrial, BackendError>>;
+
+    /// The names of the classifier catalogue's fixtures (`source/case`), sorted.
+    fn fixtures(&self) -> BackendFuture<'_, Result<Vec<String>, BackendError>>;
+
+    /// One fixture's evidence envelope; `NotFound` for a name that is not one.
+    fn fixture(&self, name: String) -> BackendFuture<'_, Result<serde_json::Value, BackendError>>;
 }
 
 /// The backend provided as Leptos context by the server (pages and server functions).

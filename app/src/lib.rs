@@ -5,8 +5,10 @@
 //! functions that call a backend port implemented by `server`, so the browser and the REST API
 //! share one set of services.
 //!
-//! Map: [`shell`] is the HTML document; [`App`] holds the router; `pages/` has one file per
-//! route and `components/` the pieces they share.
+//! Map: [`shell`] is the HTML document; [`App`] holds the router (the one place a page is
+//! added); `pages/` has one file per route, each a lazy route whose code loads when the page is
+//! first shown, and `components/` the pieces they share (`components::nav` the header, whose
+//! links are one table).
 
 // The server and the browser are two builds of this crate, never one. With both features on,
 // client-side effects would run inside the server and panic outside a `LocalSet` (issue 15).
@@ -21,7 +23,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path, SsrMode,
+    path, Lazy, SsrMode,
 };
 
 pub mod api;
@@ -36,8 +38,9 @@ pub mod pages;
 
 use components::nav::NavBar;
 use pages::{
-    audit::AuditPage, home::HomePage, login::LoginPage, not_found::NotFound,
-    notifications::NotificationsPage, profile::ProfilePage, profiles::ProfilesPage, route::RoutePage,
+    access::AccessRoute, audit::AuditRoute, home::HomeRoute, login::LoginRoute, not_found::NotFound,
+    notifications::NotificationsRoute,
+    profile::ProfileRoute, profiles::ProfilesRoute, route::RoutePageRoute,
 };
 
 /// The HTML document around the app, rendered by the server for every page.
@@ -90,14 +93,18 @@ pub fn App() -> impl IntoView {
                     // in-order page is the same bytes for the same data, so a reload revalidates
                     // with a 304. (`SsrMode::Async` would do too, but it sometimes never finished
                     // a page when several rendered at once in the server's tests.)
+                    //
+                    // The one router: every page is a lazy route (`pages`), its code fetched
+                    // when it is first shown. A new page is one line here.
                     <Routes fallback=NotFound>
-                        <Route path=path!("") view=HomePage ssr=SsrMode::InOrder />
-                        <Route path=path!("/profiles") view=ProfilesPage ssr=SsrMode::InOrder />
-                        <Route path=path!("/profiles/:id") view=ProfilePage ssr=SsrMode::InOrder />
-                        <Route path=path!("/routes/:id") view=RoutePage ssr=SsrMode::InOrder />
-                        <Route path=path!("/login") view=LoginPage ssr=SsrMode::InOrder />
-                        <Route path=path!("/audit") view=AuditPage ssr=SsrMode::InOrder />
-                        <Route path=path!("/notifications") view=NotificationsPage ssr=SsrMode::InOrder />
+                        <Route path=path!("") view={Lazy::<HomeRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/profiles") view={Lazy::<ProfilesRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/profiles/:id") view={Lazy::<ProfileRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/routes/:id") view={Lazy::<RoutePageRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/login") view={Lazy::<LoginRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/audit") view={Lazy::<AuditRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/access") view={Lazy::<AccessRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/notifications") view={Lazy::<NotificationsRoute>::new()} ssr=SsrMode::InOrder />
                     </Routes>
                 </main>
             </div>

@@ -161,6 +161,16 @@ struct RuleDef {
     stop_reason: Vec<String>,
     #[serde(default)]
     cancel_requested: Option<bool>,
+    /// For `acp_result`: `true` matches a result whose usage says the turn used no tokens at
+    /// all, `false` one whose usage says it did or that reports no usage.
+    #[serde(default)]
+    zero_usage: Option<bool>,
+    /// An agent's own notice in its message stream (a warning it prints as an
+    /// `agent_message_chunk` before the answer): the text its `regex` matches is not assistant
+    /// output. It must look only at `acp_message`, conclude `not_provider_error` and have a
+    /// `regex`.
+    #[serde(default)]
+    notice: bool,
     #[serde(default)]
     agents: Vec<String>,
     #[serde(default)]
@@ -266,6 +276,9 @@ pub struct Rule {
     pub(crate) exit_signal: Vec<String>,
     pub(crate) stop_reason: Vec<String>,
     pub(crate) cancel_requested: Option<bool>,
+    pub(crate) zero_usage: Option<bool>,
+    /// See `RuleDef::notice`: the matched text is not output (`crate::engine`).
+    pub(crate) notice: bool,
     pub(crate) agents: Vec<String>,
     pub(crate) providers: Vec<String>,
     pub(crate) headers: Vec<(String, Vec<String>)>,
@@ -313,6 +326,9 @@ impl Rule {
             if ctx.envelope.cancel_requested != c {
                 return false;
             }
+        }
+        if self.zero_usage.is_some_and(|z| z != s.zero_usage) {
+            return false;
         }
         if !self.agents.is_empty()
             && !ctx
@@ -526,6 +542,7 @@ impl Catalogue {
                 && d.exit_signal.is_empty()
                 && d.stop_reason.is_empty()
                 && d.cancel_requested.is_none()
+                && d.zero_usage.is_none()
                 && d.headers.is_empty()
                 && d.json.is_empty()
                 && d.json_contains.is_empty()
@@ -535,6 +552,15 @@ impl Catalogue {
             if !has_condition {
                 problems.push(format!(
                     "{id}: a rule needs at least one match condition besides `kinds`"
+                ));
+            }
+            if d.notice
+                && (d.kinds != [SignalKind::AcpMessage]
+                    || outcome != Outcome::NotProviderError
+                    || d.regex.is_none())
+            {
+                problems.push(format!(
+                    "{id}: a notice looks only at `acp_message`, concludes `not_provider_error` and has a `regex`"
                 ));
             }
             let regex = match &d.regex {
@@ -599,6 +625,8 @@ impl Catalogue {
                 exit_signal: d.exit_signal.iter().map(|s| s.to_ascii_uppercase()).collect(),
                 stop_reason: d.stop_reason,
                 cancel_requested: d.cancel_requested,
+                zero_usage: d.zero_usage,
+                notice: d.notice,
                 agents: d.agents,
                 providers: d.providers,
                 headers: d
@@ -814,6 +842,45 @@ contains = ["y"]
         assert!(all.contains("duplicate rule id `t.two`"), "{all}");
         assert!(all.contains("at least one match condition"), "{all}");
         assert!(all.contains("rule id `Bad Id`"), "{all}");
+    }
+
+    #[test]
+    fn a_notice_must_be_a_message_rule_that_names_no_cause_and_has_a_regex() {
+        let notice = |code: &str, kinds: &str, regex: &str| {
+            format!(
+                "[[rule]]\nid = \"t.notice\"\ntier = \"broad\"\ncode = \"{code}\"\nconfidence = \"high\"\nnotice = true\nkinds = {kinds}\ncontains = [\"Model metadata\"]\n{regex}"
+            )
+        };
+        let good = notice(
+            "not_provider_error",
+            r#"["acp_message"]"#,
+            "regex = 'Model metadata'",
+        );
+        assert!(Catalogue::from_str(&good).expect("a notice").rules()[0].notice);
+        for bad in [
+            notice("rate_limited", r#"["acp_message"]"#, "regex = 'Model metadata'"),
+            notice(
+                "not_provider_error",
+                r#"["acp_message", "stderr"]"#,
+                "regex = 'Model metadata'",
+            ),
+            notice("not_provider_error", r#"["acp_message"]"#, ""),
+        ] {
+            let err = Catalogue::from_str(&bad).expect_err("not a notice");
+            assert!(
+                err.0.join("; ").contains("a notice looks only at `acp_message`"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn zero_usage_alone_is_a_match_condition() {
+        let rule = "[[rule]]\nid = \"t.zero\"\ntier = \"broad\"\ncode = \"provider_unavailable\"\nconfidence = \"medium\"\nkinds = [\"acp_result\"]\nzero_usage = true\n";
+        assert_eq!(
+            Catalogue::from_str(rule).expect("compiles").rules()[0].zero_usage,
+            Some(true)
+        );
     }
 
     #[test]

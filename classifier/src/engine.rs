@@ -70,6 +70,9 @@ pub(crate) struct Signal<'a> {
     pub(crate) exit_code: Option<i64>,
     pub(crate) exit_signal: Option<&'a str>,
     pub(crate) stop_reason: Option<&'a str>,
+    /// The prompt's result reported usage, and it was zero tokens (see the catalogue's
+    /// `zero_usage`).
+    pub(crate) zero_usage: bool,
     pub(crate) headers: Option<&'a Headers<'a>>,
     pub(crate) text: Cow<'a, str>,
     /// The text as the agent printed it, when `text` reads its whitespace differently
@@ -96,6 +99,7 @@ impl<'a> Signal<'a> {
             exit_code: None,
             exit_signal: None,
             stop_reason: None,
+            zero_usage: false,
             headers: None,
             text,
             printed,
@@ -169,19 +173,35 @@ impl<'a> SignalJson<'a> {
 }
 
 /// Every string value inside a JSON value, in document order (bounded depth), except those
-/// under a credential's key (`password`, `x-api-key`): the text drops the keys, so redaction
-/// could not see the context that names them (rules' JSON conditions still read them).
+/// a credential names: under a credential's key (`password`, `x-api-key`), after a
+/// credential's name in a list (a header pair, `["x-api-key", "..."]`), and the `value` of an
+/// object whose `name`, `key` or `header` is a credential's (`{"name": "Authorization",
+/// "value": ...}`). The text drops the keys and the brackets, so redaction could not see the
+/// context that names them (rules' JSON conditions still read them).
 fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
+    let names_credential =
+        |x: Option<&Value>| x.and_then(Value::as_str).is_some_and(redact::is_credential_name);
     if depth > 16 {
         return;
     }
     match v {
         Value::String(s) => out.push(s),
-        Value::Array(a) => a.iter().for_each(|x| leaf_strings(x, out, depth + 1)),
-        Value::Object(o) => o
-            .iter()
-            .filter(|(k, _)| !redact::is_credential_name(k))
-            .for_each(|(_, x)| leaf_strings(x, out, depth + 1)),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                if !(x.is_string() && i > 0 && names_credential(a.get(i - 1))) {
+                    leaf_strings(x, out, depth + 1);
+                }
+            }
+        }
+        Value::Object(o) => {
+            let named = ["name", "key", "header"].iter().any(|k| {
+                o.iter()
+                    .any(|(n, x)| n.eq_ignore_ascii_case(k) && names_credential(Some(x)))
+            });
+            o.iter()
+                .filter(|(k, _)| !(redact::is_credential_name(k) || named && k.eq_ignore_ascii_case("value")))
+                .for_each(|(_, x)| leaf_strings(x, out, depth + 1));
+        }
         _ => {}
     }
 }
@@ -368,6 +388,7 @@ fn signals<'a>(env: &'a Envelope<'a>) -> Vec<Signal<'a>> {
                 if let Some(r) = &u.stop_reason {
                     let mut s = Signal::new(SignalKind::AcpResult, Cow::Borrowed(""));
                     s.stop_reason = Some(r);
+                    s.zero_usage = u.usage_tokens == Some(0);
                     out.push(s);
                 }
             }
@@ -449,7 +470,7 @@ impl Catalogue {
         // borrow the signal.
         let json: Vec<SignalJson<'_>> = sigs.iter().map(SignalJson::new).collect();
         let mut matches = Vec::with_capacity(sigs.len());
-        let mut starts = Vec::with_capacity(sigs.len());
+        let mut extents = Vec::with_capacity(sigs.len());
         let Scratch {
             mut found,
             mut candidates,
@@ -480,18 +501,18 @@ impl Catalogue {
                 json: sj,
             };
             let m = self.match_signal(&ctx, &candidates);
-            // Only a message run needs to know where its failure starts (see `combine_effects`).
-            starts.push(match m {
-                SignalMatch::Won { rule, .. } if s.kind == SignalKind::AcpMessage => {
-                    self.rules[rule].match_start(&ctx)
-                }
-                _ => None,
+            // Only a message run needs to know where its failure starts and which of its text
+            // is the agent's own notice (see `combine_effects`).
+            extents.push(if s.kind == SignalKind::AcpMessage {
+                self.run_extent(&ctx, &m, &candidates)
+            } else {
+                RunExtent::default()
             });
             matches.push(m);
         }
         Scratch::give_back(Scratch { found, candidates });
 
-        let effects = combine_effects(env, &sigs, &matches, &starts);
+        let effects = combine_effects(env, &sigs, &matches, &extents);
         let base = self.base_classification(env);
 
         let top = matches
@@ -634,6 +655,28 @@ impl Catalogue {
         }
     }
 
+    /// Which text of a message run can be real output: what comes before the line its failure
+    /// starts on (all of it when nothing or a notice matched), except the agents' notices in it.
+    fn run_extent(&self, ctx: &MatchCtx<'_, '_>, m: &SignalMatch, candidates: &[usize]) -> RunExtent {
+        let text = &ctx.signal.text;
+        let cutoff = match m {
+            SignalMatch::Won { rule, .. } if !self.rules[*rule].notice => {
+                let start = self.rules[*rule].match_start(ctx).unwrap_or(0).min(text.len());
+                memchr::memrchr(b'\n', &text.as_bytes()[..start]).map_or(0, |i| i + 1)
+            }
+            _ => text.len(),
+        };
+        let mut notices: Vec<(usize, usize)> = candidates
+            .iter()
+            .map(|&ri| &self.rules[ri])
+            .filter(|r| r.notice && r.matches(ctx))
+            .flat_map(|r| r.regex.iter().flat_map(|re| re.find_iter(text)))
+            .map(|f| (f.start(), f.end()))
+            .collect();
+        notices.sort_unstable();
+        RunExtent { cutoff, notices }
+    }
+
     fn base_classification(&self, env: &Envelope) -> Classification {
         Classification {
             code: None,
@@ -664,30 +707,53 @@ fn promote(code: SemanticCode, hint: Option<&Hint>) -> SemanticCode {
     }
 }
 
+/// The part of a message run that can be real output (see `Catalogue::run_extent`).
+#[derive(Default)]
+struct RunExtent {
+    /// Text from here on is the failure's (its line and after).
+    cutoff: usize,
+    /// The agents' notices in the run (byte ranges, sorted): not output.
+    notices: Vec<(usize, usize)>,
+}
+
+impl RunExtent {
+    /// Whether `text` has non-blank text before the cutoff outside the notices.
+    fn has_output(&self, text: &str) -> bool {
+        let cutoff = self.cutoff.min(text.len());
+        let mut at = 0;
+        for &(start, end) in &self.notices {
+            if start >= cutoff {
+                break;
+            }
+            if start > at && !text[at..start].trim().is_empty() {
+                return true;
+            }
+            at = at.max(end);
+        }
+        at < cutoff && !text[at..cutoff].trim().is_empty()
+    }
+}
+
 /// Adapter effects OR derived ones. A message run is a failure signal when a rule matched it;
-/// non-blank text before the matched evidence, or in a run nothing matched, is real output.
+/// non-blank text before the matched evidence, or in a run nothing matched, is real output,
+/// except an agent's notice (a rule marked `notice`). A conflicting run counts as none: the
+/// verdict is unclassified anyway, and the gate refuses it.
 fn combine_effects(
     env: &Envelope,
     sigs: &[Signal<'_>],
     matches: &[SignalMatch],
-    starts: &[Option<usize>],
+    extents: &[RunExtent],
 ) -> Effects {
     let mut e = env.effects;
     e.tool_activity |= env.derived.tool_activity;
-    for ((s, m), start) in sigs.iter().zip(matches).zip(starts) {
+    for ((s, m), extent) in sigs.iter().zip(matches).zip(extents) {
         if s.kind != SignalKind::AcpMessage {
             continue;
         }
-        let output = match m {
-            SignalMatch::None => !s.text.trim().is_empty(),
+        e.assistant_output |= match m {
             SignalMatch::Conflict { .. } => false,
-            SignalMatch::Won { .. } => {
-                let start = start.unwrap_or(0).min(s.text.len());
-                let line_start = memchr::memrchr(b'\n', &s.text.as_bytes()[..start]).map_or(0, |i| i + 1);
-                !s.text[..line_start].trim().is_empty()
-            }
+            SignalMatch::None | SignalMatch::Won { .. } => extent.has_output(&s.text),
         };
-        e.assistant_output |= output;
     }
     // The agent answered this prompt (an update, a result or a prompt error came back), so
     // the prompt was delivered, whatever the adapter believed.
@@ -779,6 +845,117 @@ fn prefixed(label: &str, n: i64, text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::prefixed;
+    use crate::{Catalogue, Envelope};
+    use chrono::{DateTime, Utc};
+    use policy::classification::ClassState;
+    use serde_json::json;
+
+    const NOTICE: &str = r#"
+[[rule]]
+id = "t.notice"
+tier = "broad"
+code = "not_provider_error"
+confidence = "high"
+notice = true
+kinds = ["acp_message"]
+contains = ["Model metadata for"]
+regex = 'Model metadata for `[^`]+` not found\.'
+
+[[rule]]
+id = "t.quota"
+tier = "exact"
+code = "quota_limited"
+confidence = "high"
+kinds = ["acp_error", "acp_message"]
+contains = ["quota exhausted"]
+
+[[rule]]
+id = "t.done"
+tier = "broad"
+code = "not_provider_error"
+confidence = "high"
+kinds = ["acp_result"]
+stop_reason = ["end_turn"]
+zero_usage = false
+
+[[rule]]
+id = "t.no-tokens"
+tier = "broad"
+code = "provider_unavailable"
+confidence = "medium"
+kinds = ["acp_result"]
+stop_reason = ["end_turn"]
+zero_usage = true
+"#;
+
+    fn verdict(chunks: &[&str], end: serde_json::Value) -> crate::Verdict {
+        let cat = Catalogue::from_str(NOTICE).expect("compiles");
+        let updates: Vec<_> = chunks
+            .iter()
+            .map(|t| json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}}))
+            .collect();
+        let mut item = json!({"kind": "acp_updates", "updates": updates});
+        item.as_object_mut()
+            .expect("object")
+            .extend(end.as_object().expect("object").clone());
+        let doc = json!({ "items": [item] });
+        let env = Envelope::from_value(&doc).expect("envelope");
+        let now: DateTime<Utc> = "2026-11-30T08:00:00Z".parse().expect("time");
+        cat.classify(&env, now)
+    }
+
+    #[test]
+    fn a_notice_is_not_output_but_text_around_it_is() {
+        let notice = "Model metadata for `m-1` not found.";
+        let error = json!({"prompt_error": {"code": -32603, "message": "quota exhausted"}});
+        // The notice alone: a failure after it may be retried.
+        let v = verdict(&[notice], error.clone());
+        assert_eq!(v.classification.classifier_rule.as_deref(), Some("t.quota"));
+        assert!(!v.effects.assistant_output);
+        assert!(v.gate.automatic_recovery);
+        // Text after it, glued in the same run, or before it, is output.
+        for chunks in [
+            &[notice, "Let me "][..],
+            &["Let me ", notice][..],
+            &[notice, " ", notice, "x"][..],
+        ] {
+            let v = verdict(chunks, error.clone());
+            assert!(v.effects.assistant_output, "{chunks:?}");
+            assert!(!v.gate.automatic_recovery, "{chunks:?}");
+        }
+        // Twice, with blanks between: still no output.
+        assert!(!verdict(&[notice, "\n", notice], error).effects.assistant_output);
+        // A turn that ends normally after the notice and an answer is a success.
+        let v = verdict(
+            &[notice, "Hello."],
+            json!({"prompt_result": {"stopReason": "end_turn"}}),
+        );
+        assert_eq!(v.classification.class, ClassState::Unclassified);
+        assert_eq!(v.classification.classifier_rule.as_deref(), Some("t.notice"));
+        assert!(v.effects.assistant_output);
+    }
+
+    #[test]
+    fn an_end_turn_that_used_no_tokens_is_not_a_success() {
+        let ended = |usage: serde_json::Value| {
+            verdict(
+                &["Let me "],
+                json!({"prompt_result": {"stopReason": "end_turn", "usage": usage}}),
+            )
+        };
+        let v = ended(json!({"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}));
+        assert_eq!(v.classification.classifier_rule.as_deref(), Some("t.no-tokens"));
+        assert_eq!(v.classification.class, ClassState::Transient);
+        assert!(v.effects.assistant_output && !v.gate.automatic_recovery);
+        for answered in [json!({"totalTokens": 32}), json!(null), json!({"cost": 0})] {
+            let v = ended(answered.clone());
+            assert_eq!(
+                v.classification.classifier_rule.as_deref(),
+                Some("t.done"),
+                "{answered}"
+            );
+        }
+    }
 
     #[test]
     fn prefixed_writes_what_format_writes() {

@@ -7,7 +7,8 @@
 //! `fixtures/catalogue/`, each proven by real, sanitized fixtures under `fixtures/classifier/`.
 //!
 //! Crate map:
-//! - [`envelope`]: the untrusted input, parsed leniently and bounded; truncation is recorded.
+//! - [`envelope`]: the untrusted input, parsed leniently and bounded; truncation is recorded;
+//!   stderr lines read without their terminal escape sequences (agents colour their logs).
 //! - `json`: JSON pulled as tokens (`json::pull`: text read directly where it is plain JSON,
 //!   `serde_json` for the rest; or a parsed `Value` walked), so bytes and an already parsed
 //!   `Value` give the same envelope through one reader; and the borrowed tree (strings borrow

@@ -23,7 +23,7 @@ for (const viewport of ['desktop', 'phone', 'small-phone']) {
       const wasmAllowed = new Promise((ok) => {
         loadWasm = ok;
       });
-      await page.route('**/pkg/*.wasm', async (route) => {
+      await page.route('**/pkg/**/*.wasm', async (route) => {
         await wasmAllowed;
         await route.continue();
       });

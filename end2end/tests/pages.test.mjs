@@ -63,6 +63,7 @@ before(async () => {
     { name: 'not-found', path: '/no/such/page', ready: { role: 'heading', name: 'Page not found' } },
     { name: 'missing-profile', path: '/profiles/no-such-profile', ready: { role: 'heading', name: 'Not found' } },
     { name: 'routes-all', path: '/?state=all', ready: { role: 'heading', name: 'Routes' } },
+    { name: 'access', path: '/access', ready: { role: 'heading', name: 'Roles' } },
   ];
 });
 after(async () => {

@@ -6,7 +6,23 @@
 //! that ignores `session/cancel` and stdin EOF, updates after a cancel), and an implementation
 //! independent of the client under test catches serialization mistakes an SDK-to-SDK test
 //! would hide. The payloads the scripts use in the tests are what real agents send
-//! (claude-code-acp, gemini --acp, codex-acp; see `/work/notes/runners-research.md` §3).
+//! (claude-agent-acp, gemini --acp, codex-acp, qwen --acp; the matrix test in
+//! `server/tests/it/agents_matrix.rs` runs the real ones).
+//!
+//! How it differs from the real agents it stands for, in what Recourse can observe:
+//! - Stdin EOF: by default it stays (blocked, like Claude Code's and Codex's adapters, which
+//!   never exit when their stdin closes) until a signal ends it; `"exit_on_eof": true` makes it
+//!   exit 0 at once, as Gemini CLI and Qwen Code do. Tests of a success run both ways.
+//! - It calls no provider: every failure is scripted text, so it cannot show an agent's own
+//!   retries (Claude's ten, Qwen's silent 45 minutes) or their timing; the real agents do, in
+//!   the matrix test, against `fake-provider`.
+//! - It answers at once: no start-up time (the real ones take 0.3 to 6 s before `initialize`
+//!   is answered), no `available_commands_update` or `usage_update` noise unless scripted, no
+//!   session files under `HOME`, and `session/load` replays only what the script says.
+//! - Its stderr is what the script writes, nothing else (the real ones print warnings,
+//!   `tracing` lines with ANSI colour, or a JS object dump of a failed request).
+//! - It never asks for a permission, a file or a terminal unless scripted; it has one session
+//!   per process and serves one prompt at a time.
 //!
 //! Usage: `fake-acp-agent --script FILE [--log FILE]`.
 //!
@@ -28,7 +44,7 @@
 //!   "load_session": {"replay": [UPDATE, ...], "error": null},
 //!   "prompt": [STEP, ...],
 //!   "on_cancel": "cancelled" | "ignore" | {"updates": [UPDATE, ...]},
-//!   "ignore_eof": false
+//!   "exit_on_eof": false
 //! }
 //! ```
 //!
@@ -45,7 +61,10 @@
 //! `on_cancel` applies while a prompt runs: `cancelled` (the default) answers the prompt with
 //! `{"stopReason": "cancelled"}` at once; `ignore` logs the cancel and does nothing;
 //! `{"updates": [...]}` first sends those updates (they belong to the cancelled prompt), then
-//! answers `cancelled`. After stdin closes the agent exits 0, unless `ignore_eof`.
+//! answers `cancelled`. After stdin closes the agent stays until a signal ends it (the log's
+//! `{"event": "eof"}`), unless `exit_on_eof`: then it logs `{"event": "exit", "code": 0}` and
+//! exits 0, so a test tells an exit of its own from Recourse's SIGTERM (which leaves no
+//! `exit` line).
 
 use serde_json::{json, Value};
 use std::{
@@ -191,12 +210,14 @@ impl Agent {
             self.handle(msg);
         }
         self.log.write(json!({"event": "eof"}));
-        if self.attempt["ignore_eof"].as_bool().unwrap_or(false) {
-            loop {
-                thread::sleep(Duration::from_secs(3600));
-            }
+        if self.attempt["exit_on_eof"].as_bool().unwrap_or(false) {
+            self.log.write(json!({"event": "exit", "code": 0}));
+            std::process::exit(0);
         }
-        std::process::exit(0);
+        // Like Claude Code's and Codex's adapters: stdin closing is no reason to go.
+        loop {
+            thread::sleep(Duration::from_secs(3600));
+        }
     }
 
     fn handle(&self, msg: Value) {

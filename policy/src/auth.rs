@@ -794,7 +794,7 @@ mod tests {
     }
 
     /// Whether a name is taken (a built-in role's among them) is the server's answer, 409 like
-    /// any taken name (server/tests/contract.rs); the request itself is well formed.
+    /// any taken name (server/tests/it/contract.rs); the request itself is well formed.
     #[test]
     fn a_role_request_with_a_builtin_name_is_well_formed() {
         let r = RoleCreate {

@@ -630,6 +630,19 @@ impl ValidatedStartRoute {
         problems.finish(Some(value))
     }
 
+    /// A gateway call's route start (`crate::gateway`): its request was parsed by
+    /// [`crate::gateway::GatewayRequest::parse`] under the gateway's own limits (a whole agent
+    /// turn, passed through as the client sent it, is larger than [`check_work`] allows a REST
+    /// caller's work to be); the profile id and invocation id are the server's.
+    pub(crate) fn gateway(profile_id: &str, caller: Caller, title: &str, work: Work) -> ValidatedStartRoute {
+        ValidatedStartRoute {
+            profile_id: profile_id.to_owned(),
+            caller,
+            title: Some(title.to_owned()),
+            work: Some(work),
+        }
+    }
+
     pub fn profile_id(&self) -> &str {
         &self.profile_id
     }

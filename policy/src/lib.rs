@@ -15,6 +15,10 @@
 //! - [`schedule`]: retry delays (doubling, capped at 24 h, saturating) and readable previews.
 //! - [`evaluator`]: one classified failure + one candidate policy -> one [`evaluator::Decision`],
 //!   in the spec's order.
+//! - [`transcript`]: an agent's live updates folded into what a person reads (messages,
+//!   thoughts, tool calls), bounded per attempt.
+//! - [`trial`]: "Try an error": the server's classification of pasted evidence, and what a
+//!   profile's (unsaved) policy would do with it, step by step, played with the evaluator.
 //! - [`input`]: untrusted API input (profile writes, route starts) parsed once into
 //!   `Validated*` types, every string and number bounded.
 //! - [`circuit`]: shared resource circuits: which keys a target has, what a trusted scoped
@@ -26,6 +30,9 @@
 //! - [`envelope`]: the evidence envelope (contract 1) as the API takes it, typed.
 //! - [`whole`]: whole numbers from JSON (`5.0` is the integer 5, as JSON Schema says).
 //! - [`wire`]: route snapshots and event payloads, and re-exports of every wire type.
+//! - [`gateway`]: Recourse as the base URL SDKs and agents point at: a call's request parsed,
+//!   whether a profile serves its style, what a held call does with its route's snapshot, and
+//!   errors in the OpenAI and Anthropic shapes.
 //! - [`auth`]: permissions, built-in roles, and the account, session, token and audit wire
 //!   types; names, passwords and token requests parsed once.
 //!
@@ -93,6 +100,7 @@ pub mod classification;
 pub mod document;
 pub mod envelope;
 pub mod evaluator;
+pub mod gateway;
 pub mod input;
 pub mod legacy;
 pub mod limits;
@@ -100,5 +108,7 @@ pub mod notify;
 pub mod route;
 pub mod schedule;
 pub mod time;
+pub mod transcript;
+pub mod trial;
 pub mod whole;
 pub mod wire;

@@ -107,6 +107,18 @@ pub const DEFAULT_LEASE_SECONDS: u64 = 60;
 /// Largest request body the REST API reads, in bytes (an evidence envelope is the largest).
 pub const MAX_REQUEST_BODY_BYTES: usize = 1024 * 1024;
 
+/// What an agent did, as the route page shows it (`crate::transcript`): most entries kept per
+/// attempt...
+pub const MAX_TRANSCRIPT_ITEMS: usize = 200;
+/// ...most bytes of message and thought text per attempt...
+pub const MAX_TRANSCRIPT_TEXT_BYTES: usize = 64 * 1024;
+/// ...the longest tool-call id, kind or title, in bytes...
+pub const MAX_TOOL_FIELD_BYTES: usize = 256;
+/// ...the attempts kept per route (the latest)...
+pub const MAX_TRANSCRIPT_ATTEMPTS: usize = 8;
+/// ...and the routes a server keeps transcripts for (those updated most recently).
+pub const MAX_TRANSCRIPT_ROUTES: usize = 256;
+
 /// New candidates: retry disabled (stored as zeros)...
 pub const DEFAULT_RETRY_ENABLED: bool = false;
 /// ...reset waiting disabled (stored as zero)...
@@ -134,6 +146,27 @@ pub const CONCRETE_HARD_MAX_WAIT_SECONDS: u64 = 3_600;
 pub const LEGACY_RETRY_SAME_MAX_RETRIES: u32 = 1;
 /// ...after 5 seconds, then `stop`.
 pub const LEGACY_RETRY_SAME_INITIAL_INTERVAL_SECONDS: u64 = 5;
+
+// ------------------------------------------------------------------------------------------------
+// The gateway: OpenAI- and Anthropic-style endpoints SDKs and agents point at (issue 31)
+// ------------------------------------------------------------------------------------------------
+
+/// Largest request body a gateway call (`/v1/chat/completions`, `/v1/messages`) takes, in bytes.
+/// Larger than [`MAX_REQUEST_BODY_BYTES`]: an agent's turn carries its system prompt, its tool
+/// definitions and the whole conversation (Claude Code's first turn is about 100 KB).
+pub const MAX_GATEWAY_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Most messages in a gateway call.
+pub const MAX_GATEWAY_MESSAGES: usize = 4_096;
+/// Longest a client may ask to be held (`x-recourse-max-wait`, in seconds) while its route waits
+/// for a retry, a reset or a circuit: as long as the SDKs' own default timeout (10 minutes).
+pub const MAX_GATEWAY_WAIT_SECONDS: u64 = 600;
+/// How long a call is held without `x-recourse-max-wait`, in seconds.
+pub const DEFAULT_GATEWAY_WAIT_SECONDS: u64 = 60;
+/// Longest one gateway call may last, from its request to the end of its answer (a stream
+/// included), in seconds; past it the answer ends with the style's error.
+pub const MAX_GATEWAY_CALL_SECONDS: u64 = 3_600;
+/// Most gateway calls one API token may have open at once (on one server).
+pub const MAX_GATEWAY_CALLS_PER_TOKEN: usize = 32;
 
 // ------------------------------------------------------------------------------------------------
 // Accounts, roles, API tokens and the audit log (issue 13)

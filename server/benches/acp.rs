@@ -22,7 +22,7 @@
 #[allow(dead_code)]
 mod fake_agent;
 
-use fake_agent::FakeAgent;
+use fake_agent::{FakeAgent, OnEof};
 use policy::api::{
     Caller, CallerKind, CandidateTarget, DispatcherKind, ProfileInput, StartRouteRequest, Work,
 };
@@ -195,13 +195,16 @@ async fn attempts(dir: &std::path::Path) {
     let runs = if quick() { 10 } else { 40 };
     // The ok agent and each failing one report different providers: a failure opens its
     // provider's circuit (as it should), which would hold the next attempt on that provider.
-    let ok = FakeAgent::new(
+    // They exit on stdin EOF (as Gemini CLI and Qwen Code do), so the direct run, which waits
+    // for the exit, ends; through Recourse the report comes before the stop either way.
+    let ok = FakeAgent::on_eof(
         dir,
         "ok",
         "bench-ok",
         json!([{"prompt": [{"message": "Done."}, {"respond": {"stopReason": "end_turn"}}]}]),
+        OnEof::Exits,
     );
-    let overloaded = json!([{"prompt": [{"error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
+    let overloaded = json!([{"exit_on_eof": true, "prompt": [{"error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
     let errs: Vec<FakeAgent> = (0..runs)
         .map(|i| {
             FakeAgent::new(

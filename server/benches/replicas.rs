@@ -18,7 +18,11 @@
 //!    made every 20 ms on the same server in the same window;
 //! 3. the restart of one replica (boot reconciliation) with 100,000 routes in the database
 //!    while another replica keeps firing timers: how long until it serves, and how many timers
-//!    the other fired meanwhile.
+//!    the other fired meanwhile;
+//! 4. how long a change committed on replica A takes to reach a subscriber on replica B (its
+//!    event log reader): 1,000 route starts on A, one at a time, each timed from just before
+//!    the start to B's `started` event, p50/p90/p99/max; beside it, as the baseline, the
+//!    latency of bare one-row commits on the same server in the same run.
 //!
 //! `RECOURSE_BENCH_QUICK=1` runs smaller numbers.
 
@@ -497,6 +501,78 @@ async fn restart_with_100k_routes() {
     );
 }
 
+/// Part 4: route starts on A, received by a subscriber on B, each timed; then as many bare
+/// one-row commits, each timed.
+async fn cross_replica_event_delay() {
+    let url = database().await;
+    let pool = server::db::open(&url).await.unwrap();
+    sql::query("CREATE TABLE bare (id BIGSERIAL PRIMARY KEY, v TEXT NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let engines = replicas(&url, 2).await;
+    let (a, b) = (engines[0].clone(), engines[1].clone());
+    let p = profile(&a, 60).await;
+    // B's reader has its starting point: whatever commits from now on reaches its subscribers.
+    b.events_delivered().await.unwrap();
+    let mut on_b = b.subscribe();
+    let n = if quick() { 200 } else { 1_000 };
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
+    let receiver = tokio::spawn(async move {
+        let mut at = std::collections::HashMap::new();
+        while at.len() < n {
+            match on_b.recv().await {
+                Ok(e) if e.payload.event.as_str() == "started" => {
+                    at.insert(e.route_id, Instant::now());
+                }
+                Ok(_) => {}
+                Err(e) => panic!("B's subscriber: {e}"),
+            }
+        }
+        at
+    });
+    let all = Instant::now();
+    for i in 0..n {
+        let sent = Instant::now();
+        let (r, _) = start(&a, &p, i).await;
+        tx.send((r, sent)).unwrap();
+    }
+    let rate = n as f64 / all.elapsed().as_secs_f64();
+    let received = receiver.await.unwrap();
+    let mut delays = Vec::with_capacity(n);
+    while let Ok((r, sent)) = rx.try_recv() {
+        delays.push(received[&r].duration_since(sent).as_secs_f64() * 1000.0);
+    }
+    delays.sort_by(f64::total_cmp);
+    let Pool::Postgres(pg) = &pool else { unreachable!() };
+    let mut conn = pg.acquire().await.unwrap();
+    let mut bare = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        sqlx::query("INSERT INTO bare (v) VALUES ($1)")
+            .bind(format!("row {i}"))
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        bare.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    bare.sort_by(f64::total_cmp);
+    let q = |v: &[f64]| {
+        format!(
+            "p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            percentile(v, 0.50),
+            percentile(v, 0.90),
+            percentile(v, 0.99),
+            v[v.len() - 1]
+        )
+    };
+    println!(
+        "cross-replica event delay, {n} route starts on A ({rate:.0}/s), each until B's subscriber has it: {}; bare one-row commits: {}",
+        q(&delays),
+        q(&bare)
+    );
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     if std::env::var_os("RECOURSE_BENCH_POSTGRES").is_none() {
@@ -512,5 +588,8 @@ async fn main() {
     }
     if only.is_empty() || only == "restart" {
         restart_with_100k_routes().await;
+    }
+    if only.is_empty() || only == "events" {
+        cross_replica_event_delay().await;
     }
 }

@@ -5,14 +5,19 @@
 //! sources as the server or hydration breaks. A binary that carries its UI cannot meet a
 //! missing, moved or mismatched asset folder, whatever directory it is started from.
 //!
-//! What is embedded is `target/site` as `cargo leptos build --release --precompress` leaves it
-//! ([`Embedded`]; `server/build.rs` makes the server crate rebuild when that folder changes).
-//! [`Site::from_files`] turns the files into a table of [`Asset`]s:
-//! - the UI's script, WASM and stylesheet are served as `/pkg/{stem}.js`, `.wasm` and `.css`,
-//!   where the stem (`recourse-` and 16 hex digits) is a hash of all three, so one name changes
-//!   whenever any of them does and the glue script never meets a WASM from another build; these
-//!   are cached by browsers for a year (`immutable`). `serve` puts the stem into Leptos's
-//!   `output_name`, which the page shell uses for its links;
+//! What is embedded is `target/site` as `cargo leptos build --release --precompress --split`
+//! leaves it ([`Embedded`]; `server/build.rs` makes the server crate rebuild when that folder
+//! changes). [`Site::from_files`] turns the files into a table of [`Asset`]s:
+//! - every file of the UI build (`pkg/`: the script, the WASM, the stylesheet, and with
+//!   `--split` the WASM pieces of the pages that load on demand, their loader script and its
+//!   manifest) is served under one folder named for the whole build, `/pkg/{build}/`, where
+//!   `build` is a hash of every one of them. So the files of one build only ever meet each other
+//!   (a script never loads a WASM piece of another build), they refer to each other by their
+//!   own relative names as cargo-leptos wrote them (the split loader imports the main script by
+//!   name and must get the very module the page started), and browsers keep them for a year
+//!   (`immutable`). The WASM and the stylesheet are also served under the script's name
+//!   (`{script}.wasm`, `{script}.css`) because Leptos's page shell derives all three from one
+//!   output name: `serve` puts that name and the folder into Leptos's options ([`Ui`]);
 //! - every file is also served at its own path with `no-cache` (browsers revalidate it with its
 //!   ETag, a cheap 304): `/favicon.svg` and anything else from `public/`;
 //! - `F.br` and `F.gz` beside a file `F` are its precompressed variants (written by cargo-leptos'
@@ -39,7 +44,7 @@ use axum::{
 use sha2::{Digest, Sha256};
 use std::{
     borrow::Cow,
-    collections::BTreeMap,
+    collections::{BTreeMap, HashMap},
     sync::{Arc, LazyLock},
 };
 
@@ -156,17 +161,40 @@ fn preferred_coding(request: &HeaderMap, brotli: bool, gzip: bool) -> Coding {
     }
 }
 
-/// The names of the UI build in a [`Site`].
+/// The names of the UI build in a [`Site`], as Leptos's page shell needs them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ui {
-    stem: String,
+    pkg_dir: String,
+    output_name: String,
+    split: Option<Split>,
+}
+
+/// A build made with `--split`: the pages that load on demand, and what each needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// The file name of the loader script (`__wasm_split.{hash}.js`).
+    pub loader: String,
+    /// For each lazily loaded function (Leptos's id for it), the WASM pieces it needs, by file
+    /// name without `.wasm`.
+    pub pieces: HashMap<String, Vec<String>>,
 }
 
 impl Ui {
+    /// The folder the build is served under, without the leading `/` (`pkg/{build}`): Leptos's
+    /// `site_pkg_dir`.
+    pub fn pkg_dir(&self) -> &str {
+        &self.pkg_dir
+    }
+
     /// The shared file name of the script, WASM and stylesheet (without the extension): what
     /// Leptos calls the output name.
-    pub fn stem(&self) -> &str {
-        &self.stem
+    pub fn output_name(&self) -> &str {
+        &self.output_name
+    }
+
+    /// The split build's loader and manifest, when the build was split.
+    pub fn split(&self) -> Option<&Split> {
+        self.split.as_ref()
     }
 }
 
@@ -174,10 +202,12 @@ impl Ui {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SiteError {
     #[error(
-        "the UI build has {count} `.{extension}` files in `{PKG_DIR}/` where one was expected; \
-         rebuild it with `cargo leptos build --release --precompress` and then the server"
+        "the UI build has {count} {what} in `{PKG_DIR}/` where one was expected; rebuild it with \
+         `cargo leptos build --release --precompress --split` and then the server"
     )]
-    Ambiguous { extension: &'static str, count: usize },
+    Ambiguous { what: &'static str, count: usize },
+    #[error("the UI build's `{PKG_DIR}/{file}` is not a manifest of lazily loaded pieces: {problem}")]
+    Manifest { file: String, problem: String },
 }
 
 /// Every servable file, by the path it is served at.
@@ -209,7 +239,7 @@ impl Site {
         let variant = |path: &str, suffix: &str| files.get(&format!("{path}.{suffix}")).cloned();
         let mut assets = BTreeMap::new();
         for (path, bytes) in &files {
-            if path.ends_with(".br") || path.ends_with(".gz") {
+            if is_variant(path) {
                 continue;
             }
             let content_type = mime_guess::from_path(path).first_or_octet_stream();
@@ -224,28 +254,41 @@ impl Site {
             };
             assets.insert(format!("/{path}"), Arc::new(asset));
         }
-        let ui = ui_files(&files)?;
-        let ui = ui.map(|[js, wasm, css]| {
-            let mut hash = Sha256::new();
-            for path in [js, wasm, css] {
-                hash.update(Sha256::digest(&files[path]));
-            }
-            let prefix = js
-                .trim_start_matches(&format!("{PKG_DIR}/"))
-                .split('.')
-                .next()
-                .unwrap_or_default();
-            let stem = format!("{prefix}-{}", &hex(&hash.finalize())[..16]);
-            for (path, extension) in [(js, "js"), (wasm, "wasm"), (css, "css")] {
-                let asset = Asset {
-                    caching: Caching::Immutable,
-                    ..Asset::clone(&assets[&format!("/{path}")])
-                };
-                assets.insert(format!("/{PKG_DIR}/{stem}.{extension}"), Arc::new(asset));
-            }
-            Ui { stem }
-        });
-        Ok(Site { ui, assets })
+        let Some(build) = ui_files(&files)? else {
+            return Ok(Site { ui: None, assets });
+        };
+        // One name for the whole build: a hash of every file in it, names included.
+        let mut hash = Sha256::new();
+        for (path, bytes) in files.iter().filter(|(p, _)| in_pkg(p) && !is_variant(p)) {
+            hash.update(Sha256::digest(path.as_bytes()));
+            hash.update(Sha256::digest(bytes));
+        }
+        let pkg_dir = format!("{PKG_DIR}/{}", &hex(&hash.finalize())[..16]);
+        let immutable = |path: &str| {
+            Arc::new(Asset {
+                caching: Caching::Immutable,
+                ..Asset::clone(&assets[&format!("/{path}")])
+            })
+        };
+        let mut served = Vec::new();
+        for path in files.keys().filter(|p| in_pkg(p) && !is_variant(p)) {
+            let name = &path[PKG_DIR.len() + 1..];
+            served.push((format!("/{pkg_dir}/{name}"), immutable(path)));
+        }
+        let output_name = build.script_stem().to_owned();
+        for (path, extension) in [(build.wasm, "wasm"), (build.css, "css")] {
+            served.push((format!("/{pkg_dir}/{output_name}.{extension}"), immutable(path)));
+        }
+        assets.extend(served);
+        let split = build.split(&files)?;
+        Ok(Site {
+            ui: Some(Ui {
+                pkg_dir,
+                output_name,
+                split,
+            }),
+            assets,
+        })
     }
 
     /// The UI build, if the site has one.
@@ -284,26 +327,119 @@ pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Site::embedded().map(Site::routes).unwrap_or_default()
 }
 
-/// The script, WASM and stylesheet of the UI build at the top of `pkg/`, if all three are there.
-fn ui_files(files: &BTreeMap<String, Bytes>) -> Result<Option<[&str; 3]>, SiteError> {
-    let mut found = Vec::with_capacity(3);
-    for extension in ["js", "wasm", "css"] {
-        let matching: Vec<&str> = files
+/// `F.br` and `F.gz` are variants of `F`, never served on their own.
+fn is_variant(path: &str) -> bool {
+    path.ends_with(".br") || path.ends_with(".gz")
+}
+
+/// A file of the UI build (anywhere under `pkg/`).
+fn in_pkg(path: &str) -> bool {
+    path.strip_prefix(PKG_DIR)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The name of a file at the top of `pkg/` (`None` for any other file).
+fn top_of_pkg(path: &str) -> Option<&str> {
+    path.strip_prefix(PKG_DIR)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|name| !name.contains('/'))
+}
+
+/// The prefix cargo-leptos gives the split build's loader script, and its manifest.
+const SPLIT_LOADER: &str = "__wasm_split.";
+const SPLIT_MANIFEST: &str = "__wasm_split_manifest";
+
+/// The files of a UI build at the top of `pkg/`, by site path.
+struct Build<'a> {
+    script: &'a str,
+    wasm: &'a str,
+    css: &'a str,
+    loader: Option<&'a str>,
+    manifest: Option<&'a str>,
+}
+
+impl<'a> Build<'a> {
+    /// The script's file name without `.js` (`recourse.{hash}`).
+    fn script_stem(&self) -> &'a str {
+        let name = top_of_pkg(self.script).unwrap_or_default();
+        name.strip_suffix(".js").unwrap_or(name)
+    }
+
+    /// The loader and the parsed manifest of a split build (both or neither).
+    fn split(&self, files: &BTreeMap<String, Bytes>) -> Result<Option<Split>, SiteError> {
+        let (Some(loader), Some(manifest)) = (self.loader, self.manifest) else {
+            return Ok(None);
+        };
+        let file = top_of_pkg(manifest).unwrap_or_default().to_owned();
+        let pieces = serde_json::from_slice(&files[manifest]).map_err(|e| SiteError::Manifest {
+            file,
+            problem: e.to_string(),
+        })?;
+        Ok(Some(Split {
+            loader: top_of_pkg(loader).unwrap_or_default().to_owned(),
+            pieces,
+        }))
+    }
+}
+
+/// The UI build at the top of `pkg/`, if its script, WASM and stylesheet are all there: the one
+/// script that is not the split loader, the one WASM named like it (the pages' pieces are
+/// `split_*` and `chunk_*`), the one stylesheet; and with `--split`, the loader and manifest.
+fn ui_files<'a>(files: &'a BTreeMap<String, Bytes>) -> Result<Option<Build<'a>>, SiteError> {
+    let top = || {
+        files
             .keys()
-            .map(String::as_str)
-            .filter(|p| {
-                p.strip_prefix(PKG_DIR)
-                    .and_then(|rest| rest.strip_prefix('/'))
-                    .is_some_and(|name| !name.contains('/') && name.ends_with(&format!(".{extension}")))
-            })
-            .collect();
-        match matching.len() {
-            0 => return Ok(None),
-            1 => found.push(matching[0]),
-            count => return Err(SiteError::Ambiguous { extension, count }),
+            .filter_map(|p| top_of_pkg(p).map(|name| (p.as_str(), name)))
+            .filter(|(p, _)| !is_variant(p))
+    };
+    fn one<'a>(what: &'static str, found: Vec<&'a str>) -> Result<Option<&'a str>, SiteError> {
+        match found.len() {
+            0 => Ok(None),
+            1 => Ok(Some(found[0])),
+            count => Err(SiteError::Ambiguous { what, count }),
         }
     }
-    Ok(Some([found[0], found[1], found[2]]))
+    let scripts = top()
+        .filter(|(_, n)| n.ends_with(".js") && !n.starts_with(SPLIT_LOADER))
+        .map(|(p, _)| p)
+        .collect();
+    let Some(script) = one("scripts", scripts)? else {
+        return Ok(None);
+    };
+    let prefix = format!(
+        "{}.",
+        top_of_pkg(script)
+            .unwrap_or_default()
+            .split('.')
+            .next()
+            .unwrap_or_default()
+    );
+    let wasm = top()
+        .filter(|(_, n)| n.ends_with(".wasm") && n.starts_with(&prefix))
+        .map(|(p, _)| p)
+        .collect();
+    let css = top()
+        .filter(|(_, n)| n.ends_with(".css"))
+        .map(|(p, _)| p)
+        .collect();
+    let loader = top()
+        .filter(|(_, n)| n.starts_with(SPLIT_LOADER) && n.ends_with(".js"))
+        .map(|(p, _)| p)
+        .collect();
+    let manifest = top()
+        .filter(|(_, n)| n.starts_with(SPLIT_MANIFEST) && n.ends_with(".json"))
+        .map(|(p, _)| p)
+        .collect();
+    let (Some(wasm), Some(css)) = (one("main WASM files", wasm)?, one("stylesheets", css)?) else {
+        return Ok(None);
+    };
+    Ok(Some(Build {
+        script,
+        wasm,
+        css,
+        loader: one("split loaders", loader)?,
+        manifest: one("split manifests", manifest)?,
+    }))
 }
 
 fn weak_etag(bytes: &[u8]) -> HeaderValue {
@@ -312,12 +448,14 @@ fn weak_etag(bytes: &[u8]) -> HeaderValue {
 }
 
 /// What a page request gets from a binary built without its UI: 503 and how to build it. The
-/// API, server functions, `/healthz`, `/readyz` and `/metrics` answer as usual.
+/// API, server functions, the gateway (`/v1/...`), `/healthz`, `/readyz` and `/metrics` answer
+/// as usual.
 pub async fn ui_missing(req: Request, next: Next) -> Response {
     let path = req.uri().path();
     let page = matches!(*req.method(), Method::GET | Method::HEAD)
         && !matches!(path, "/healthz" | "/readyz" | "/metrics")
         && !path.starts_with("/api/")
+        && !path.starts_with("/v1/")
         && !path.starts_with(&format!("/{PKG_DIR}/"));
     if !page {
         return next.run(req).await;
@@ -342,7 +480,7 @@ const UI_MISSING_PAGE: &str = "<!DOCTYPE html>
 <h1>This Recourse binary was built without its web UI</h1>
 <p>It was compiled before the UI (WASM, script and stylesheet) had been built, so it has none to serve.
 The REST API under <code>/api/v1</code> and <code>/healthz</code> work.</p>
-<p>To get the UI, in the Recourse repository run <code>cargo leptos build --release --precompress</code>
+<p>To get the UI, in the Recourse repository run <code>cargo leptos build --release --precompress --split</code>
 (or <code>./dev run</code>), then build or install the server again (<code>cargo build --release --bin recourse</code>
 or <code>cargo install --path server --locked</code>): it embeds the UI. README, section \u{201c}Install\u{201d}, has the details.</p>
 </main></body></html>
@@ -386,49 +524,125 @@ mod tests {
     }
 
     #[test]
-    fn the_ui_files_share_one_content_hashed_name_cached_for_a_year() {
+    fn the_ui_build_is_served_under_one_content_hashed_folder_cached_for_a_year() {
         let site = ui_site();
-        let stem = site.ui().unwrap().stem().to_string();
-        assert!(
-            stem.starts_with("recourse-") && stem.len() == "recourse-".len() + 16,
-            "{stem}"
-        );
-        for ext in ["js", "wasm", "css"] {
-            let asset = site.get(&format!("/pkg/{stem}.{ext}")).unwrap();
-            assert_eq!(asset.caching(), Caching::Immutable);
+        let ui = site.ui().unwrap();
+        let dir = ui.pkg_dir().to_string();
+        assert!(dir.starts_with("pkg/") && dir.len() == "pkg/".len() + 16, "{dir}");
+        assert_eq!(ui.output_name(), "recourse.AAA");
+        assert_eq!(ui.split(), None);
+        // Every file under its own name, and the WASM and stylesheet under the script's too.
+        for name in [
+            "recourse.AAA.js",
+            "recourse.BBB.wasm",
+            "recourse.CCC.css",
+            "recourse.AAA.wasm",
+            "recourse.AAA.css",
+        ] {
+            let asset = site.get(&format!("/{dir}/{name}")).unwrap();
+            assert_eq!(asset.caching(), Caching::Immutable, "{name}");
             let res = asset.respond(&HeaderMap::new());
             assert_eq!(
                 header(&res, "cache-control"),
                 Some("public, max-age=31536000, immutable")
             );
         }
+        assert_eq!(
+            site.get(&format!("/{dir}/recourse.AAA.wasm")).unwrap().identity,
+            Bytes::from_static(b"\0asm wasm")
+        );
         let favicon = site.get("/favicon.svg").unwrap().respond(&HeaderMap::new());
         assert_eq!(header(&favicon, "cache-control"), Some("no-cache"));
         assert_eq!(header(&favicon, "content-type"), Some("image/svg+xml"));
     }
 
     #[test]
-    fn any_change_to_the_script_wasm_or_stylesheet_changes_the_name() {
-        let before = ui_site().ui().unwrap().stem().to_string();
+    fn any_change_to_the_script_wasm_or_stylesheet_changes_the_folder() {
+        let before = ui_site().ui().unwrap().pkg_dir().to_string();
         let changed = site(&[
             ("pkg/recourse.AAA.js", b"export function hydrate() {}"),
             ("pkg/recourse.BBB.wasm", b"\0asm wasm"),
             ("pkg/recourse.CCC.css", b"body{color:red}"),
         ]);
-        assert_ne!(changed.ui().unwrap().stem(), before);
+        assert_ne!(changed.ui().unwrap().pkg_dir(), before);
+    }
+
+    #[test]
+    fn a_split_build_keeps_its_pieces_and_loader_beside_the_script() {
+        let site = site(&[
+            ("pkg/recourse.AAA.js", b"import './__wasm_split.LLL.js';"),
+            ("pkg/recourse.BBB.wasm", b"\0asm main"),
+            ("pkg/recourse.CCC.css", b"body{}"),
+            ("pkg/split_home_1.DDD.wasm", b"\0asm home"),
+            ("pkg/split_home_1.DDD.wasm.br", b"br-home"),
+            ("pkg/chunk_3.EEE.wasm", b"\0asm shared"),
+            (
+                "pkg/__wasm_split.LLL.js",
+                b"import { initSync } from './recourse.AAA.js';",
+            ),
+            (
+                "pkg/__wasm_split_manifest.MMM.json",
+                br#"{"home_1": ["split_home_1.DDD", "chunk_3.EEE"]}"#,
+            ),
+        ]);
+        let ui = site.ui().unwrap();
+        assert_eq!(ui.output_name(), "recourse.AAA");
+        let split = ui.split().unwrap();
+        assert_eq!(split.loader, "__wasm_split.LLL.js");
+        assert_eq!(
+            split.pieces["home_1"],
+            vec!["split_home_1.DDD".to_string(), "chunk_3.EEE".to_string()]
+        );
+        let dir = ui.pkg_dir();
+        for name in ["__wasm_split.LLL.js", "split_home_1.DDD.wasm", "chunk_3.EEE.wasm"] {
+            assert_eq!(
+                site.get(&format!("/{dir}/{name}")).unwrap().caching(),
+                Caching::Immutable
+            );
+        }
+        // The main WASM is the one named like the script, not a piece.
+        assert_eq!(
+            site.get(&format!("/{dir}/recourse.AAA.wasm")).unwrap().identity,
+            Bytes::from_static(b"\0asm main")
+        );
+        let piece = site
+            .get(&format!("/{dir}/split_home_1.DDD.wasm"))
+            .unwrap()
+            .respond(&request(&[("accept-encoding", "br")]));
+        assert_eq!(header(&piece, "content-encoding"), Some("br"));
+        assert_eq!(header(&piece, "content-type"), Some("application/wasm"));
+    }
+
+    #[test]
+    fn a_manifest_that_is_not_one_is_refused() {
+        let err = Site::from_files(
+            [
+                ("pkg/recourse.A.js", "a"),
+                ("pkg/recourse.A.wasm", "w"),
+                ("pkg/recourse.A.css", "c"),
+                ("pkg/__wasm_split.L.js", "l"),
+                ("pkg/__wasm_split_manifest.M.json", "[1]"),
+            ]
+            .map(|(p, b)| (p.to_string(), Bytes::from_static(b.as_bytes()))),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, SiteError::Manifest { file, .. } if file == "__wasm_split_manifest.M.json"),
+            "{err:?}"
+        );
     }
 
     #[test]
     fn content_types_follow_the_file_extension() {
         let site = ui_site();
-        let stem = site.ui().unwrap().stem().to_string();
+        let ui = site.ui().unwrap();
         for (ext, ty) in [
             ("js", "text/javascript"),
             ("wasm", "application/wasm"),
             ("css", "text/css"),
         ] {
             let res = site
-                .get(&format!("/pkg/{stem}.{ext}"))
+                .get(&format!("/{}/{}.{ext}", ui.pkg_dir(), ui.output_name()))
                 .unwrap()
                 .respond(&HeaderMap::new());
             assert_eq!(header(&res, "content-type"), Some(ty), "{ext}");
@@ -514,7 +728,7 @@ mod tests {
         assert_eq!(
             err,
             SiteError::Ambiguous {
-                extension: "js",
+                what: "scripts",
                 count: 2
             }
         );

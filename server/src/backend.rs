@@ -194,6 +194,13 @@ impl Backend for EngineBackend {
         Box::pin(async move { self.engine.route_detail(&id).await.map_err(backend_error) })
     }
 
+    fn transcripts(
+        &self,
+        id: String,
+    ) -> BackendFuture<'_, Result<Vec<policy::transcript::AttemptTranscript>, BackendError>> {
+        Box::pin(async move { self.engine.transcripts(&id).await.map_err(backend_error) })
+    }
+
     fn perform_action(
         &self,
         route_id: String,
@@ -300,6 +307,22 @@ impl Backend for EngineBackend {
             let actor = caller?;
             Ok(self.auth.update_account(&actor, &id, &patch).await?.view())
         })
+    }
+
+    fn try_evidence(
+        &self,
+        envelope: serde_json::Value,
+    ) -> BackendFuture<'_, Result<policy::trial::EvidenceTrial, BackendError>> {
+        let now = self.engine.clock().now();
+        Box::pin(async move { crate::trial::try_evidence(&envelope, now).map_err(refused) })
+    }
+
+    fn fixtures(&self) -> BackendFuture<'_, Result<Vec<String>, BackendError>> {
+        Box::pin(async move { Ok(crate::trial::fixture_names()) })
+    }
+
+    fn fixture(&self, name: String) -> BackendFuture<'_, Result<serde_json::Value, BackendError>> {
+        Box::pin(async move { crate::trial::fixture(&name).map_err(refused) })
     }
 }
 

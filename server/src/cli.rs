@@ -30,7 +30,8 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the web UI, the REST API and the route timers on one SQLite file.
+    /// Run the web UI, the REST API and the route timers: alone on a SQLite file, or as one of
+    /// several replicas on a PostgreSQL database.
     Serve(ServeArgs),
     /// Create the database if needed and apply pending migrations, then exit.
     Migrate(DatabaseArgs),
@@ -51,6 +52,24 @@ pub enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// The ACP agents of the configuration file.
+    Agents {
+        #[command(subcommand)]
+        command: AgentsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Start every configured agent once, ask it `initialize`, and print what it says of itself
+    /// (version, protocol version, authentication methods, `loadSession`, start time); exit
+    /// non-zero naming each agent that does not start, does not speak ACP, or does not offer
+    /// its configured `auth_method`.
+    Check {
+        /// The configuration file (`recourse serve --config`).
+        #[arg(long, env = "RECOURSE_CONFIG")]
+        config: PathBuf,
     },
 }
 

@@ -5,9 +5,12 @@
 //! with every problem listed) and again on SIGHUP (an invalid file is refused and the previous
 //! configuration stays). It lists:
 //! - `[[agent]]`: ACP agents Recourse starts itself: the command (an absolute path, no shell),
-//!   its arguments, the roots a route's working directory must lie under, and the NAMES of the
+//!   its arguments, the roots a route's working directory must lie under, the NAMES of the
 //!   environment variables passed to it (their values are read from Recourse's own environment
-//!   at launch and never stored, logged or shown; everything else is cleared).
+//!   at launch and never stored, logged or shown; everything else is cleared), and settings
+//!   that are not secret given by value (`[agent.set_env]`: a base URL, `HOME`, how long the
+//!   agent retries on its own). A value there that reads like a credential, or a name that
+//!   names one, is refused: a secret only ever comes by name.
 //! - `[[endpoint]]`: LLM HTTP APIs for one-shot utility calls: the API style (`openai` chat
 //!   completions or `anthropic` messages), base URL, model, the NAME of the variable holding
 //!   the key, and timeouts.
@@ -60,6 +63,11 @@ pub struct AgentConfig {
     /// stored or shown). Node-based agents need `HOME` and `PATH`.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Environment variables set to these values for the agent (after `env`): settings that
+    /// are not secret, such as the agent's own retry limits, its provider's base URL or its
+    /// `HOME`. Refused when a name or a value looks like a credential.
+    #[serde(default)]
+    pub set_env: std::collections::BTreeMap<String, String>,
     /// The ACP `authenticate` method to call when the agent advertises it.
     #[serde(default)]
     pub auth_method: Option<String>,
@@ -269,6 +277,28 @@ impl RunnerConfig {
                     ));
                 }
             }
+            for (name, value) in &a.set_env {
+                let at = at(&format!("set_env.{name}"));
+                if !is_env_name(name) {
+                    problems.push(format!("{at}: not an environment variable name"));
+                } else if a.env.contains(name) {
+                    problems.push(format!("{at}: also listed in env; give a variable one source"));
+                } else if secret_name(name) {
+                    problems.push(format!(
+                        "{at}: names a credential; list its name in env instead, so its value \
+                         comes from Recourse's environment and is never written here"
+                    ));
+                } else if value.len() > MAX_SET_ENV_BYTES
+                    || value.contains('\0')
+                    || reads_as_credential(value)
+                {
+                    problems.push(format!(
+                        "{at}: not a setting Recourse passes by value (at most \
+                         {MAX_SET_ENV_BYTES} bytes, and nothing that reads like a credential: \
+                         a secret comes by name, through env)"
+                    ));
+                }
+            }
             for (field, value) in [("provider_id", &a.provider_id), ("model_id", &a.model_id)] {
                 if let Some(v) = value {
                     if let Err(e) = check_identifier(v, field) {
@@ -359,6 +389,34 @@ fn check_id(id: &str, at: &str, seen: &mut HashSet<String>, problems: &mut Vec<S
     } else if !seen.insert(id.to_owned()) {
         problems.push(format!("{at}: another entry of this kind already has this id"));
     }
+}
+
+/// Whether a `set_env` value reads as a credential, as the evidence redactor judges text. An
+/// absolute path is a path (a temp folder's random name is not a key), judged no further.
+fn reads_as_credential(value: &str) -> bool {
+    !value.starts_with('/') && classifier::redact::redact(value) != value
+}
+
+/// Longest value of an agent's `set_env` entry.
+const MAX_SET_ENV_BYTES: usize = 4096;
+
+/// Whether a variable's name says it holds a credential (`ANTHROPIC_API_KEY`, `GH_TOKEN`,
+/// `AWS_SECRET_ACCESS_KEY`, `PGPASSWORD`, `GOOGLE_APPLICATION_CREDENTIALS`, ...).
+fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.ends_with("KEY")
+        || upper.contains("_KEY_")
+        || [
+            "TOKEN",
+            "SECRET",
+            "PASSWORD",
+            "PASSWD",
+            "CREDENTIAL",
+            "COOKIE",
+            "AUTH",
+        ]
+        .iter()
+        .any(|w| upper.contains(w))
 }
 
 pub(crate) fn is_env_name(name: &str) -> bool {
@@ -524,6 +582,56 @@ mod tests {
     }
 
     #[test]
+    fn settings_by_value_are_taken_and_secrets_by_value_are_refused_without_repeating_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().display();
+        let text = format!(
+            r#"
+            [[agent]]
+            id = "claude"
+            command = "/usr/local/bin/claude-agent-acp"
+            allowed_roots = ["{root}"]
+            env = ["PATH", "ANTHROPIC_API_KEY"]
+            [agent.set_env]
+            CLAUDE_CODE_MAX_RETRIES = "2"
+            ANTHROPIC_BASE_URL = "http://127.0.0.1:8080/claude"
+            HOME = "/srv/recourse/claude-home"
+            "#
+        );
+        let c = RunnerConfig::parse(&text).unwrap();
+        assert_eq!(c.agents[0].set_env["CLAUDE_CODE_MAX_RETRIES"], "2");
+        let bad = format!(
+            r#"
+            [[agent]]
+            id = "claude"
+            command = "/usr/local/bin/claude-agent-acp"
+            allowed_roots = ["{root}"]
+            env = ["HOME"]
+            [agent.set_env]
+            ANTHROPIC_API_KEY = "not-even-a-real-one"
+            HOME = "/srv/home"
+            TMPDIR = "/tmp/.tmpZq8vN2xYpL4mK7rT1wB9cD3f"
+            NOTE = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH"
+            "1BAD" = "x"
+            "#
+        );
+        let joined = RunnerConfig::parse(&bad).unwrap_err().join("\n");
+        for field in [
+            "agent[0].set_env.ANTHROPIC_API_KEY: names a credential",
+            "agent[0].set_env.HOME: also listed in env",
+            "agent[0].set_env.NOTE: not a setting",
+            "agent[0].set_env.1BAD: not an environment variable name",
+        ] {
+            assert!(joined.contains(field), "{field} missing from:\n{joined}");
+        }
+        assert!(
+            !joined.contains("not-even") && !joined.contains("Zq8vN2"),
+            "{joined}"
+        );
+        assert!(!joined.contains("TMPDIR"), "a path is a path: {joined}");
+    }
+
+    #[test]
     fn unknown_fields_and_styles_are_refused() {
         assert!(RunnerConfig::parse("[[agent]]\nid = \"a\"\nshell = \"bash -c\"\n").is_err());
         assert!(RunnerConfig::parse(
@@ -575,9 +683,17 @@ mod example {
         let c = RunnerConfig::parse(&text).unwrap_or_else(|p| panic!("{p:?}"));
         assert_eq!(
             (c.agents.len(), c.endpoints.len()),
-            (2, 2),
-            "the example lists two agents and two endpoints"
+            (4, 2),
+            "the example lists the four published agents and two endpoints"
         );
+        let ids: Vec<&str> = c.agents.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["claude", "codex", "gemini", "qwen"]);
+        // Their own retries are off, by value; their keys come by name.
+        assert_eq!(c.agent("claude").unwrap().set_env["CLAUDE_CODE_MAX_RETRIES"], "0");
+        assert!(c
+            .agents
+            .iter()
+            .all(|a| a.env.iter().any(|e| e.ends_with("_API_KEY"))));
         assert_eq!(c.endpoint("haiku").map(|e| e.style), Some(ApiStyle::Anthropic));
     }
 }

@@ -15,7 +15,7 @@
 //! on a commit that survives a power cut or a kernel panic, not only a killed process. With
 //! `NORMAL` the log was synced only at checkpoints, and a power cut could drop the last
 //! commits, among them a `DispatchStarted` whose work did run: the restarted server would then
-//! see an unstarted attempt and run it again (`server/tests/power_loss.rs` shows exactly that
+//! see an unstarted attempt and run it again (`server/tests/it/power_loss.rs` shows exactly that
 //! with `NORMAL` and that it cannot happen with `FULL`).
 //!
 //! Which commits pay the `fsync`: all of them, on every connection of the pool: the engine's

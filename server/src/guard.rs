@@ -233,7 +233,7 @@ fn authority_of(origin: &str) -> Option<&str> {
     Some(rest)
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

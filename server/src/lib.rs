@@ -23,6 +23,8 @@
 //!   route layer), login rate limits, the audit log, and the `user`/`token` subcommands.
 //! - [`backend`]: `app::backend::Backend` over the engine (pages and server functions).
 //! - [`api`]: the REST API under `/api/v1`, the SSE stream; [`openapi`]: its document.
+//! - [`gateway`]: Recourse as the base URL SDKs and agents point at (`/v1/chat/completions`,
+//!   `/v1/messages`, `/v1/models`): a call is a route, failover before the first byte.
 //! - [`demo`]: the demo workspace of `recourse serve --demo`.
 //! - [`web`]: the axum router (UI, API, operations) and [`web::run`], which tests call directly;
 //!   [`ops`]: `/healthz`, `/readyz` and `/metrics`.
@@ -46,6 +48,7 @@ pub mod db;
 pub mod demo;
 pub mod engine;
 pub mod failure;
+pub mod gateway;
 pub mod guard;
 pub mod headers;
 pub mod hex;
@@ -60,5 +63,6 @@ pub mod scheduler;
 pub mod serve;
 pub mod store;
 pub mod telemetry;
+pub mod trial;
 pub mod web;
 pub mod work;

@@ -33,6 +33,9 @@ fn main() -> ExitCode {
         Command::Token {
             command: server::cli::TokenCommand::Add(args),
         } => run_async(server::auth::bootstrap::token_add(args)),
+        Command::Agents {
+            command: server::cli::AgentsCommand::Check { config },
+        } => run_async(server::serve::agents_check(&config)),
     };
     match result {
         Ok(code) => code,

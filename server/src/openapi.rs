@@ -1,7 +1,8 @@
 //! The OpenAPI document at `/api/openapi.json`, generated from the code: the DTOs derive
 //! `ToSchema` (policy's `openapi` feature), the handlers are listed here with their statuses,
 //! and the policy document's schema is built from `policy::limits`, so the published bounds
-//! are the ones the backend enforces.
+//! are the ones the backend enforces. The gateway's operations (`/v1/...`), whose errors are
+//! the OpenAI and Anthropic shapes, are added last (`crate::gateway::openapi`).
 
 use axum::Json;
 use policy::{
@@ -135,6 +136,7 @@ pub fn openapi() -> &'static Value {
         }
         let mut doc = serde_json::to_value(doc).expect("the OpenAPI document is JSON");
         crate::contract::apply(&mut doc);
+        crate::gateway::openapi::extend(&mut doc);
         doc
     })
 }

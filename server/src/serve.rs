@@ -1,4 +1,4 @@
-//! `recourse serve`, `migrate`, `classify` and `catalogue check`.
+//! `recourse serve`, `migrate`, `classify`, `catalogue check` and `agents check`.
 
 use crate::{
     assets::{self, Site},
@@ -24,8 +24,8 @@ use tokio::{net::TcpListener, sync::watch};
 
 /// UI options for the server: the address from the command line, production mode (no dev
 /// auto-reload), and the output name compiled in by cargo-leptos or `.cargo/config.toml`.
-/// `serve` replaces the output name with the content-hashed one of the embedded UI; file
-/// hashing is the server's own (see [`crate::assets`]), never Leptos's `hash.txt` next to the
+/// `serve` replaces the output name and the package folder with those of the embedded UI
+/// (its build's own folder, named by a hash of the build); file hashing is the server's own (see [`crate::assets`]), never Leptos's `hash.txt` next to the
 /// binary, which an installed binary would not have.
 pub fn leptos_options(args: &ServeArgs) -> anyhow::Result<LeptosOptions> {
     let mut options = get_configuration(None)
@@ -44,15 +44,18 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(ui) => {
             // Release builds carry it; debug builds read the clone's target/site.
             tracing::info!(
-                name = ui.stem(),
+                folder = ui.pkg_dir(),
+                name = ui.output_name(),
+                split = ui.split().is_some(),
                 embedded = cfg!(not(debug_assertions)),
                 "serving the web UI"
             );
-            leptos.output_name = ui.stem().into();
+            leptos.output_name = ui.output_name().into();
+            leptos.site_pkg_dir = ui.pkg_dir().into();
         }
         None => tracing::warn!(
             "this binary was built without its web UI: pages answer 503 with how to build it; the \
-             REST API and /healthz work. Build the UI with `cargo leptos build --release --precompress` \
+             REST API and /healthz work. Build the UI with `cargo leptos build --release --precompress --split` \
              (or `./dev run`), then build the server again"
         ),
     }
@@ -362,4 +365,78 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// `recourse agents check`: every agent of the configuration file started once and asked
+/// `initialize`; a table on standard output, each problem on standard error, and a non-zero
+/// exit when any agent has one.
+pub async fn agents_check(config: &Path) -> anyhow::Result<ExitCode> {
+    let config = RunnerConfig::load(config)?;
+    if config.agents.is_empty() {
+        println!("no [[agent]] in the configuration");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let checks = crate::engine::dispatch::acp::check::check(&config).await;
+    let mut rows = vec![[
+        "agent".to_owned(),
+        "version".to_owned(),
+        "protocol".to_owned(),
+        "auth methods".to_owned(),
+        "loadSession".to_owned(),
+        "start".to_owned(),
+    ]];
+    let mut problems = Vec::new();
+    for (agent, c) in config.agents.iter().zip(&checks) {
+        let took = format!("{:.1} s", c.took.as_secs_f64());
+        rows.push(match &c.hello {
+            Ok(h) => [
+                c.id.clone(),
+                match (&h.name, &h.version) {
+                    (Some(n), Some(v)) => format!("{n} {v}"),
+                    (None, Some(v)) => v.clone(),
+                    _ => "-".to_owned(),
+                },
+                h.protocol_version.to_string(),
+                if h.auth_methods.is_empty() {
+                    "-".to_owned()
+                } else {
+                    h.auth_methods.join(", ")
+                },
+                if h.load_session { "yes" } else { "no" }.to_owned(),
+                took,
+            ],
+            Err(_) => [
+                c.id.clone(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                "-".to_owned(),
+                took,
+            ],
+        });
+        if let Some(p) = c.problem(agent) {
+            problems.push(format!("{}: {p}", c.id));
+        }
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    for r in &rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    drop(out);
+    for p in &problems {
+        eprintln!("error: {p}");
+    }
+    Ok(if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -118,9 +118,32 @@ impl Default for Shutdown {
     }
 }
 
-/// The one closure that provides the backend port to pages and server functions.
+/// The one closure that provides the backend port to pages and server functions, and, to the
+/// page renderer, the pieces of a split UI build (see [`lazy_pieces`]).
 pub fn backend_context(backend: Arc<dyn Backend>) -> impl Fn() + Clone + Send + Sync + 'static {
-    move || provide_context(backend.clone())
+    let pieces = lazy_pieces();
+    move || {
+        provide_context(backend.clone());
+        if let Some(pieces) = &pieces {
+            provide_context(pieces.clone());
+        }
+    }
+}
+
+/// The embedded UI's lazily loaded pieces, for Leptos's renderer: a page that renders a lazy
+/// route gets `<link rel="preload">` for that route's WASM pieces (and its loader script), so
+/// the browser fetches them beside the main WASM instead of after it. Leptos would read the
+/// manifest from a folder on disk (`site_root`); an installed binary carries it instead, so the
+/// server hands it over in the form Leptos's renderer looks for (a public, if undocumented,
+/// type of `leptos` 0.8).
+fn lazy_pieces() -> Option<leptos::WasmSplitManifest> {
+    let ui = crate::assets::Site::embedded().ok()?.ui()?;
+    let split = ui.split()?;
+    Some(leptos::WasmSplitManifest(leptos::prelude::ArcStoredValue::new((
+        format!("/{}", ui.pkg_dir()),
+        split.pieces.clone(),
+        split.loader.clone(),
+    ))))
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -150,6 +173,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(crate::ops::readyz))
         .route("/metrics", get(crate::ops::metrics))
         .merge(crate::api::routes(state.test_clock.is_some()))
+        .merge(crate::gateway::routes())
         .route(
             "/api/{*fn_name}",
             crate::guard::json_only(get(server_fn).post(server_fn)),

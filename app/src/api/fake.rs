@@ -56,6 +56,10 @@ pub(crate) enum Call {
     CreateAccount(String, String),
     /// The id, and the patch as its `Debug` shows it (never a password).
     UpdateAccount(String, String),
+    TryEvidence(serde_json::Value),
+    Transcripts(String),
+    Fixtures,
+    Fixture(String),
 }
 
 /// What the fake answers. Each success value is returned as is, whatever the arguments.
@@ -168,6 +172,36 @@ impl FakeBackend {
                 read: false,
             }],
             unread: 1,
+        }
+    }
+
+    /// The trial `try_evidence` answers: a capacity error, whatever was sent.
+    pub(crate) fn trial() -> policy::trial::EvidenceTrial {
+        use policy::{
+            class::SemanticCode,
+            classification::{ClassState, Classification, Confidence, Gate, GateReason},
+        };
+        policy::trial::EvidenceTrial {
+            classification: Classification {
+                code: Some(SemanticCode::ModelCapacity),
+                class: ClassState::Transient,
+                reason: None,
+                catalogue_version: "fake".into(),
+                confidence: Confidence::High,
+                scope: None,
+                classifier_rule: Some("fake.capacity".into()),
+                provider_id: None,
+                model_id: None,
+                phase: None,
+                occurred_at: None,
+                retry_after_seconds: None,
+                reset_at: None,
+                safe_excerpt: Some("capacity".into()),
+            },
+            gate: Gate::ALLOW,
+            gate_after_output: Gate::deny(GateReason::AssistantOutput),
+            truncated: false,
+            classified_at: at(30),
         }
     }
 
@@ -360,6 +394,13 @@ impl Backend for FakeBackend {
         self.answer(Call::GetRoute(id), |s| s.detail.clone())
     }
 
+    fn transcripts(
+        &self,
+        id: String,
+    ) -> BackendFuture<'_, Result<Vec<policy::transcript::AttemptTranscript>, BackendError>> {
+        self.answer(Call::Transcripts(id), |_| Vec::new())
+    }
+
     fn perform_action(
         &self,
         route_id: String,
@@ -435,6 +476,21 @@ impl Backend for FakeBackend {
         self.answer(Call::UpdateAccount(id, format!("{patch:?}")), |s| {
             s.accounts[0].clone()
         })
+    }
+
+    fn try_evidence(
+        &self,
+        envelope: serde_json::Value,
+    ) -> BackendFuture<'_, Result<policy::trial::EvidenceTrial, BackendError>> {
+        self.answer(Call::TryEvidence(envelope), |_| FakeBackend::trial())
+    }
+
+    fn fixtures(&self) -> BackendFuture<'_, Result<Vec<String>, BackendError>> {
+        self.answer(Call::Fixtures, |_| vec!["fake/capacity".to_owned()])
+    }
+
+    fn fixture(&self, name: String) -> BackendFuture<'_, Result<serde_json::Value, BackendError>> {
+        self.answer(Call::Fixture(name), |_| serde_json::json!({"items": []}))
     }
 }
 

@@ -6,6 +6,7 @@
 //! no logic beyond that.
 
 pub mod access;
+pub mod evidence;
 pub mod notifications;
 pub mod profiles;
 pub mod routes;

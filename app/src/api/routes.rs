@@ -86,6 +86,13 @@ pub async fn get_route(id: String) -> Result<RouteDetail, AppError> {
     Ok(crate::backend::backend()?.get_route(id).await?)
 }
 
+/// What the agents of the route's recent attempts said and did, oldest attempt first, as far
+/// as this server keeps it (README, "What the agent is doing").
+#[server(prefix = "/api/ui", input = Json)]
+pub async fn get_transcripts(id: String) -> Result<Vec<policy::transcript::AttemptTranscript>, AppError> {
+    Ok(crate::backend::backend()?.transcripts(id).await?)
+}
+
 /// Retry now, skip now, cancel wait or stop, fenced by `expected_generation`. Answers with the
 /// new snapshot, or [`AppError::RouteChanged`] with the current one when the route moved first.
 #[server(prefix = "/api/ui", input = Json)]

@@ -119,12 +119,15 @@ mod stream {
     const EVENT_NAMES: [&str; 2] = ["message", "route"];
     /// The server's notice that it dropped events for this client (data: how many).
     const LAGGED: &str = "lagged";
+    /// A running attempt's live update (what the agent said or did).
+    const UPDATE: &str = "update";
 
     /// One open stream and the callbacks the browser holds for it. Dropping it detaches the
     /// callbacks, closes the connection and frees them.
     pub(super) struct LiveStream {
         source: EventSource,
         on_message: Closure<dyn FnMut(MessageEvent)>,
+        on_update: Option<Closure<dyn FnMut(MessageEvent)>>,
         on_lagged: Closure<dyn FnMut()>,
         _on_open: Closure<dyn FnMut()>,
         _on_error: Closure<dyn FnMut()>,
@@ -136,16 +139,24 @@ mod stream {
         pub(super) fn open(
             url: &str,
             on_event: std::rc::Rc<dyn Fn(Option<String>)>,
+            on_update: Option<std::rc::Rc<dyn Fn(Option<String>)>>,
             status: WriteSignal<LiveStatus>,
             gaps: WriteSignal<u64>,
         ) -> Option<LiveStream> {
             let source = EventSource::new(url).ok()?;
-            let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-                let data = ev.data().as_string().unwrap_or_default();
-                on_event(event_route_id(&data));
-            });
+            let listener = |callback: std::rc::Rc<dyn Fn(Option<String>)>| {
+                Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+                    let data = ev.data().as_string().unwrap_or_default();
+                    callback(event_route_id(&data));
+                })
+            };
+            let on_message = listener(on_event);
             for name in EVENT_NAMES {
                 let _ = source.add_event_listener_with_callback(name, on_message.as_ref().unchecked_ref());
+            }
+            let on_update = on_update.map(listener);
+            if let Some(on_update) = &on_update {
+                let _ = source.add_event_listener_with_callback(UPDATE, on_update.as_ref().unchecked_ref());
             }
             let on_lagged = Closure::<dyn FnMut()>::new(move || gaps.update(|g| *g += 1));
             let _ = source.add_event_listener_with_callback(LAGGED, on_lagged.as_ref().unchecked_ref());
@@ -159,6 +170,7 @@ mod stream {
             Some(LiveStream {
                 source,
                 on_message,
+                on_update,
                 on_lagged,
                 _on_open: on_open,
                 _on_error: on_error,
@@ -172,6 +184,11 @@ mod stream {
                 let _ = self
                     .source
                     .remove_event_listener_with_callback(name, self.on_message.as_ref().unchecked_ref());
+            }
+            if let Some(on_update) = &self.on_update {
+                let _ = self
+                    .source
+                    .remove_event_listener_with_callback(UPDATE, on_update.as_ref().unchecked_ref());
             }
             let _ = self
                 .source
@@ -217,6 +234,23 @@ pub fn use_event_ticks() -> Option<EventTicks> {
 /// closed, and its callbacks freed, when the caller's owner is cleaned up. Every event and gap
 /// also ticks the app's [`EventTicks`].
 pub fn use_route_events(on_event: impl Fn(Option<String>) + 'static) -> Live {
+    use_stream(on_event, None::<fn(Option<String>)>)
+}
+
+/// [`use_route_events`], and `on_update` with the route id of every live update of a running
+/// attempt (what its agent said or did; `update` events). Updates come often while an agent
+/// streams, so a page reloads only what they change.
+pub fn use_route_events_and_updates(
+    on_event: impl Fn(Option<String>) + 'static,
+    on_update: impl Fn(Option<String>) + 'static,
+) -> Live {
+    use_stream(on_event, Some(on_update))
+}
+
+fn use_stream(
+    on_event: impl Fn(Option<String>) + 'static,
+    on_update: Option<impl Fn(Option<String>) + 'static>,
+) -> Live {
     let (status, set_status) = signal(LiveStatus::Off);
     let (gaps, set_gaps) = signal(0u64);
     let ticks = use_event_ticks();
@@ -236,10 +270,17 @@ pub fn use_route_events(on_event: impl Fn(Option<String>) + 'static) -> Live {
     #[cfg(feature = "hydrate")]
     {
         let on_event: std::rc::Rc<dyn Fn(Option<String>)> = std::rc::Rc::new(on_event);
+        let on_update = on_update.map(|f| std::rc::Rc::new(f) as std::rc::Rc<dyn Fn(Option<String>)>);
         let live = StoredValue::new_local(None::<stream::LiveStream>);
         Effect::new(move |_| {
             set_status.set(LiveStatus::Connecting);
-            match stream::LiveStream::open("/api/v1/events", on_event.clone(), set_status, set_gaps) {
+            match stream::LiveStream::open(
+                "/api/v1/events",
+                on_event.clone(),
+                on_update.clone(),
+                set_status,
+                set_gaps,
+            ) {
                 // Replacing an earlier stream (if the effect ever re-ran) drops and closes it.
                 Some(s) => live.set_value(Some(s)),
                 None => set_status.set(LiveStatus::Reconnecting),
@@ -252,7 +293,7 @@ pub fn use_route_events(on_event: impl Fn(Option<String>) + 'static) -> Live {
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (on_event, set_status, set_gaps);
+        let _ = (on_event, on_update, set_status, set_gaps);
     }
     Live {
         stream: status,

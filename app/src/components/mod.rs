@@ -2,6 +2,7 @@
 
 pub mod class_policy;
 pub mod controls;
+pub mod copy;
 pub mod disclosure;
 pub mod dispatcher_choice;
 pub mod live;
@@ -12,3 +13,6 @@ pub mod profile_editor;
 pub mod route_view;
 pub mod status;
 pub mod time;
+pub mod timeline;
+pub mod transcript;
+pub mod try_error;

@@ -1,14 +1,50 @@
 //! The top navigation. On a phone the links fold behind a menu button so the page keeps one
 //! column and no horizontal overflow; on a desktop they are always visible. It says who is
 //! signed in, offers "Sign out" (a plain form: it works before the script loads), and, on a
-//! demo server, says plainly that everyone who reaches it is signed in. People who may view
-//! routes get the notifications item with their unread count (`notify_bell`).
+//! demo server, says plainly that everyone who reaches it is signed in.
+//!
+//! The header's links are one table, [`LINKS`]: a new page's link is one row, shown to whoever
+//! its predicate admits (the server's rules decide access to the page itself). Anything else the
+//! header shows for the signed-in person (a count, a badge) goes between the links and their
+//! name, where the session is already read: people who may view routes get the notifications item
+//! with their unread count (`notify_bell`).
 
 use crate::{auth::SessionResource, components::notify_bell::NotificationBell};
 use leptos::prelude::*;
 use leptos_router::components::A;
+use policy::auth::{Permission, Permissions};
 
-const LINKS: [(&str, &str); 2] = [("/", "Routes"), ("/profiles", "Profiles")];
+/// One link of the header.
+pub struct NavLink {
+    pub href: &'static str,
+    pub label: &'static str,
+    /// Who sees it, by their permissions.
+    pub shown: fn(Permissions) -> bool,
+}
+
+/// The header's links, in order.
+pub const LINKS: [NavLink; 4] = [
+    NavLink {
+        href: "/",
+        label: "Routes",
+        shown: |p| p.contains(Permission::ViewRoutes),
+    },
+    NavLink {
+        href: "/profiles",
+        label: "Profiles",
+        shown: |p| p.contains(Permission::ViewRoutes) || p.contains(Permission::ManageProfiles),
+    },
+    NavLink {
+        href: "/access",
+        label: "Access",
+        shown: |_| true,
+    },
+    NavLink {
+        href: "/audit",
+        label: "Audit",
+        shown: |p| p.contains(Permission::Admin),
+    },
+];
 
 #[component]
 pub fn NavBar() -> impl IntoView {
@@ -57,40 +93,31 @@ pub fn NavBar() -> impl IntoView {
                         }
                     }
                 >
-                    {LINKS
-                        .into_iter()
-                        .map(|(href, label)| {
-                            view! {
-                                <li>
-                                    <A href=href attr:class=link_class on:click=move |_| set_open.set(false)>
-                                        {label}
-                                    </A>
-                                </li>
-                            }
-                        })
-                        .collect_view()}
                     <Suspense fallback=|| ()>
                         {move || Suspend::new(async move {
                             let viewer = session.await.ok().and_then(|v| v.viewer);
                             viewer.map(|who| {
-                                let admin = who.permissions.contains(policy::auth::Permission::Admin);
-                                let views = who.permissions.contains(policy::auth::Permission::ViewRoutes);
                                 view! {
-                                    {views
+                                    {LINKS
+                                        .into_iter()
+                                        .filter(|link| (link.shown)(who.permissions))
+                                        .map(|link| {
+                                            view! {
+                                                <li>
+                                                    <A href=link.href attr:class=link_class on:click=move |_| set_open.set(false)>
+                                                        {link.label}
+                                                    </A>
+                                                </li>
+                                            }
+                                        })
+                                        .collect_view()}
+                                    {who
+                                        .permissions
+                                        .contains(Permission::ViewRoutes)
                                         .then(|| {
                                             view! {
                                                 <li>
                                                     <NotificationBell class=link_class on_follow=Callback::new(move |()| set_open.set(false)) />
-                                                </li>
-                                            }
-                                        })}
-                                    {admin
-                                        .then(|| {
-                                            view! {
-                                                <li>
-                                                    <A href="/audit" attr:class=link_class on:click=move |_| set_open.set(false)>
-                                                        "Audit"
-                                                    </A>
                                                 </li>
                                             }
                                         })}

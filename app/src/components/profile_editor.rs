@@ -7,6 +7,9 @@
 //! page as the only scroll owner. Saving sends the whole profile and replaces the form with the
 //! normalized profile the server returns, so what is on screen is what is stored.
 //!
+//! Below the form, "Try an error" ([`TryError`]) plays the form's current policy against a
+//! pasted or picked error.
+//!
 //! Each candidate's policy area starts with how the candidate is reached (its target: the
 //! dispatcher, for `acp` and `http` the configured agent or endpoint that runs it, provider and
 //! model ids, a label), so a new candidate's `external` dispatcher is on screen and changeable
@@ -20,6 +23,7 @@ use crate::{
         controls::{FieldMessage, FOCUS},
         dispatcher_choice::DispatcherChoice,
         notification_rules::{self, NotificationRulesEditor},
+        try_error::TryError,
     },
     configured::{needs_runner, not_configured, runner_noun, Configured},
     draft::{self, describe_script, move_item, CandidateDraft, TargetDraft, TargetField},
@@ -29,7 +33,9 @@ use leptos::prelude::*;
 use policy::{
     api::{DispatcherKind, Profile, ProfileInput, RunnerOption},
     class::ErrorClass,
-    document::{policy_path, validate_candidate_id, CandidatePolicy, ValidationError},
+    document::{
+        policy_path, validate_candidate_id, CandidatePolicy, ValidatedCandidatePolicy, ValidationError,
+    },
     input::{check_line, check_optional_line},
     limits::{MAX_CANDIDATES, MAX_LABEL_CHARS, MAX_PROFILE_NAME_CHARS, MIN_CANDIDATES},
     schedule::describe_policy,
@@ -393,6 +399,14 @@ pub fn ProfileEditor(profile: Profile, runners: Vec<RunnerOption>) -> impl IntoV
         </form>
 
         <SavedDocument saved=saved />
+
+        <TryError candidates=Signal::derive(move || {
+            rows.with(|rs| {
+                rs.iter()
+                    .map(|r| r.draft.candidate().and_then(|c| ValidatedCandidatePolicy::try_from(c).ok()))
+                    .collect::<Option<Vec<_>>>()
+            })
+        }) />
     }
     .into_any()
 }

@@ -14,6 +14,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use policy::{auth::AuditEntry, limits::DEFAULT_AUDIT_PAGE};
 
+crate::pages::lazy_page!(AuditRoute, AuditPage);
 #[component]
 pub fn AuditPage() -> impl IntoView {
     // The pages read so far, each keyed by the `seq` it starts before.

@@ -34,6 +34,7 @@ fn caller_label(kind: CallerKind) -> &'static str {
     }
 }
 
+crate::pages::lazy_page!(HomeRoute, HomePage);
 #[component]
 pub fn HomePage() -> impl IntoView {
     let query = use_query_map();

@@ -11,6 +11,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
+crate::pages::lazy_page!(LoginRoute, LoginPage);
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let query = use_query_map();

@@ -18,6 +18,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use policy::notify::{DeliveryStatus, DeliveryView, NotificationView};
 
+crate::pages::lazy_page!(NotificationsRoute, NotificationsPage);
 #[component]
 pub fn NotificationsPage() -> impl IntoView {
     let changes = RwSignal::new(0u64);

@@ -20,6 +20,7 @@ use policy::{
     document::{ClassPolicy, OnExhausted},
 };
 
+crate::pages::lazy_page!(ProfileRoute, ProfilePage);
 #[component]
 pub fn ProfilePage() -> impl IntoView {
     let params = use_params_map();

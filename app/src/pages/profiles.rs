@@ -35,6 +35,7 @@ use policy::{
     limits::POLICY_DOCUMENT_VERSION,
 };
 
+crate::pages::lazy_page!(ProfilesRoute, ProfilesPage);
 #[component]
 pub fn ProfilesPage() -> impl IntoView {
     let profiles = Resource::new(|| (), |_| list_profiles());

@@ -1,21 +1,24 @@
-//! One route: where it is, why, what happens next, the manual actions, and its history. Kept
+//! One route: where it is, why, what happens next, the manual actions, what the agent is
+//! doing (`components::transcript`), its timeline (`components::timeline`) and its history. Kept
 //! current by the event stream (reloaded on its events and after every gap in it); actions
 //! carry the generation the person saw. The actions are offered only to someone who may steer
 //! this route (`operate_routes`, or `assign_office` for an Office route); others read whose
 //! they are.
 
 use crate::{
-    api::routes::{get_route, ActOnRoute},
+    api::routes::{get_route, get_transcripts, ActOnRoute},
     auth::{holders, SessionResource},
     components::{
         controls::FOCUS,
-        live::use_route_events,
+        live::use_route_events_and_updates,
         route_view::{
             action_help, action_label, class_label, describe_code, next_outcome, state_label, DecisionView,
             StateBadge,
         },
         status::{ErrorPanel, Loading},
         time::{format_utc, Deadline},
+        timeline::Timeline,
+        transcript::Transcripts,
     },
     error::AppError,
 };
@@ -35,20 +38,50 @@ enum ActionNote {
     Problem(String),
 }
 
+crate::pages::lazy_page!(RoutePageRoute, RoutePage);
 #[component]
 pub fn RoutePage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
     let tick = RwSignal::new(0u64);
-    let live = use_route_events(move |route| {
-        if route.is_none_or(|r| r == id.get_untracked()) {
-            tick.update(|t| *t += 1);
-        }
-    });
+    // The agent's updates come often while it streams: one transcript read at a time, and one
+    // more after it if updates arrived meanwhile.
+    let updates = RwSignal::new(0u64);
+    let reading = StoredValue::new(false);
+    let again = StoredValue::new(false);
+    let live = use_route_events_and_updates(
+        move |route| {
+            if route.is_none_or(|r| r == id.get_untracked()) {
+                tick.update(|t| *t += 1);
+            }
+        },
+        move |route| {
+            if route.is_some_and(|r| r == id.get_untracked()) {
+                if reading.get_value() {
+                    again.set_value(true);
+                } else {
+                    updates.update(|u| *u += 1);
+                }
+            }
+        },
+    );
     // Reloaded on a change of this route, a retry, and every gap in the event stream.
     let detail = Resource::new(
         move || (id.get(), tick.get(), live.gaps()),
         move |(id, _, gap)| live.reload(gap, get_route(id)),
+    );
+    let transcripts = Resource::new(
+        move || (id.get(), tick.get(), updates.get(), live.gaps()),
+        move |(id, ..)| async move {
+            reading.set_value(true);
+            let read = get_transcripts(id).await;
+            reading.set_value(false);
+            if again.get_value() {
+                again.set_value(false);
+                updates.try_update(|u| *u += 1);
+            }
+            read
+        },
     );
     let act = ServerAction::<ActOnRoute>::new();
     let session = expect_context::<SessionResource>();
@@ -88,7 +121,7 @@ pub fn RoutePage() -> impl IntoView {
                 match detail.await {
                     Ok(d) => {
                         let steer = permissions.is_some_and(|p| may_steer(p, d.route.caller.kind));
-                        view! { <RouteDetailView detail=d act=act note=note steer=steer /> }.into_any()
+                        view! { <RouteDetailView detail=d act=act note=note steer=steer transcripts=transcripts /> }.into_any()
                     }
                     Err(e) => {
                         view! {
@@ -111,7 +144,11 @@ fn RouteDetailView(
     note: RwSignal<Option<ActionNote>>,
     /// Whether the signed-in person may steer this route.
     steer: bool,
+    transcripts: Resource<Result<Vec<policy::transcript::AttemptTranscript>, AppError>>,
 ) -> impl IntoView {
+    let timeline = detail.clone();
+    let dispatches = detail.dispatches.clone();
+    let current_attempt = detail.route.snapshot.attempt.map(|a| a.number);
     let r = detail.route;
     let s: RouteSnapshot = r.snapshot.clone();
     let title = r.title.clone().unwrap_or_else(|| format!("Route {}", r.id));
@@ -239,6 +276,10 @@ fn RouteDetailView(
                 }}
             </div>
         </section>
+
+        <Transcripts transcripts=transcripts dispatches=dispatches current=current_attempt />
+
+        <Timeline detail=timeline />
 
         <History entries=detail.history />
     }

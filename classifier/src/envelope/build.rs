@@ -6,6 +6,7 @@
 //! cut, so a tool call early in a long prompt still counts.
 
 use super::{
+    ansi,
     read::{HeaderValue, Lines, RawEffects, RawEnvelope, RawError, RawItem, RawUpdate, Scalar},
     AcpErrorEvidence, AcpUpdate, AcpUpdatesEvidence, DerivedEffects, Envelope, EnvelopeError, EvidenceItem,
     HttpEvidence, ProcessExitEvidence, StderrEvidence, MAX_HEADERS, MAX_LINES, MAX_LINE_BYTES,
@@ -84,7 +85,7 @@ fn effects(e: RawEffects<'_>) -> Effects {
 
 /// A whole number, however it is spelled: `3`, `3.0` (JSON Schema's `integer` includes it, so
 /// the API accepts it) or the text `"3"` (lenient, for adapters).
-fn as_u64(v: &Scalar<'_>) -> Option<u64> {
+pub(super) fn as_u64(v: &Scalar<'_>) -> Option<u64> {
     match v {
         Scalar::Number(n) => n.as_u64().or_else(|| policy::whole::parse(&n.to_string())),
         Scalar::Str(s) => s.trim().parse().ok(),
@@ -295,6 +296,11 @@ fn updates<'a>(
             Some(Scalar::Str(s)) => Some(b.cut(s, MAX_SHORT_BYTES)),
             _ => None,
         };
+        // ACP's `usage` when given, else Gemini CLI's own report.
+        out.usage_tokens = r.usage.or(r.meta_usage).and_then(|u| match u.total {
+            Some(t) => Some(t),
+            None => (u.counts > 0).then_some(u.sum),
+        });
     }
     if let Some(Some(e)) = raw.prompt_error.take() {
         out.prompt_error = Some(acp_error(e, b));
@@ -378,17 +384,20 @@ fn stderr<'a>(raw: &mut RawItem<'a>, b: &mut Bounder) -> StderrEvidence<'a> {
     // Every line, a single "line" holding many lines split, so each is matched on its own:
     // borrowed where the text was, in order (`lines`, then `text`).
     let mut split: Vec<Cow<'a, str>> = Vec::new();
-    let mut add = |text: Cow<'a, str>| match text {
-        // Most lines are one line: `str::lines` would give it whole (and an empty one not).
-        Cow::Borrowed(t) if memchr::memchr(b'\n', t.as_bytes()).is_none() => {
-            if !t.is_empty() {
-                split.push(Cow::Borrowed(t));
+    let mut add = |text: Cow<'a, str>| {
+        // Most lines are one line without terminal escapes: kept as they are (an empty one
+        // not), after one search for the three bytes that would change them.
+        if memchr::memchr3(b'\n', b'\r', ansi::ESC, text.as_bytes()).is_none() {
+            if !text.is_empty() {
+                split.push(text);
             }
+            return;
         }
-        Cow::Borrowed(t) => split.extend(t.lines().map(Cow::Borrowed)),
-        Cow::Owned(t) if t.is_empty() => {}
-        Cow::Owned(t) if !t.contains(['\n', '\r']) => split.push(Cow::Owned(t)),
-        Cow::Owned(t) => split.extend(t.lines().map(|l| Cow::Owned(l.to_owned()))),
+        // Escapes read out here (`super::ansi`), so they take no room in the line's bound.
+        match text {
+            Cow::Borrowed(t) => split.extend(t.lines().map(|l| ansi::strip(Cow::Borrowed(l)))),
+            Cow::Owned(t) => split.extend(t.lines().map(|l| ansi::strip(Cow::Owned(l.to_owned())))),
+        }
     };
     match raw.lines.take() {
         Some(Lines::List(a)) => a.into_iter().for_each(&mut add),

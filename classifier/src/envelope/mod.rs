@@ -14,7 +14,9 @@
 //!   and [`Envelope::from_value`] agree by construction (a property test checks it, repeated
 //!   keys and any key order included).
 //! - `build`: the fields read, bounded and assembled into an [`Envelope`].
+//! - `ansi`: terminal escape sequences read out of stderr lines (agents colour their logs).
 
+mod ansi;
 mod build;
 mod read;
 
@@ -164,6 +166,13 @@ pub struct AcpUpdatesEvidence<'a> {
     /// bounded in count, with text fields bounded in length.
     pub updates: Vec<AcpUpdate<'a>>,
     pub stop_reason: Option<Cow<'a, str>>,
+    /// The tokens the prompt's result says the turn used (ACP's `usage`, else Gemini CLI's
+    /// `_meta.quota.token_count`: its total, else the sum of its token counts); `None` when the
+    /// result reports none. Zero on an `end_turn` is a turn the provider never answered (an
+    /// agent that gave up on a broken stream and ended the turn anyway), see the catalogue's
+    /// `zero_usage`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_tokens: Option<u64>,
     pub prompt_error: Option<AcpErrorEvidence<'a>>,
 }
 
@@ -243,6 +252,7 @@ impl EvidenceItem<'_> {
                     })
                     .collect(),
                 stop_reason: u.stop_reason.map(owned),
+                usage_tokens: u.usage_tokens,
                 prompt_error: u.prompt_error.map(AcpErrorEvidence::into_owned),
             }),
             EvidenceItem::Stderr(s) => EvidenceItem::Stderr(StderrEvidence {
@@ -434,6 +444,53 @@ mod tests {
         );
         let fraction = Envelope::parse(br#"{"generation":2.5,"items":[]}"#).expect("parses");
         assert_eq!(fraction.generation, None, "a fraction is no generation");
+    }
+
+    #[test]
+    fn a_results_token_usage_is_read_from_acp_or_gemini_cli() {
+        let usage = |result: &str| {
+            let text =
+                format!(r#"{{"items":[{{"kind":"acp_updates","updates":[],"prompt_result":{result}}}]}}"#);
+            let env = Envelope::parse(text.as_bytes()).expect("parses");
+            let value: Value = serde_json::from_str(&text).expect("json");
+            assert_eq!(env, Envelope::from_value(&value).expect("parses"), "{result}");
+            match &env.items[0] {
+                EvidenceItem::AcpUpdates(u) => u.usage_tokens,
+                _ => panic!("updates"),
+            }
+        };
+        // claude-agent-acp: all zero after a broken stream, the total when it answered.
+        let zero = r#"{"stopReason":"end_turn","usage":{"inputTokens":0,"outputTokens":0,"cachedReadTokens":0,"cachedWriteTokens":0,"totalTokens":0}}"#;
+        assert_eq!(usage(zero), Some(0));
+        assert_eq!(
+            usage(
+                r#"{"stopReason":"end_turn","usage":{"inputTokens":25,"outputTokens":7,"totalTokens":32}}"#
+            ),
+            Some(32)
+        );
+        // No total: the sum of the counts; counts however a whole number is spelled.
+        assert_eq!(
+            usage(r#"{"usage":{"inputTokens":"2","outputTokens":3.0}}"#),
+            Some(5)
+        );
+        // Gemini CLI's own report, and ACP's `usage` first when both are there.
+        let gemini = r#"{"stopReason":"end_turn","_meta":{"quota":{"token_count":{"input_tokens":0,"output_tokens":0},"model_usage":[]}}}"#;
+        assert_eq!(usage(gemini), Some(0));
+        assert_eq!(
+            usage(r#"{"_meta":{"quota":{"token_count":{"input_tokens":25}}},"usage":{"totalTokens":0}}"#),
+            Some(0)
+        );
+        // No usage at all, or nothing countable in it, is not zero usage.
+        for none in [
+            r#"{"stopReason":"end_turn"}"#,
+            r#"{"stopReason":"end_turn","usage":null}"#,
+            r#"{"stopReason":"end_turn","usage":{"cost":0,"inputTokens":-1,"outputTokens":"many"}}"#,
+            r#"{"stopReason":"end_turn","_meta":{"qwen.branchPoint":{"checkpointUuid":"x"}}}"#,
+            r#"{"stopReason":"end_turn","_meta":{"quota":7}}"#,
+            r#"{"usage":{"totalTokens":0},"usage":"later"}"#,
+        ] {
+            assert_eq!(usage(none), None, "{none}");
+        }
     }
 
     #[test]

@@ -110,6 +110,21 @@ pub(super) struct RawResult<'a> {
     pub(super) null: bool,
     pub(super) stop_reason: Option<Scalar<'a>>,
     pub(super) stop_reason_snake: Option<Scalar<'a>>,
+    /// The last `usage` key's value, when it was an object (see [`RawUsage`]).
+    pub(super) usage: Option<RawUsage>,
+    /// Gemini CLI's own report, `_meta.quota.token_count` (`input_tokens`, `output_tokens`).
+    pub(super) meta_usage: Option<RawUsage>,
+}
+
+/// The token counts of a prompt result: ACP's `usage` (`totalTokens`, `inputTokens`,
+/// `outputTokens`, ...) or Gemini CLI's `token_count` (`input_tokens`, `output_tokens`): its
+/// total, and how many other counts it holds and their sum. Counts are whole numbers under
+/// keys ending in `Tokens` or `_tokens`; anything else in it is skipped.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct RawUsage {
+    pub(super) total: Option<u64>,
+    pub(super) counts: usize,
+    pub(super) sum: u64,
 }
 
 /// A JSON-RPC error object's fields (`prompt_error`).
@@ -302,6 +317,8 @@ fn prompt_result<'a, S: Source<'a>>(s: &mut S) -> Result<RawResult<'a>, Bail> {
         null: false,
         stop_reason: None,
         stop_reason_snake: None,
+        usage: None,
+        meta_usage: None,
     };
     match s.value()? {
         Tok::Null => r.null = true,
@@ -310,6 +327,8 @@ fn prompt_result<'a, S: Source<'a>>(s: &mut S) -> Result<RawResult<'a>, Bail> {
                 match &*key {
                     "stopReason" => r.stop_reason = Some(scalar(s)?),
                     "stop_reason" => r.stop_reason_snake = Some(scalar(s)?),
+                    "usage" => r.usage = usage(s)?,
+                    "_meta" => r.meta_usage = meta_usage(s)?,
                     _ => skip(s)?,
                 }
             }
@@ -317,6 +336,54 @@ fn prompt_result<'a, S: Source<'a>>(s: &mut S) -> Result<RawResult<'a>, Bail> {
         t => s.skip(t)?,
     }
     Ok(r)
+}
+
+/// A prompt result's token counts (`None` for a non-object). A count is a whole number however
+/// it is spelled (`3`, `3.0`, `"3"`, see `build::as_u64`); anything else is not counted.
+fn usage<'a, S: Source<'a>>(s: &mut S) -> Result<Option<RawUsage>, Bail> {
+    if !opens(s, Tok::Object)? {
+        return Ok(None);
+    }
+    let mut u = RawUsage::default();
+    while let Some(key) = s.key()? {
+        let value = scalar(s)?;
+        let count = (key.ends_with("Tokens") || key.ends_with("_tokens"))
+            .then(|| build::as_u64(&value))
+            .flatten();
+        let Some(n) = count else { continue };
+        if key == "totalTokens" || key == "total_tokens" {
+            u.total = Some(n);
+        } else {
+            u.counts += 1;
+            u.sum = u.sum.saturating_add(n);
+        }
+    }
+    Ok(Some(u))
+}
+
+/// A prompt result's `_meta`: the token counts at `quota.token_count` (Gemini CLI), if any.
+fn meta_usage<'a, S: Source<'a>>(s: &mut S) -> Result<Option<RawUsage>, Bail> {
+    at_key(s, "quota", |s| at_key(s, "token_count", usage))
+}
+
+/// The value `read` makes of the last `key` of the object that comes next (`None` for a
+/// non-object or no such key); the rest of the object is skipped.
+fn at_key<'a, S: Source<'a>, T>(
+    s: &mut S,
+    key: &str,
+    read: impl Fn(&mut S) -> Result<Option<T>, Bail>,
+) -> Result<Option<T>, Bail> {
+    let mut found = None;
+    if opens(s, Tok::Object)? {
+        while let Some(k) = s.key()? {
+            if k == key {
+                found = read(s)?;
+            } else {
+                skip(s)?;
+            }
+        }
+    }
+    Ok(found)
 }
 
 fn prompt_error<'a, S: Source<'a>>(s: &mut S) -> Result<Option<RawError<'a>>, Bail> {

@@ -9,7 +9,9 @@
 //! be HTML entities (`&quot;password&quot;:`) or percent-encoded (`%22password%22%3A`), and
 //! the name may stand apart from its value: a sibling names it (`{"name": "DB_PASSWORD",
 //! "value": ...}`, `<add key="ApiKey" value=...>`), an element holds it
-//! (`<password>...</password>`), or a tuple or call pairs it (`('password', '...')`).
+//! (`<password>...</password>`), or a tuple, a call or a list pairs it (`('password', '...')`,
+//! `[["x-api-key", "..."]]`). A name spelled with JSON escapes (`x\u002dapi\u002dkey`) is read
+//! as it spells (`super::fold`).
 //!
 //! A name is a credential name when one of its *components* is a credential word: names are
 //! split at `_`, `-`, `.` and camel-case humps, so `SecretAccessKey`, `OPENAI_API_KEY` and
@@ -918,9 +920,10 @@ fn identified_by(b: &[u8], p: usize, spans: &mut Vec<(usize, usize)>) {
 }
 
 /// Whether the `value` name starting at `start` has a sibling before it that names a
-/// credential: `name`, `key` (any case) and a separator, then the credential name, quoted or
-/// not (`{"Name": "DB_PASSWORD", "Value": ...}`, `- name: API_KEY` and `value:` on the next
-/// line, `<add key="ApiKey" value=...`).
+/// credential: `name`, `key` or `header` (any case) and a separator, then the credential
+/// name, quoted or not (`{"Name": "DB_PASSWORD", "Value": ...}`, `- name: API_KEY` and
+/// `value:` on the next line, `<add key="ApiKey" value=...`, `{"header": "x-api-key",
+/// "value": ...}`).
 fn named_by_sibling(b: &[u8], start: usize) -> bool {
     let from = start.saturating_sub(MAX_ENTRY_BYTES);
     // Back over what separates siblings: blanks, line breaks, `,`, `;`, quotes.
@@ -952,8 +955,9 @@ fn named_by_sibling(b: &[u8], start: usize) -> bool {
     while k > from && matches!(b[k - 1], b' ' | b'\t' | b'"' | b'\'' | b'\\') {
         k -= 1;
     }
-    name_ending_at(b, k)
-        .is_some_and(|(_, n)| n.eq_ignore_ascii_case(b"name") || n.eq_ignore_ascii_case(b"key"))
+    name_ending_at(b, k).is_some_and(|(_, n)| {
+        n.eq_ignore_ascii_case(b"name") || n.eq_ignore_ascii_case(b"key") || n.eq_ignore_ascii_case(b"header")
+    })
 }
 
 /// Commands whose short flag takes a password, and how: the value glued to the flag
@@ -1093,13 +1097,19 @@ fn runs_command(b: &[u8], f: usize, cmd: &[u8]) -> bool {
     })
 }
 
-/// `('password', 'hunter2')`, `setenv("API_KEY", "...")`: a credential name quoted right
-/// after the `(` at `i`, a `,`, and the value after it. Called for every `(`.
+/// `('password', 'hunter2')`, `setenv("API_KEY", "...")`, a header as a pair in a list
+/// (`[["x-api-key", "..."], ...]`, also printed over lines): a credential name quoted right
+/// after the `(` or `[` at `i`, a `,`, and the value after it. Called for every `(` and `[`.
 pub(super) fn tuple_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
-    let mut q = i + 1;
-    while q < b.len() && b[q] == b' ' {
-        q += 1;
-    }
+    // Blanks, and the line breaks and indentation of a pretty-printed list (bounded).
+    let skip = |mut k: usize| {
+        let end = b.len().min(k + 64);
+        while k < end && matches!(b[k], b' ' | b'\t' | b'\n' | b'\r') {
+            k += 1;
+        }
+        k
+    };
+    let q = skip(i + 1);
     let Some((name_start, name_end)) = quoted_on_line(b, q) else {
         return;
     };
@@ -1113,17 +1123,11 @@ pub(super) fn tuple_at(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
         return;
     }
     // Past the closing quote (escaped or not).
-    let mut v = name_end + b[name_end..].iter().take_while(|c| **c == b'\\').count() + 1;
-    while v < b.len() && b[v] == b' ' {
-        v += 1;
-    }
+    let v = skip(name_end + b[name_end..].iter().take_while(|c| **c == b'\\').count() + 1);
     if b.get(v) != Some(&b',') {
         return;
     }
-    v += 1;
-    while v < b.len() && matches!(b[v], b' ' | b'\t') {
-        v += 1;
-    }
+    let v = skip(v + 1);
     if let Some(span) = quoted_on_line(b, v).or_else(|| word_value(b, v)) {
         spans.push(span);
     }

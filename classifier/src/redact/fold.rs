@@ -13,10 +13,15 @@
 //!   Cyrillic and Greek letters that look like Latin ones become those (`pаssword` with a
 //!   Cyrillic `а`, a key salted with look-alikes);
 //! - the word for password in a few scripts (`пароль`, `密码`, `パスワード`, `비밀번호`)
-//!   becomes `password`.
+//!   becomes `password`;
+//! - a JSON escape of an ASCII letter, digit or separator (`\u002d`, `\u0061`, `\u003a`)
+//!   becomes that character, so `"x\u002dapi\u002dkey": ...` is the name it spells and
+//!   `sk\u002dproj\u002d...` the key (quotes and backslashes stay escaped: they delimit),
+//!   also with its backslash escaped again (`\\u002d`, JSON inside a JSON string).
 //!
-//! Only text with such a character is folded (see `needs_fold`): ASCII text, and text whose
-//! only non-ASCII characters are others (`·`, `✕`, emoji, CJK prose), is read as it is.
+//! Only text with such a character or escape is folded (see `folds_at`, `has_escape`): ASCII
+//! text without escapes, and text whose only non-ASCII characters are others (`·`, `✕`,
+//! emoji, CJK prose), is read as it is.
 
 /// What a character folds to.
 enum Fold {
@@ -130,6 +135,26 @@ pub(super) fn folds_at(t: &str, i: usize) -> bool {
             .is_some_and(|c| fold_char(c).is_some() || PASSWORD_WORDS.iter().any(|w| w.starts_with(c)))
 }
 
+/// The ASCII byte the JSON escape `\uXXXX` at `i` of `b` stands for, and the escape's length,
+/// when folding reads it: a letter, a digit, a blank or a separator a detector reads (not a
+/// quote or a backslash, which delimit strings, nor a control character). The backslash may
+/// be doubled (or more): JSON inside a JSON string escapes the inner escape's backslash.
+pub(super) fn escape_at(b: &[u8], i: usize) -> Option<(u8, usize)> {
+    let slashes = b.get(i..)?.iter().take(8).take_while(|&&c| c == b'\\').count();
+    let e = b.get(i + slashes..i + slashes + 5)?;
+    if slashes == 0 || e[0] != b'u' || e[1] != b'0' || e[2] != b'0' {
+        return None;
+    }
+    let hex = |c: u8| char::from(c).to_digit(16);
+    let c = u8::try_from(hex(e[3])? * 16 + hex(e[4])?).ok()?;
+    (c.is_ascii_graphic() && !matches!(c, b'"' | b'\'' | b'\\') || c == b' ').then_some((c, slashes + 5))
+}
+
+/// Whether `b` holds a JSON escape folding reads (see [`escape_at`]).
+pub(super) fn has_escape(b: &[u8]) -> bool {
+    memchr::memchr_iter(b'\\', b).any(|i| escape_at(b, i).is_some())
+}
+
 /// `t` folded, and for each byte of it the range of `t` it comes from.
 pub(super) fn fold(t: &str) -> (String, Vec<(u32, u32)>) {
     let mut out = String::with_capacity(t.len());
@@ -143,6 +168,17 @@ pub(super) fn fold(t: &str) -> (String, Vec<(u32, u32)>) {
                 u32::try_from(e).unwrap_or(u32::MAX),
             )
         };
+        if c == '\\' {
+            if let Some((e, len)) = escape_at(t.as_bytes(), i) {
+                out.push(char::from(e));
+                from.push(pos(i, i + len));
+                // The rest of the escape (backslashes, `u00XX`) is ASCII: a character a byte.
+                for _ in 1..len {
+                    rest.next();
+                }
+                continue;
+            }
+        }
         if c.is_ascii() {
             out.push(c);
             from.push(pos(i, end));
@@ -187,6 +223,12 @@ mod tests {
             ("密码：x", "password:x"),
             ("пароль: x", "password: x"),
             ("日本語 · ✕", "日本語 · ✕"),
+            ("\"x\\u002dapi\\u002dKey\":1", "\"x-api-Key\":1"),
+            ("{\\\"\\\\u0070\\\\u0077\\\":1", "{\\\"pw\\\":1"),
+            (
+                "\\u0041\\u0075th: \\u0022q\\u005c \\u00e9 \\u001f \\u12",
+                "Auth: \\u0022q\\u005c \\u00e9 \\u001f \\u12",
+            ),
         ] {
             assert_eq!(fold(t).0, f, "{t}");
             let (folded, from) = fold(t);
@@ -194,6 +236,8 @@ mod tests {
         }
         assert!(LATIN_1.len() == 64 && LATIN_EXTENDED_A.len() == 128);
         assert!(folds_at("a\u{a0}", 1));
+        assert!(has_escape(br"a\u002db") && has_escape(br"\u0020"));
+        assert!(!has_escape(br"a\u0022b \u005c \u00e9 \u002 \n"));
         assert!(!folds_at("a·", 1));
         // Every character that folds passes the first-bytes filter.
         for c in (0x80..0x10000).filter_map(char::from_u32) {

@@ -15,7 +15,8 @@
 //!   directories and account resource paths.
 //!
 //! Text with characters that stand for ASCII ones (no-break spaces, full-width forms,
-//! look-alike letters, zero-width characters) is read folded (`fold`), so they hide nothing.
+//! look-alike letters, zero-width characters, JSON escapes such as `\u002d`) is read folded
+//! (`fold`), so they hide nothing.
 //!
 //! **Order: cut, then redact.** [`safe_excerpt`] first cuts the evidence to what the excerpt
 //! can show ([`MAX_EXCERPT_CHARS`] once whitespace is collapsed), never inside a run of
@@ -72,8 +73,8 @@ pub fn redact(text: &str) -> String {
 /// or is followed by one (`numbers`), or is followed by a `-` (a command's flag, `context`);
 /// each `:` and `=` for a credential name (`context`) and `://` (`shapes`); `?` and `#` for a
 /// query; `@`, `%40`, `%2540`, `\\u0040`, `&#64;` and `&commat;` for an e-mail address; `/`,
-/// `~`, `%2F` and backslashes for home directories and account paths; `(` for a quoted name
-/// and its value, `</` for an element's text. Webhook markers and armor are found from a rare
+/// `~`, `%2F` and backslashes for home directories and account paths; `(` and `[` for a quoted
+/// name and its value (a tuple, a header pair), `</` for an element's text. Webhook markers and armor are found from a rare
 /// byte (`k`, `B`); line breaks and non-ASCII bytes, already set apart for the collapse, say
 /// where a line starts and whether the text must be folded. Each detector judges its places
 /// independently, and the ranges are sorted and merged, so the order of the visits does not
@@ -121,6 +122,10 @@ fn spans_and_shape_with(text: &str, may_fold: bool) -> (Vec<(usize, usize)>, boo
                 return folded_spans(text);
             }
         }
+    }
+    // A name or a key spelled with JSON escapes (`x\\u002dapi\\u002dkey`) is read as it spells.
+    if may_fold && fold::has_escape(b) {
+        return folded_spans(text);
     }
     let get = |w: usize| planes.get(w).copied().unwrap_or_default();
     if b.first().is_some_and(u8::is_ascii_digit) {
@@ -232,7 +237,7 @@ fn merge(text: &str, mut spans: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
     merged
 }
 
-/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / ( & ~`), it looks.
+/// Where a detector looks at the byte at `i` (one of `: = ? # @ % \\ / ( [ & ~`), it looks.
 fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
     match b[i] {
         b':' => {
@@ -286,7 +291,7 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
                 context::xml_close_at(b, i, spans);
             }
         }
-        b'(' => context::tuple_at(b, i, spans),
+        b'(' | b'[' => context::tuple_at(b, i, spans),
         b'~' => shapes::tilde_home_at(b, i, spans),
         _ => {}
     }
@@ -297,7 +302,7 @@ fn visit_marked(b: &[u8], i: usize, spans: &mut Vec<(usize, usize)>) {
 struct Planes {
     /// A unit byte (a letter, a digit or `_ - + / =`).
     unit: u64,
-    /// A byte a detector looks at: `: = ? # @ % \\ / ( & ~`.
+    /// A byte a detector looks at: `: = ? # @ % \\ / ( [ & ~`.
     marked: u64,
     /// A blank: ` ` or a tab.
     blank: u64,
@@ -321,7 +326,7 @@ static BYTE_FLAGS: [u8; 256] = {
         }
         if matches!(
             b,
-            b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/' | b'(' | b'&' | b'~'
+            b':' | b'=' | b'?' | b'#' | b'@' | b'%' | b'\\' | b'/' | b'(' | b'[' | b'&' | b'~'
         ) {
             t[c] |= MARKED;
         }

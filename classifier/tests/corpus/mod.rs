@@ -1,8 +1,8 @@
 //! The redaction corpus: secret shapes an adversary would try, and the places in an evidence
 //! envelope where agents and providers put text. Every shape is tried in every position; a
 //! leak is any [`WINDOW`]-character stretch of a secret's private part found in what comes
-//! out. Shared by `classifier/tests/redaction.rs` (the classification) and
-//! `server/tests/redaction.rs` (the API, the event stream, the log and the database file).
+//! out. Shared by `classifier/tests/it/redaction.rs` (the classification) and
+//! `server/tests/it/redaction.rs` (the API, the event stream, the log and the database file).
 //!
 //! The random parts are generated from a fixed seed, so the corpus is the same on every run
 //! and holds no real credential, and no string in this file looks like one to a scanner.
@@ -718,6 +718,84 @@ pub(crate) fn secrets() -> Vec<Secret> {
         let iban = "DE89 3704 0044 0532 0130 00".to_owned();
         add("iban-in-groups", iban.clone(), vec![iban]);
     }
+    // JSON written on stderr (issue 28): agents log their requests' headers, config and
+    // credential objects as JSON or as Node prints objects. Values of one case and of the
+    // length of a word, so only the context that names them can redact them.
+    one!(
+        "json-header-object-x-api-key",
+        "{{\"headers\":{{\"x-api-key\":\"{}\",\"content-type\":\"application/json\"}}}}",
+        r.pick(LOWER, 12)
+    );
+    one!(
+        "json-headers-authorization-bearer",
+        "{{\"method\":\"POST\",\"headers\":{{\"accept\":\"*/*\",\"Authorization\":\"Bearer {}\"}}}}",
+        r.pick(LOWER, 12)
+    );
+    one!(
+        "node-inspect-headers",
+        "headers: {{ 'x-api-key': '{}', accept: 'application/json' }}",
+        r.pick(LOWER, 12)
+    );
+    {
+        let (id, secret, token) = (r.pick(UPPER36, 16), r.pick(LOWER, 14), r.pick(B64, 120));
+        add(
+            "json-aws-credentials-object",
+            format!("{{\"Credentials\":{{\"AccessKeyId\":\"ASIA{id}\",\"SecretAccessKey\":\"{secret}\",\"SessionToken\":\"{token}\"}}}}"),
+            vec![id, secret, token],
+        );
+    }
+    {
+        let (key_id, body) = (r.pick(HEX, 40), r.pick(B64, 120));
+        add(
+            "json-gcp-service-account",
+            format!("{{\"type\":\"service_account\",\"private_key_id\":\"{key_id}\",\"private_key\":\"-----BEGIN PRIVATE KEY-----\\n{body}\\n-----END PRIVATE KEY-----\\n\",\"client_email\":\"ci@acme.iam.gserviceaccount.com\"}}"),
+            vec![key_id, body],
+        );
+    }
+    one!(
+        "json-azure-client-secret",
+        "{{\"clientId\":\"app\",\"clientSecret\":\"{}\",\"tenantId\":\"common\"}}",
+        r.pick(LOWER, 12)
+    );
+    {
+        let body = r.pick(B64, 96);
+        let dashes = "\\u002d".repeat(5);
+        add(
+            "pem-u002d-escaped",
+            format!("\"{dashes}BEGIN PRIVATE KEY{dashes}\\n{body}\\n{dashes}END PRIVATE KEY{dashes}\\n\""),
+            vec![body],
+        );
+    }
+    one!(
+        "key-u002d-escaped",
+        "\"sk\\u002dant\\u002dapi03\\u002d{}\"",
+        r.pick(B64URL, 93)
+    );
+    one!(
+        "json-name-u002d-escaped",
+        "{{\"x\\u002dapi\\u002dkey\":\"{}\"}}",
+        r.pick(LOWER, 12)
+    );
+    one!(
+        "json-name-unicode-escaped",
+        "{{\"\\u0070\\u0061\\u0073\\u0073\\u0077\\u006f\\u0072\\u0064\":\"{}\"}}",
+        r.pick(LOWER, 12)
+    );
+    one!(
+        "json-url-escaped-slashes-query-token",
+        "{{\"url\":\"https:\\/\\/gw.example.com\\/v1beta\\/models\\/m:streamGenerateContent?alt=sse&key={}\"}}",
+        r.pick(LOWER, 12)
+    );
+    one!(
+        "json-header-pairs",
+        "{{\"headers\":[[\"accept\",\"*/*\"],[\"x-api-key\",\"{}\"]]}}",
+        r.pick(LOWER, 12)
+    );
+    one!(
+        "json-header-name-value-entry",
+        "{{\"header\":\"Authorization\",\"value\":\"{}\"}}",
+        r.pick(LOWER, 12)
+    );
     v
 }
 
@@ -817,6 +895,22 @@ pub(crate) fn positions() -> Vec<Position> {
             },
         },
         Position {
+            // What the ACP adapters print for a failed request: Node's inspect of the error,
+            // an open brace whose lines continue the entry, the evidence on one of them.
+            name: "stderr-node-inspect-block",
+            build: |s| {
+                let mut lines = vec![
+                    "Error handling request {".to_owned(),
+                    "  jsonrpc: '2.0',".to_owned(),
+                ];
+                let mut own = s.lines();
+                lines.push(format!("  error: {}", own.next().unwrap_or_default()));
+                lines.extend(own.map(|l| format!("    {l}")));
+                lines.push("}".to_owned());
+                json!({"items": [{"kind": "stderr", "lines": lines}]})
+            },
+        },
+        Position {
             name: "stderr-with-exit",
             build: |s| json!({"items": [{"kind": "stderr", "lines": [format!("fatal: {s}")]}, {"kind": "process_exit", "code": 1, "signal": null}]}),
         },
@@ -837,6 +931,16 @@ pub(crate) fn positions() -> Vec<Position> {
         Position {
             name: "acp-error-data-object",
             build: |s| json!({"items": [{"kind": "acp_error", "code": -32603, "message": "Internal error", "data": {"headers": {"x-api-key": s}, "status": 401}}]}),
+        },
+        Position {
+            // Values a credential names without being their key: a header pair in a list, a
+            // name/value entry (the text drops brackets and keys).
+            name: "acp-error-data-named-values",
+            build: |s| {
+                json!({"items": [{"kind": "acp_error", "code": -32603, "message": "Internal error", "data": {
+                    "headers": [["accept", "*/*"], ["x-api-key", s]],
+                    "params": [{"name": "Authorization", "value": s}]}}]})
+            },
         },
         Position {
             name: "acp-update-text",

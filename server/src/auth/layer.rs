@@ -153,8 +153,13 @@ fn target(template: Option<&str>, path: &str, method: &str) -> Result<(Surface, 
 
 /// A refusal as the surface shows it: pages and forms go to the login page when nobody is
 /// signed in, and a page someone signed in may not see says so in HTML (what it needs, and a
-/// way to sign in as someone else); everything else answers JSON.
-fn refuse(surface: Surface, error: AuthError, path_and_query: &str) -> Response {
+/// way to sign in as someone else); the gateway answers in its style's shape; everything else
+/// answers JSON.
+fn refuse(surface: Surface, error: AuthError, path_and_query: &str, headers: &HeaderMap) -> Response {
+    if surface == Surface::Gateway {
+        let path = path_and_query.split('?').next().unwrap_or_default();
+        return crate::gateway::refusal(path, headers, error);
+    }
     match (surface, &error) {
         (Surface::Page, AuthError::Unauthenticated { .. }) => {
             Redirect::to(&format!("/login?next={}", encode(path_and_query))).into_response()
@@ -223,11 +228,16 @@ pub async fn enforce(State(state): State<AppState>, mut request: Request, next: 
         peer(&request),
         &auth.settings().trusted_proxies,
     );
-    let principal = match auth.resolve(request.headers(), session.as_ref()).await {
+    let resolved = if surface == Surface::Gateway {
+        auth.resolve_key(request.headers()).await
+    } else {
+        auth.resolve(request.headers(), session.as_ref()).await
+    };
+    let principal = match resolved {
         Ok(p) => p,
         // Bad credentials do not close public routes (`/healthz`, the login page).
         Err(AuthError::Unauthenticated { .. }) if access == Access::Public => None,
-        Err(e) => return refuse(surface, e, &path_and_query),
+        Err(e) => return refuse(surface, e, &path_and_query, request.headers()),
     };
     let principal = match (principal, surface, &session) {
         (None, Surface::Page, Some(session)) if auth.settings().demo && access != Access::Public => {
@@ -239,7 +249,7 @@ pub async fn enforce(State(state): State<AppState>, mut request: Request, next: 
         (p, _, _) => p,
     };
     if let Err(e) = access.check(principal.as_ref()) {
-        return refuse(surface, e, &path_and_query);
+        return refuse(surface, e, &path_and_query, request.headers());
     }
     if principal.as_ref().is_some_and(|p| p.profile_ids.is_some())
         && matches!(surface, Surface::Page | Surface::ServerFn)
@@ -415,6 +425,7 @@ mod tests {
             Surface::Page,
             AuthError::needs(policy::auth::Permission::ViewRoutes),
             "/",
+            &HeaderMap::new(),
         );
         assert_eq!(r.status(), StatusCode::FORBIDDEN);
         assert!(r.headers()[header::CONTENT_TYPE]

@@ -1,7 +1,8 @@
 //! Accounts, sessions, API tokens and permissions: who is asking, and whether they may.
 //!
 //! - Every request resolves to at most one [`Principal`]: an API token from
-//!   `Authorization: Bearer rct_...` (never from a query string), or a browser session
+//!   `Authorization: Bearer rct_...` (never from a query string; on the gateway's routes,
+//!   `crate::gateway`, also from `x-api-key`, and never a session there), or a browser session
 //!   (cookie `recourse_session`, HttpOnly, SameSite=Lax, Secure over TLS; server-side rows in
 //!   SQLite through tower-sessions; the id changes at login; idle expiry 8 h and absolute
 //!   expiry 7 days, both judged by the injected clock). Principals are rebuilt from the

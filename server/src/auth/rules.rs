@@ -62,6 +62,9 @@ pub enum Surface {
     ServerFn,
     /// A form endpoint of the login page (`POST /login`, `POST /logout`): redirects.
     Form,
+    /// The gateway (`/v1/...`, `crate::gateway`): an API token only, from `Authorization:
+    /// Bearer` or `x-api-key` (what SDKs send), never a session; refusals in the style's shape.
+    Gateway,
 }
 
 /// Reading profiles: viewers, and whoever edits them.
@@ -70,6 +73,8 @@ pub const READ_PROFILES: Access = Access::AnyOf(&[ViewRoutes, ManageProfiles]);
 /// Office-only callers for Office routes (checked after the route is read).
 pub const STEER: Access = Access::AnyOf(&[OperateRoutes, AssignOffice]);
 const VIEW: Access = Access::Permission(ViewRoutes);
+/// A gateway call starts and steers a route of its own (caller `utility`).
+const OPERATE: Access = Access::Permission(OperateRoutes);
 const MANAGE: Access = Access::Permission(ManageProfiles);
 const RUN: Access = Access::Permission(RunDispatches);
 const ADMIN: Access = Access::Permission(Admin);
@@ -104,6 +109,8 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/routes/{id}", Surface::Page, VIEW),
     ("GET", "/audit", Surface::Page, ADMIN),
     ("GET", "/notifications", Surface::Page, VIEW),
+    // The person's own API tokens; accounts and roles for administrators.
+    ("GET", "/access", Surface::Page, Access::Authenticated),
     // Profiles.
     ("GET", "/api/v1/profiles", Surface::Api, READ_PROFILES),
     ("POST", "/api/v1/profiles", Surface::Api, MANAGE),
@@ -165,6 +172,10 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("PUT", "/api/v1/roles/{name}", Surface::Api, ADMIN),
     ("DELETE", "/api/v1/roles/{name}", Surface::Api, ADMIN),
     ("GET", "/api/v1/audit", Surface::Api, ADMIN),
+    // The gateway: SDKs and agents (an API token, as `Authorization: Bearer` or `x-api-key`).
+    ("POST", "/v1/chat/completions", Surface::Gateway, OPERATE),
+    ("POST", "/v1/messages", Surface::Gateway, OPERATE),
+    ("GET", "/v1/models", Surface::Gateway, OPERATE),
     // `serve --test-clock` only.
     ("POST", "/api/v1/test/clock", Surface::Api, ADMIN),
 ];
@@ -181,6 +192,7 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("delete_profile", MANAGE),
     ("list_routes", VIEW),
     ("get_route", VIEW),
+    ("get_transcripts", VIEW),
     ("act_on_route", STEER),
     // The signed-in person's notifications, deliveries, and the channels rules may name.
     ("list_notifications", VIEW),
@@ -196,6 +208,10 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("list_roles", ADMIN),
     ("create_account", ADMIN),
     ("update_account", ADMIN),
+    // "Try an error" in the profile editor: nothing is stored or sent.
+    ("try_evidence", READ_PROFILES),
+    ("list_fixtures", READ_PROFILES),
+    ("fixture_evidence", READ_PROFILES),
 ];
 
 /// The route every server function is served under.

@@ -73,6 +73,18 @@ impl Auth {
         }
     }
 
+    /// The principal of a gateway request: its API token only (`Authorization: Bearer` or
+    /// `x-api-key`), never a session.
+    pub async fn resolve_key(&self, headers: &axum::http::HeaderMap) -> Result<Option<Principal>, AuthError> {
+        match token::gateway_credentials(headers) {
+            token::Credentials::Bearer(secret) => self.resolve_token(secret).await.map(Some),
+            token::Credentials::Invalid => Err(AuthError::Unauthenticated {
+                message: "The API key is not a Recourse token (`rct_...`).",
+            }),
+            token::Credentials::None => Ok(None),
+        }
+    }
+
     async fn resolve_token(&self, secret: &str) -> Result<Principal, AuthError> {
         let invalid = AuthError::Unauthenticated {
             message: "The token is unknown, expired or revoked.",

@@ -1,7 +1,8 @@
 //! API token secrets: `rct_` followed by 32 random bytes from the operating system, base64url
 //! without padding (43 characters). Only their SHA-256 is stored. A token is read from the
-//! `Authorization: Bearer` header and nowhere else: a token in a query string is never looked
-//! at (it would end up in logs, browser history and `Referer` headers).
+//! `Authorization: Bearer` header and nowhere else (on the gateway's routes also from
+//! `x-api-key`, the header Anthropic's SDKs and Claude Code send): a token in a query string is
+//! never looked at (it would end up in logs, browser history and `Referer` headers).
 
 use axum::http::{header::AUTHORIZATION, HeaderMap};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
@@ -44,9 +45,27 @@ pub fn credentials(headers: &HeaderMap) -> Credentials<'_> {
     let Some((scheme, token)) = text.split_once(' ') else {
         return Credentials::Invalid;
     };
-    let token = token.trim();
-    let plausible = scheme.eq_ignore_ascii_case("bearer")
-        && token.starts_with(PREFIX)
+    if scheme.eq_ignore_ascii_case("bearer") {
+        plausible(token.trim())
+    } else {
+        Credentials::Invalid
+    }
+}
+
+/// A gateway request's token: `Authorization: Bearer` when it is there (a bad one is refused,
+/// never passed over), else `x-api-key`.
+pub fn gateway_credentials(headers: &HeaderMap) -> Credentials<'_> {
+    match (headers.contains_key(AUTHORIZATION), headers.get("x-api-key")) {
+        (false, Some(key)) => key
+            .to_str()
+            .map_or(Credentials::Invalid, |k: &str| plausible(k.trim())),
+        _ => credentials(headers),
+    }
+}
+
+/// A token of a plausible shape, or `Invalid`.
+fn plausible(token: &str) -> Credentials<'_> {
+    let plausible = token.starts_with(PREFIX)
         && token.len() <= policy::limits::MAX_TOKEN_CHARS
         && token[PREFIX.len()..]
             .bytes()
@@ -91,5 +110,21 @@ mod tests {
             h.insert(AUTHORIZATION, HeaderValue::from_static(bad));
             assert_eq!(credentials(&h), Credentials::Invalid, "{bad}");
         }
+    }
+
+    #[test]
+    fn the_gateway_also_reads_x_api_key_but_never_over_a_bad_authorization() {
+        let mut h = HeaderMap::new();
+        assert_eq!(gateway_credentials(&h), Credentials::None);
+        h.insert("x-api-key", HeaderValue::from_static("rct_abc"));
+        assert_eq!(gateway_credentials(&h), Credentials::Bearer("rct_abc"));
+        assert_eq!(credentials(&h), Credentials::None, "only the gateway reads it");
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Basic x"));
+        assert_eq!(gateway_credentials(&h), Credentials::Invalid);
+        h.insert(AUTHORIZATION, HeaderValue::from_static("Bearer rct_other"));
+        assert_eq!(gateway_credentials(&h), Credentials::Bearer("rct_other"));
+        let mut h = HeaderMap::new();
+        h.insert("x-api-key", HeaderValue::from_static("sk-ant-not-ours"));
+        assert_eq!(gateway_credentials(&h), Credentials::Invalid);
     }
 }

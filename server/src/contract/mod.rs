@@ -19,7 +19,7 @@
 //! the policy may be a legacy shape, so it is an open object there), and a token request naming
 //! a profile that does not exist (422 at `profile_ids[i]`); `schemathesis.toml` says so.
 //! Schemathesis checks all this against a running server in `./dev test`;
-//! `server/tests/contract.rs` checks the document's shape in `cargo test`.
+//! `server/tests/it/contract.rs` checks the document's shape in `cargo test`.
 
 mod bounds;
 mod links;

@@ -26,7 +26,7 @@
 //! Durability: the database runs in WAL mode with `synchronous = FULL` (see `db.rs`): a commit
 //! is on stable storage before it returns, so "persist, then act" holds against a power cut or
 //! a kernel panic, not only a killed process. The crash test kills the process with SIGKILL;
-//! the power-loss test (`server/tests/power_loss.rs`) also throws away every write that was
+//! the power-loss test (`server/tests/it/power_loss.rs`) also throws away every write that was
 //! never fsynced before restarting, and no dispatch allowed to start comes back unstarted.
 //! Group commit ([`writer`]) pays one `fsync` for every job of a group. The writer task reads
 //! `PRAGMA synchronous` on its own connection when it takes it ([`WriteStats::synchronous`])
@@ -42,6 +42,7 @@ mod observe;
 mod pending;
 mod reconcile;
 pub mod replicas;
+pub mod transcripts;
 mod tx;
 mod writer;
 
@@ -89,7 +90,8 @@ pub struct RouteStreamEvent {
 }
 
 /// One live update of a running attempt (an ACP `session/update`, as the agent sent it,
-/// bounded), for the route's event stream. Not stored: the route's state is what is durable.
+/// bounded), for the route's event stream and the attempt's transcript. Not stored in the
+/// database: the route's state is what is durable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttemptUpdate {
     pub route_id: String,
@@ -183,6 +185,8 @@ pub struct Engine {
     reader: AtomicBool,
     /// Live updates of running attempts.
     updates: broadcast::Sender<AttemptUpdate>,
+    /// What agents did in recent attempts, for the route page (in memory, bounded).
+    transcripts: transcripts::Transcripts,
     /// Durable-write failures by route, also when they could not be written themselves.
     durable_errors: StdMutex<HashMap<String, String>>,
     /// The writer task's queue, started on first use (inside the runtime), and started again
@@ -219,6 +223,7 @@ impl Engine {
         let (updates, _) = broadcast::channel(1024);
         let engine = Arc::new_cyclic(|me| Engine {
             updates,
+            transcripts: Default::default(),
             dispatchers: Dispatchers::new(store.clone()),
             store,
             clock,
@@ -335,13 +340,26 @@ impl Engine {
         Ok(())
     }
 
+    /// Where a gateway call listens to its route's `http` attempts (the dispatcher's one seam
+    /// toward a caller holding a client's connection: `dispatch::http::LiveCalls`).
+    pub(crate) fn live_calls(&self) -> &dispatch::http::LiveCalls {
+        self.dispatchers.live()
+    }
+
     /// Live updates of running attempts.
     pub fn subscribe_updates(&self) -> broadcast::Receiver<AttemptUpdate> {
         self.updates.subscribe()
     }
 
-    /// Sends a running attempt's update to whoever listens (nothing is kept).
+    /// Sends a running attempt's update to whoever listens, and folds it into the attempt's
+    /// transcript (kept in memory, bounded: [`transcripts`]).
     pub(crate) fn forward_update(&self, update: AttemptUpdate) {
+        self.transcripts.record(
+            &update.route_id,
+            update.attempt,
+            update.generation,
+            &update.update,
+        );
         if self.updates.receiver_count() > 0 {
             let _ = self.updates.send(update);
         }
@@ -546,6 +564,17 @@ impl Engine {
     }
 
     /// A route with its history and dispatch records.
+    /// What the agents of `id`'s recent attempts did, oldest attempt first (this process's
+    /// memory: see [`transcripts`]).
+    pub async fn transcripts(
+        &self,
+        id: &str,
+    ) -> Result<Vec<policy::transcript::AttemptTranscript>, EngineError> {
+        // Read the route first, so an unknown id answers as one.
+        self.route_summary(id).await?;
+        Ok(self.transcripts.of(id))
+    }
+
     pub async fn route_detail(&self, id: &str) -> Result<RouteDetail, EngineError> {
         let mut detail = self
             .store

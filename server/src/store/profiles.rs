@@ -201,6 +201,32 @@ impl Store {
         load(Exec::from(&mut conn), id).await
     }
 
+    /// Every profile, whole, by name (the gateway's model list).
+    pub(crate) async fn profiles(&self) -> Result<Vec<Profile>, StoreError> {
+        let rows = sql::query(
+            "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
+             created_at, updated_at FROM profiles ORDER BY name, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| ProfileColumns::PLAIN.decode(r)).collect()
+    }
+
+    /// The profile whose id is `key`, or else those named `key` (names need not be unique), in
+    /// one read: the id's match first.
+    pub(crate) async fn profiles_called(&self, key: &str) -> Result<Vec<Profile>, StoreError> {
+        let rows = sql::query(
+            "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
+             created_at, updated_at FROM profiles WHERE id = ? OR name = ? ORDER BY id = ? DESC, id",
+        )
+        .bind(key)
+        .bind(key)
+        .bind(key)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| ProfileColumns::PLAIN.decode(r)).collect()
+    }
+
     /// All profiles, by name, with how many routes (open and all) use each.
     pub(crate) async fn list_profiles(&self) -> Result<Vec<ProfileSummary>, StoreError> {
         let rows = sql::query(

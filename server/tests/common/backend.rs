@@ -9,20 +9,6 @@ use std::{
     sync::atomic::{AtomicU64, Ordering},
 };
 
-/// Skips the calling test (with a message, and passes) when the tests run on SQLite: for tests
-/// about the PostgreSQL backend, which `./dev test`'s PostgreSQL pass runs (CI never skips it).
-#[macro_export]
-macro_rules! postgres_only {
-    () => {
-        if !$crate::common::backend::on_postgres() {
-            eprintln!(
-                "skipped: RECOURSE_TEST_POSTGRES is not set (this test is about the PostgreSQL backend)"
-            );
-            return;
-        }
-    };
-}
-
 /// The PostgreSQL server the tests run on, if one is named.
 pub fn postgres_server() -> Option<String> {
     std::env::var("RECOURSE_TEST_POSTGRES")

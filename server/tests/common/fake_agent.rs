@@ -48,6 +48,20 @@ pub fn binary() -> PathBuf {
     .clone()
 }
 
+/// What a fake agent does when its stdin closes (Recourse closes it once the session is over).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnEof {
+    /// Stays until a signal ends it, as Claude Code's and Codex's adapters do: the default.
+    Stays,
+    /// Exits 0 at once, as Gemini CLI and Qwen Code do.
+    Exits,
+}
+
+impl OnEof {
+    /// Both, for the tests of a success: an outcome must not depend on it.
+    pub const BOTH: [OnEof; 2] = [OnEof::Stays, OnEof::Exits];
+}
+
 /// One scripted agent: its script, its log, its working directory.
 pub struct FakeAgent {
     pub id: String,
@@ -61,8 +75,16 @@ pub struct FakeAgent {
 
 impl FakeAgent {
     /// An agent `id` in `dir` whose process number n plays `attempts[n-1]` (the last one again
-    /// past the end).
+    /// past the end), staying after stdin EOF unless an attempt says `exit_on_eof`.
     pub fn new(dir: &Path, id: &str, provider: &str, attempts: Value) -> FakeAgent {
+        FakeAgent::on_eof(dir, id, provider, attempts, OnEof::Stays)
+    }
+
+    /// [`FakeAgent::new`] whose every attempt does `eof` when its stdin closes.
+    pub fn on_eof(dir: &Path, id: &str, provider: &str, mut attempts: Value, eof: OnEof) -> FakeAgent {
+        for a in attempts.as_array_mut().into_iter().flatten() {
+            a["exit_on_eof"] = json!(eof == OnEof::Exits);
+        }
         let root = dir.join("work");
         std::fs::create_dir_all(&root).unwrap();
         let script = dir.join(format!("{id}-script.json"));
@@ -144,6 +166,17 @@ impl FakeAgent {
             .filter(|l| l["recv"]["method"] == method)
             .map(|l| l["recv"].clone())
             .collect()
+    }
+
+    /// How many of its processes exited by themselves on stdin EOF (the fake logs that just
+    /// before it exits; one that Recourse's SIGTERM ended logs nothing).
+    pub fn exits_on_eof(&self) -> usize {
+        self.log().iter().filter(|l| l["event"] == "exit").count()
+    }
+
+    /// How many of its processes saw their stdin close.
+    pub fn eofs(&self) -> usize {
+        self.log().iter().filter(|l| l["event"] == "eof").count()
     }
 
     /// The pids of the agent processes started so far.

@@ -1,5 +1,8 @@
-//! Shared test harness: a real SQLite file in a temp dir, the real router, a manual clock, and
-//! the scheduler driven in line (`tick`), so every test is deterministic and never sleeps.
+//! Shared test harness: a real database in a temp dir (a SQLite file, or a PostgreSQL database of
+//! its own when `RECOURSE_TEST_POSTGRES` names a server: `backend`), the real router, a manual
+//! clock, and the scheduler driven in line (`tick`), so every test is deterministic and never
+//! sleeps. A test that needs one backend, or something else a run may lack, says so with
+//! `requires!` (`requires`), which reports and counts it when it cannot run.
 //!
 //! Every request is authenticated as a real caller would be: the harness creates an
 //! administrator account (`tester`) and an API token for it, through the same services as
@@ -9,8 +12,12 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+#[macro_use]
+pub mod requires;
+pub mod agents;
 pub mod backend;
 pub mod fake_agent;
+pub mod gateway;
 pub mod power;
 pub mod provider;
 pub mod receiver;
@@ -221,6 +228,12 @@ pub fn spawn_serve_env(
 /// A blocking HTTP/1.0 request to a served process (JSON in, JSON out), with the token
 /// [`spawn_serve`] made for it; `None` when the server is gone.
 pub fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
+    let (status, payload) = http_text(addr, method, path, body)?;
+    Some((status, serde_json::from_str(&payload).unwrap_or(Value::Null)))
+}
+
+/// [`http`], with the answer's body as text (`/metrics`, say).
+pub fn http_text(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).ok()?;
     stream
@@ -237,8 +250,8 @@ pub fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Optio
     let mut out = String::new();
     stream.read_to_string(&mut out).ok()?;
     let status: u16 = out.split(' ').nth(1)?.parse().ok()?;
-    let payload = out.split("\r\n\r\n").nth(1).unwrap_or("");
-    Some((status, serde_json::from_str(payload).unwrap_or(Value::Null)))
+    let payload = out.split_once("\r\n\r\n").map_or("", |(_, p)| p);
+    Some((status, payload.to_owned()))
 }
 
 pub fn t0() -> DateTime<Utc> {

@@ -233,6 +233,8 @@ pub(crate) enum DispatchError {
 /// The dispatcher of every kind.
 pub(crate) struct Dispatchers {
     by_kind: HashMap<DispatcherKind, Arc<dyn Dispatcher>>,
+    /// Gateway calls listening to their routes' `http` attempts ([`http::LiveCalls`]).
+    live: http::LiveCalls,
 }
 
 impl Dispatchers {
@@ -252,9 +254,18 @@ impl Dispatchers {
             DispatcherKind::Simulated,
             guard(Arc::new(simulated::Simulated::new(store))),
         );
-        by_kind.insert(DispatcherKind::Http, guard(Arc::new(http::Http::new())));
+        let live = http::LiveCalls::default();
+        by_kind.insert(
+            DispatcherKind::Http,
+            guard(Arc::new(http::Http::new(live.clone()))),
+        );
         by_kind.insert(DispatcherKind::External, awaiting);
-        Dispatchers { by_kind }
+        Dispatchers { by_kind, live }
+    }
+
+    /// Where a gateway call listens to its route's `http` attempts.
+    pub(crate) fn live(&self) -> &http::LiveCalls {
+        &self.live
     }
 
     pub(crate) fn get(&self, kind: DispatcherKind) -> Option<&Arc<dyn Dispatcher>> {

@@ -3,6 +3,13 @@
 //! repeat the last step. A step reports success or its evidence envelope after
 //! `after_seconds` (a durable `report` timer), or hangs. A candidate without a script succeeds
 //! at once (what the profile editor tells a person who picks it).
+//!
+//! It stands for a provider or an agent, and differs from one in everything below the report:
+//! no process, no network, no session; the evidence is whatever envelope the script carries,
+//! delivered whole at the scripted instant (route time, so a test's manual clock moves it),
+//! never partial output, never an exit of its own, never a retry of its own. What the real
+//! agents do on the wire is tested with the `acp` dispatcher against them
+//! (`server/tests/it/agents_matrix.rs`); the `http` dispatcher against `fake-provider`.
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched, Report};
 use crate::store::Store;

@@ -15,7 +15,7 @@
 //! signals come last), and what they showed is kept as effects: a dropped message chunk counts
 //! as assistant output, a dropped tool update as tool activity, so a cut never opens the gate.
 
-use super::process::ExitInfo;
+use super::process::Ended;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::{
@@ -48,6 +48,8 @@ pub(super) struct Transcript {
     pub(super) phase: Option<Phase>,
     /// The agent advertised `loadSession`.
     pub(super) load_session: bool,
+    /// The ids of the authentication methods it offered, once it answered `initialize`.
+    pub(super) auth_methods: Option<Vec<String>>,
     /// The provider-native session of this attempt.
     pub(super) session_id: Option<String>,
     /// An error answer to a request before the prompt.
@@ -121,6 +123,7 @@ impl Recorder {
         self.with(|t| Transcript {
             phase: t.phase,
             load_session: t.load_session,
+            auth_methods: t.auth_methods.clone(),
             session_id: t.session_id.clone(),
             agent_error: t.agent_error.clone(),
             prompt_sent: t.prompt_sent,
@@ -145,6 +148,10 @@ impl Recorder {
 
     pub(super) fn capabilities(&self, load_session: bool) {
         self.with(|t| t.load_session = load_session);
+    }
+
+    pub(super) fn auth_methods(&self, ids: Vec<String>) {
+        self.with(|t| t.auth_methods = Some(ids));
     }
 
     pub(super) fn session(&self, id: &str) {
@@ -369,13 +376,12 @@ pub(super) struct Identity<'a> {
 
 /// The evidence envelope of an attempt that did not succeed: the identity, the phase and
 /// effects, and the items in the order the agent produced them (an error answer before the
-/// prompt, the prompt's updates with its result or error, the stderr ring, the exit).
-pub(super) fn envelope(
-    id: &Identity<'_>,
-    t: &Transcript,
-    stderr: &[String],
-    exit: Option<&ExitInfo>,
-) -> Value {
+/// prompt, the prompt's updates with its result or error, the stderr ring, the exit). The
+/// process's part is what [`Ended`] says is evidence: the exit only when the agent ended the
+/// session itself, never the end Recourse gave it.
+pub(super) fn envelope(id: &Identity<'_>, t: &Transcript, ended: Option<&Ended>) -> Value {
+    let stderr = ended.map_or(&[][..], Ended::stderr);
+    let exit = ended.and_then(Ended::exit);
     let mut items = Vec::new();
     if let Some(e) = &t.agent_error {
         items.push(json!({"kind": "acp_error", "code": e.code, "message": e.message, "data": e.data}));
@@ -419,6 +425,7 @@ pub(super) fn envelope(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::dispatch::acp::process::ExitInfo;
 
     fn chunk(text: &str) -> Value {
         json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
@@ -538,7 +545,6 @@ mod tests {
                 agent: "a",
             },
             &t,
-            &[],
             None,
         );
         assert_eq!(env["effects"]["assistant_output"], true);
@@ -551,6 +557,42 @@ mod tests {
         assert_eq!(b["sessionUpdate"], "agent_message_chunk");
         assert_eq!(b["truncated"], true);
         assert!(b.to_string().len() <= MAX_UPDATE_BYTES);
+    }
+
+    #[test]
+    fn an_agent_recourse_stopped_gives_its_stderr_until_then_and_never_its_exit() {
+        let rec = Recorder::new(None);
+        rec.prompt_sent();
+        rec.update(chunk("Done."));
+        rec.prompt_result(json!({"stopReason": "end_turn"}));
+        let id = Identity {
+            invocation_id: "inv",
+            generation: 1,
+            provider_id: None,
+            model_id: None,
+            agent: "claude",
+        };
+        let running = Ended::Running {
+            stderr: vec!["a warning".to_owned()],
+        };
+        let env = envelope(&id, &rec.snapshot(), Some(&running));
+        let kinds: Vec<&str> = env["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["acp_updates", "stderr"], "{env}");
+        let crashed = Ended::ByItself {
+            exit: ExitInfo {
+                code: None,
+                signal: Some("SIGABRT".to_owned()),
+            },
+            stderr: vec![],
+        };
+        let env = envelope(&id, &rec.snapshot(), Some(&crashed));
+        assert_eq!(env["items"][1]["kind"], "process_exit", "{env}");
+        assert_eq!(env["items"][1]["signal"], "SIGABRT");
     }
 
     #[test]
@@ -569,10 +611,12 @@ mod tests {
                 agent: "claude",
             },
             &rec.snapshot(),
-            &["boom".to_owned()],
-            Some(&ExitInfo {
-                code: Some(0),
-                signal: None,
+            Some(&Ended::ByItself {
+                exit: ExitInfo {
+                    code: Some(0),
+                    signal: None,
+                },
+                stderr: vec!["boom".to_owned()],
             }),
         );
         let kinds: Vec<&str> = env["items"]

@@ -7,7 +7,9 @@
 //! agent's process group, its environment and working directory, the stderr ring, the exit,
 //! stopping it), [`evidence`] (what was observed, in order, and the evidence envelope), [`run`]
 //! (one attempt from spawn to report), [`resume`] (the replay gate's one exception: a retry
-//! after output that loads the very session holding it, and nothing else meanwhile).
+//! after output that loads the very session holding it, and nothing else meanwhile),
+//! [`check`] (`recourse agents check`: each configured agent started once and asked
+//! `initialize`).
 //!
 //! What it reports: a prompt answered `end_turn` in which the classifier finds no failure
 //! signal is a success; anything else (a JSON-RPC error, a failure banner before `end_turn`,
@@ -26,6 +28,7 @@
 //! is stopped: its attempt is ambiguous (the engine sends it to `action_required`) and must
 //! not go on acting.
 
+pub(crate) mod check;
 mod evidence;
 mod process;
 mod protocol;

@@ -1,14 +1,24 @@
 //! The agent's process: spawned in a process group of its own (an `npx`-style agent starts
 //! children, and stopping the agent must stop them too), with the environment cleared except
-//! the configured names, in a working directory checked again against the agent's roots at
+//! the configured names and the configured settings (`set_env`), in a working directory checked again against the agent's roots at
 //! spawn (it may have changed since the route started), stderr drained into a bounded ring
 //! (the agent would block on a full pipe otherwise), and its end observed as an exit code or a
 //! signal.
 //!
-//! Stopping ([`AgentProcess::stop`]): the protocol session has closed the agent's stdin; wait
+//! What the process tells the evidence is decided once, when the session ends and before
+//! Recourse does anything to it ([`AgentProcess::session_ended`], an [`Ended`]): an agent that
+//! ended the session itself (its output closed before the prompt was answered: it exited or
+//! crashed) gives its exit and all of its stderr; an agent still running when the session ended
+//! (it answered, or Recourse gave up waiting, or the route moved on) gives only the stderr it
+//! wrote until then. Closing its stdin, the grace and the signals that follow are Recourse's
+//! own doing: neither the exit they cause nor what the agent prints because of them is ever
+//! evidence. (Claude Code's and Codex's adapters do not exit when their stdin closes, so every
+//! one of their turns ends in Recourse's SIGTERM; Gemini CLI and Qwen Code exit by themselves.)
+//!
+//! Stopping ([`AgentProcess::stop`], after the session's end closed the agent's stdin): wait
 //! `exit_grace` for it to exit, then SIGTERM the group and wait `exit_grace` again, then SIGKILL
 //! the group. Once the leader is gone, whatever is left of its group gets the same treatment,
-//! so nothing it started outlives the attempt.
+//! so nothing it started outlives the attempt. How it went ([`Stopped`]) is for the log only.
 //!
 //! Identity across a crash of Recourse: a pid can be reused, so each group is recorded with the
 //! start time of its leader from `/proc` and the kernel's boot id ([`StartStamp`]); a recorded
@@ -50,6 +60,46 @@ pub(super) struct ExitInfo {
     pub(super) signal: Option<String>,
 }
 
+/// What the agent's process contributes to the evidence of its attempt, decided when the
+/// session ends, before Recourse begins to stop the process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// The agent ended the session itself: its output closed before the prompt was answered
+    /// and it exited within the grace (an exit, a crash, a kill by someone else). Its exit and
+    /// everything it wrote on stderr are evidence.
+    ByItself { exit: ExitInfo, stderr: Vec<String> },
+    /// It was still running when the session ended: only what it wrote on stderr until then is
+    /// evidence. Its exit comes from Recourse stopping it and is not.
+    Running { stderr: Vec<String> },
+}
+
+impl Ended {
+    /// The exit, when it is evidence.
+    pub(super) fn exit(&self) -> Option<&ExitInfo> {
+        match self {
+            Ended::ByItself { exit, .. } => Some(exit),
+            Ended::Running { .. } => None,
+        }
+    }
+
+    /// The stderr lines that are evidence.
+    pub(super) fn stderr(&self) -> &[String] {
+        match self {
+            Ended::ByItself { stderr, .. } | Ended::Running { stderr } => stderr,
+        }
+    }
+}
+
+/// How Recourse stopped a process that was still running when its session ended (the log's,
+/// never the evidence's): it exited within the grace after its stdin closed, or needed the
+/// signal named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Stopped {
+    pub(super) exit: ExitInfo,
+    /// `SIGTERM` or `SIGKILL`, when Recourse had to send it to the leader.
+    pub(super) signalled: Option<&'static str>,
+}
+
 /// A process's start, as the kernel tells it: survives pid reuse.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct StartStamp {
@@ -83,7 +133,8 @@ pub(super) struct AgentProcess {
     pub(super) pgid: i32,
     pub(super) start: StartStamp,
     stderr: Arc<Mutex<StderrRing>>,
-    drain: JoinHandle<()>,
+    /// Reads stderr until every writer of the pipe is gone.
+    drain: Option<JoinHandle<()>>,
 }
 
 /// Starts the agent in `cwd` (checked under its roots again, resolved).
@@ -99,6 +150,7 @@ pub(super) fn spawn(agent: &AgentConfig, cwd: &Path) -> Result<Spawned, SpawnErr
                 .iter()
                 .filter_map(|name| std::env::var_os(name).map(|v| (name, v))),
         )
+        .envs(&agent.set_env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -126,7 +178,7 @@ pub(super) fn spawn(agent: &AgentConfig, cwd: &Path) -> Result<Spawned, SpawnErr
             pgid,
             start,
             stderr: ring,
-            drain,
+            drain: Some(drain),
         },
         stdin,
         stdout,
@@ -135,18 +187,45 @@ pub(super) fn spawn(agent: &AgentConfig, cwd: &Path) -> Result<Spawned, SpawnErr
 }
 
 impl AgentProcess {
-    /// Stops the agent and everything in its group; how it ended, and the stderr lines kept.
-    /// Its stdin must be closed already (the session's end closes it): a well-behaved agent
-    /// exits on EOF.
-    pub(super) async fn stop(mut self, grace: Duration) -> (ExitInfo, Vec<String>) {
+    /// What the process tells the evidence, now that the session is over (before anything is
+    /// done to the process). `agent_left`: the session ended because the agent's side closed
+    /// (its output ended); then its own exit is awaited for `grace` (the exit usually follows
+    /// the closed pipe by a moment). Otherwise, or when it does not exit in that time, it is
+    /// still running and only the stderr read so far counts.
+    pub(super) async fn session_ended(&mut self, agent_left: bool, grace: Duration) -> Ended {
+        if agent_left {
+            if let Ok(Ok(status)) = timeout(grace, self.child.wait()).await {
+                // Everything it wrote: the pipe ends when its last writer is gone (a child it
+                // left behind may keep it open; the grace bounds that wait).
+                self.finish_drain(grace).await;
+                return Ended::ByItself {
+                    exit: exit_info(status),
+                    stderr: self.stderr_lines(),
+                };
+            }
+        }
+        // Let the drain take what is already in the pipe before the cut.
+        tokio::task::yield_now().await;
+        Ended::Running {
+            stderr: self.stderr_lines(),
+        }
+    }
+
+    /// Stops the agent and everything in its group. Its stdin must be closed already (the
+    /// session's end closes it): an agent that exits on EOF goes within `grace`; one that does
+    /// not (Claude Code's and Codex's adapters) gets SIGTERM, then SIGKILL.
+    pub(super) async fn stop(mut self, grace: Duration) -> Stopped {
+        let mut signalled = None;
         let status = match timeout(grace, self.child.wait()).await {
             Ok(s) => s.ok(),
             Err(_) => {
                 signal_group(self.pgid, Signal::SIGTERM);
+                signalled = Some("SIGTERM");
                 match timeout(grace, self.child.wait()).await {
                     Ok(s) => s.ok(),
                     Err(_) => {
                         signal_group(self.pgid, Signal::SIGKILL);
+                        signalled = Some("SIGKILL");
                         self.child.wait().await.ok()
                     }
                 }
@@ -154,24 +233,46 @@ impl AgentProcess {
         };
         // The leader is gone; what it started in its group goes too.
         stop_group(self.pgid, grace).await;
-        // Stderr ends when the last writer is gone; keep what arrived until then.
-        let _ = timeout(grace, &mut self.drain).await;
-        self.drain.abort();
-        let exit = ExitInfo {
-            code: status.and_then(|s| s.code()),
-            signal: status
-                .and_then(|s| s.signal())
-                .map(|n| Signal::try_from(n).map_or_else(|_| format!("SIG{n}"), |s| s.as_str().to_owned())),
-        };
-        let stderr = self
-            .stderr
+        self.finish_drain(grace).await;
+        Stopped {
+            exit: status.map_or(
+                ExitInfo {
+                    code: None,
+                    signal: None,
+                },
+                exit_info,
+            ),
+            signalled,
+        }
+    }
+
+    /// Lets the stderr reader finish (the pipe ends when its last writer is gone), for at
+    /// most `grace`; then stops it, keeping what it read.
+    async fn finish_drain(&mut self, grace: Duration) {
+        if let Some(mut drain) = self.drain.take() {
+            if timeout(grace, &mut drain).await.is_err() {
+                drain.abort();
+            }
+        }
+    }
+
+    fn stderr_lines(&self) -> Vec<String> {
+        self.stderr
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .lines
             .iter()
             .cloned()
-            .collect();
-        (exit, stderr)
+            .collect()
+    }
+}
+
+fn exit_info(status: std::process::ExitStatus) -> ExitInfo {
+    ExitInfo {
+        code: status.code(),
+        signal: status
+            .signal()
+            .map(|n| Signal::try_from(n).map_or_else(|_| format!("SIG{n}"), |s| s.as_str().to_owned())),
     }
 }
 

@@ -136,19 +136,76 @@ enum Step<T> {
     End(End),
 }
 
+/// Our `initialize`: protocol version 1, no file system, no terminal.
+fn initialize() -> InitializeRequest {
+    InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(
+            ClientCapabilities::new()
+                .fs(FileSystemCapabilities::new()
+                    .read_text_file(false)
+                    .write_text_file(false))
+                .terminal(false),
+        )
+        .client_info(Implementation::new("recourse", env!("CARGO_PKG_VERSION")))
+}
+
+/// What an agent says of itself in answer to `initialize` (`recourse agents check`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hello {
+    /// `agentInfo.name` and `.version`, when it sends them.
+    pub(crate) name: Option<String>,
+    pub(crate) version: Option<String>,
+    pub(crate) protocol_version: u64,
+    /// The ids of the authentication methods it offers.
+    pub(crate) auth_methods: Vec<String>,
+    pub(crate) load_session: bool,
+}
+
+/// Runs `initialize` alone over the agent's stdio, within `step`: what the agent says of
+/// itself, or why it did not answer as an ACP agent.
+pub(super) async fn hello(stdin: ChildStdin, stdout: ChildStdout, step: Duration) -> Result<Hello, String> {
+    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    let result = Client
+        .v1()
+        .name("recourse")
+        .connect_with(transport, async move |cx: v1::ConnectionTo<Agent>| {
+            let sent = cx.send_request(initialize()).block_task();
+            Ok(match timeout(step, sent).await {
+                Err(_) => Err(format!("no answer to initialize within {} s", step.as_secs())),
+                Ok(Err(e)) if closed(&e) => {
+                    Err("it exited or closed its output before answering initialize".to_owned())
+                }
+                Ok(Err(e)) => Err(format!(
+                    "initialize failed: {}",
+                    classifier::redact::redact(&e.message)
+                )),
+                Ok(Ok(init)) => Ok(Hello {
+                    name: init.agent_info.as_ref().map(|i| i.name.clone()),
+                    version: init.agent_info.as_ref().map(|i| i.version.clone()),
+                    protocol_version: serde_json::to_value(init.protocol_version)
+                        .ok()
+                        .and_then(|v| v.as_u64())
+                        .unwrap_or(0),
+                    auth_methods: init.auth_methods.iter().map(|a| a.id().0.to_string()).collect(),
+                    load_session: init.agent_capabilities.load_session,
+                }),
+            })
+        })
+        .await;
+    match result {
+        Ok(hello) => hello,
+        Err(e) if closed(&e) => Err("it exited or closed its output before answering initialize".to_owned()),
+        Err(e) => Err(format!(
+            "no ACP connection: {}",
+            classifier::redact::redact(&e.message)
+        )),
+    }
+}
+
 impl Session {
     async fn run(mut self) -> End {
         self.rec.phase(Phase::SessionInit);
-        let init = InitializeRequest::new(ProtocolVersion::V1)
-            .client_capabilities(
-                ClientCapabilities::new()
-                    .fs(FileSystemCapabilities::new()
-                        .read_text_file(false)
-                        .write_text_file(false))
-                    .terminal(false),
-            )
-            .client_info(Implementation::new("recourse", env!("CARGO_PKG_VERSION")));
-        let sent = self.cx.send_request(init).block_task();
+        let sent = self.cx.send_request(initialize()).block_task();
         let init = match self.step(sent).await {
             Step::Ok(r) => r,
             Step::End(e) => return e,
@@ -159,6 +216,8 @@ impl Session {
         }
         let load_session = init.agent_capabilities.load_session;
         self.rec.capabilities(load_session);
+        self.rec
+            .auth_methods(init.auth_methods.iter().map(|a| a.id().0.to_string()).collect());
         if let Some(method) = self.plan.auth_method.clone() {
             let offered = init.auth_methods.iter().any(|a| &*a.id().0 == method.as_str());
             if offered {

@@ -1,14 +1,20 @@
 //! One attempt, from spawn to report: resolve the work and the agent, see where the attempt
 //! stands towards a session holding the route's output ([`resume`]: start fresh, load it, or
 //! do not start), start the process and record its group (persist, then act: an agent that
-//! cannot be recorded is stopped before it is prompted), run the protocol session, stop the
-//! process, report success or the evidence envelope unless the route moved on (a cancelled
-//! attempt reports nothing), and forget the group last, so a finished attempt is one with no
-//! process row.
+//! cannot be recorded is stopped before it is prompted), run the protocol session, take what
+//! the process tells the evidence at the session's end ([`process::Ended`]), report success or
+//! the evidence envelope unless the route moved on (a cancelled attempt reports nothing), then
+//! stop the process, and forget the group last, so a finished attempt is one with no process
+//! row.
+//!
+//! The report comes before the stop: the outcome is decided by what the agent said before
+//! Recourse began to stop it, so nothing the stop does (closing stdin, the grace, SIGTERM) can
+//! reach the evidence, and an agent that does not exit on EOF does not hold the route for its
+//! `exit_grace`.
 
 use super::{
     evidence::{self, Identity, Phase, PromptDelivery, Recorder, Transcript},
-    process::{self, ExitInfo},
+    process::{self, Ended},
     protocol::{self, End, Plan},
     resume::{self, Resumes, Standing},
 };
@@ -47,7 +53,7 @@ pub(super) async fn attempt(
             attempt = r.attempt,
             "the candidate's agent is not configured"
         );
-        let report = failed(&r, None, &rec.snapshot(), &[], None);
+        let report = failed(&r, None, &rec.snapshot(), None);
         return finish(&r, &stop, report, false).await;
     };
     let load = match resumes.standing(&r, Some(&agent.id)).await {
@@ -70,7 +76,7 @@ pub(super) async fn attempt(
         tokio::task::spawn_blocking(move || process::spawn(&agent, &cwd)).await
     };
     let process::Spawned {
-        process,
+        mut process,
         stdin,
         stdout,
         cwd,
@@ -78,7 +84,7 @@ pub(super) async fn attempt(
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::warn!(route_id = r.route_id, attempt = r.attempt, agent = agent.id, error = %e, "cannot start the agent");
-            let report = failed(&r, Some(&agent), &rec.snapshot(), &[], None);
+            let report = failed(&r, Some(&agent), &rec.snapshot(), None);
             return finish(&r, &stop, report, false).await;
         }
         Err(_) => return,
@@ -95,8 +101,9 @@ pub(super) async fn attempt(
     if let Err(e) = store.record_agent_process(&row, r.now).await {
         tracing::error!(route_id = r.route_id, error = %e, "cannot record the agent process; stopping it unprompted");
         drop((stdin, stdout));
-        let (exit, stderr) = process.stop(grace).await;
-        let report = failed(&r, Some(&agent), &rec.snapshot(), &stderr, Some(&exit));
+        let ended = process.session_ended(false, grace).await;
+        process.stop(grace).await;
+        let report = failed(&r, Some(&agent), &rec.snapshot(), Some(&ended));
         return finish(&r, &stop, report, false).await;
     }
     let plan = Plan {
@@ -113,16 +120,23 @@ pub(super) async fn attempt(
     let end = timeout(ceiling, session)
         .await
         .unwrap_or(End::TimedOut(protocol::Timeout::PromptTotal));
-    let (exit, stderr) = process.stop(grace).await;
+    // Its stdin is closed now (the session's end dropped it): Recourse has begun to stop it.
+    let ended = process.session_ended(end == End::TransportClosed, grace).await;
     let t = rec.snapshot();
-    tracing::debug!(
-        route_id = r.route_id,
-        attempt = r.attempt,
-        ?end,
-        ?exit,
-        "agent attempt ended"
-    );
-    let envelope = envelope_of(&r, Some(&agent), &t, &stderr, Some(&exit));
+    if let (Some(method), Some(offered)) = (&agent.auth_method, &t.auth_methods) {
+        if !offered.contains(method) {
+            // Configured, not offered: the session ran without `authenticate` (once per attempt).
+            tracing::warn!(
+                route_id = r.route_id,
+                attempt = r.attempt,
+                agent = agent.id,
+                auth_method = method,
+                offered = ?offered,
+                "the agent does not offer the configured auth_method; it was not sent (see `recourse agents check`)"
+            );
+        }
+    }
+    let envelope = envelope_of(&r, Some(&agent), &t, Some(&ended));
     let now = r.reporter.now().unwrap_or(r.now);
     let verdict = Envelope::from_value(&envelope)
         .ok()
@@ -169,6 +183,15 @@ pub(super) async fn attempt(
         )
         .await;
     }
+    let stopped = process.stop(grace).await;
+    tracing::debug!(
+        route_id = r.route_id,
+        attempt = r.attempt,
+        ?end,
+        ?ended,
+        ?stopped,
+        "agent attempt ended"
+    );
     if let Err(e) = store.forget_agent_process(row.pgid, row.start_ticks).await {
         tracing::warn!(error = %e, pgid = row.pgid, "cannot forget a stopped agent process");
     }
@@ -197,15 +220,9 @@ async fn route_cycle(store: &Store, r: &LaunchRequest) -> Option<u32> {
 }
 
 /// The failure report of this attempt, with its evidence envelope.
-fn failed(
-    r: &LaunchRequest,
-    agent: Option<&AgentConfig>,
-    t: &Transcript,
-    stderr: &[String],
-    exit: Option<&ExitInfo>,
-) -> Report {
+fn failed(r: &LaunchRequest, agent: Option<&AgentConfig>, t: &Transcript, ended: Option<&Ended>) -> Report {
     Report::Failed {
-        envelope: envelope_of(r, agent, t, stderr, exit),
+        envelope: envelope_of(r, agent, t, ended),
     }
 }
 
@@ -214,8 +231,7 @@ fn envelope_of(
     r: &LaunchRequest,
     agent: Option<&AgentConfig>,
     t: &Transcript,
-    stderr: &[String],
-    exit: Option<&ExitInfo>,
+    ended: Option<&Ended>,
 ) -> Value {
     let id = Identity {
         invocation_id: &r.invocation_id,
@@ -232,7 +248,7 @@ fn envelope_of(
             .or(agent.and_then(|a| a.model_id.as_deref())),
         agent: agent.map_or("", |a| a.id.as_str()),
     };
-    evidence::envelope(&id, t, stderr, exit)
+    evidence::envelope(&id, t, ended)
 }
 
 /// Whether a turn that ended normally carries a failure signal (an agent that reports a

@@ -15,7 +15,10 @@
 //! by the endpoint's `max_response_bytes` (the raw body without streaming; the content kept,
 //! then the assembled message, with it). Nothing here reads the key.
 
-use super::sse::{SseEvent, SseReader};
+use super::{
+    live::Sink,
+    sse::{SseEvent, SseReader},
+};
 use crate::config::ApiStyle;
 use policy::classification::{Phase, PromptDelivery};
 use reqwest::{header::HeaderMap, Client, Response};
@@ -113,8 +116,9 @@ pub(super) struct Answer {
     pub(super) body: Option<String>,
 }
 
-/// Sends the request and reads the answer.
-pub(super) async fn perform(client: &Client, mut req: CallRequest) -> Outcome {
+/// Sends the request and reads the answer. With a live listener's `sink`, a stream is passed on
+/// to it from its first content event (see [`super::live`]); the outcome is the same.
+pub(super) async fn perform(client: &Client, mut req: CallRequest, sink: Option<&mut Sink>) -> Outcome {
     let sent = client
         .post(&req.url)
         .headers(std::mem::take(&mut req.headers))
@@ -149,7 +153,7 @@ pub(super) async fn perform(client: &Client, mut req: CallRequest) -> Outcome {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("text/event-stream"));
     if req.stream && event_stream {
-        stream(&mut response, &req, answer(None)).await
+        stream(&mut response, &req, answer(None), sink).await
     } else {
         whole(&mut response, &req, answer).await
     }
@@ -257,7 +261,12 @@ async fn whole(
 }
 
 /// A streamed 2xx answer.
-async fn stream(response: &mut Response, req: &CallRequest, answer: Answer) -> Outcome {
+async fn stream(
+    response: &mut Response,
+    req: &CallRequest,
+    answer: Answer,
+    mut sink: Option<&mut Sink>,
+) -> Outcome {
     let mut assembler: Box<dyn Assembler> = match req.style {
         ApiStyle::Openai => Box::<super::openai::Stream>::default(),
         ApiStyle::Anthropic => Box::<super::anthropic::Stream>::default(),
@@ -305,13 +314,24 @@ async fn stream(response: &mut Response, req: &CallRequest, answer: Answer) -> O
         }
         for event in events.drain(..) {
             seen += 1;
+            // The listener gets the event as the provider sent it, after the assembler said
+            // whether content has come.
+            let passed = sink.is_some().then(|| event.clone());
             match assembler.push(event) {
-                Frame::More => {}
+                Frame::More => {
+                    if let (Some(sink), Some(event)) = (sink.as_deref_mut(), &passed) {
+                        sink.event(event, assembler.has_content()).await;
+                    }
+                }
                 Frame::Error(data) => return failed(assembler.has_content(), Some(data), None),
                 Frame::End => {
                     let message = assembler.finish().to_string();
                     if message.len() > req.max_response_bytes {
                         return failed(true, None, Some(too_large(req.max_response_bytes)));
+                    }
+                    if let (Some(sink), Some(event)) = (sink.as_deref_mut(), &passed) {
+                        sink.event(event, true).await;
+                        sink.finished().await;
                     }
                     return Outcome::Succeeded(message);
                 }
@@ -484,7 +504,7 @@ mod tests {
     async fn a_request_nobody_answers_times_out_as_ambiguous_delivery() {
         let base = raw_server(Vec::new(), true).await;
         let (client, req) = request(&base, ApiStyle::Openai, false, 1024);
-        let f = failed(perform(&client, req).await);
+        let f = failed(perform(&client, req, None).await);
         assert_eq!(f.phase, Phase::Prompt);
         assert_eq!(f.delivery, PromptDelivery::Ambiguous);
         assert!(!f.partial_result);
@@ -503,7 +523,7 @@ mod tests {
         let answer = format!("{head}{:x}\r\n{event}\r\n", event.len());
         let base = raw_server(answer.into_bytes(), true).await;
         let (client, req) = request(&base, ApiStyle::Openai, true, 1024);
-        let f = failed(perform(&client, req).await);
+        let f = failed(perform(&client, req, None).await);
         assert_eq!(f.phase, Phase::Streaming);
         assert_eq!(f.delivery, PromptDelivery::Confirmed);
         assert!(f.partial_result, "content came before the stall");
@@ -522,7 +542,7 @@ mod tests {
         answer.extend_from_slice(b"{\"id\":\"chatcmpl-1\",");
         let base = raw_server(answer, false).await;
         let (client, req) = request(&base, ApiStyle::Openai, false, 1024);
-        let f = failed(perform(&client, req).await);
+        let f = failed(perform(&client, req, None).await);
         assert_eq!((f.phase, f.delivery), (Phase::Prompt, PromptDelivery::Confirmed));
         assert!(f.partial_result);
         let note = f.note.unwrap();
@@ -537,7 +557,7 @@ mod tests {
         let body = format!("{{\"text\":\"{}\"}}", "x".repeat(2000));
         let base = raw_server(http("200 OK", "application/json", &body), false).await;
         let (client, req) = request(&base, ApiStyle::Openai, false, 1000);
-        let f = failed(perform(&client, req).await);
+        let f = failed(perform(&client, req, None).await);
         assert!(f.partial_result);
         assert_eq!(f.answer.unwrap().body, None, "nothing of it is kept");
         assert!(f
@@ -554,7 +574,7 @@ mod tests {
         );
         let base = raw_server(http("200 OK", "text/event-stream", &event.repeat(3)), false).await;
         let (client, req) = request(&base, ApiStyle::Openai, true, 1000);
-        let f = failed(perform(&client, req).await);
+        let f = failed(perform(&client, req, None).await);
         assert_eq!(f.phase, Phase::Streaming);
         assert!(f.partial_result);
         assert!(f.note.unwrap().contains("larger than max_response_bytes"));
@@ -573,7 +593,7 @@ mod tests {
         );
         let base = raw_server(answer, false).await;
         let (client, req) = request(&base, ApiStyle::Openai, false, 1 << 20);
-        let f = failed(perform(&client, req).await);
+        let f = failed(perform(&client, req, None).await);
         assert_eq!((f.phase, f.delivery), (Phase::Prompt, PromptDelivery::Confirmed));
         let a = f.answer.unwrap();
         assert_eq!(a.status, 500);
@@ -599,7 +619,7 @@ mod tests {
         )
         .await;
         let (client, req) = request(&base, ApiStyle::Openai, false, 1024);
-        let f = failed(perform(&client, req).await);
+        let f = failed(perform(&client, req, None).await);
         assert_eq!(f.note.as_deref(), Some("the answer is not JSON"));
         assert_eq!(
             f.answer.unwrap().body.as_deref(),
@@ -610,7 +630,7 @@ mod tests {
         let error = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         let base = raw_server(http("200 OK", "application/json", error), false).await;
         let (client, req) = request(&base, ApiStyle::Anthropic, false, 1024);
-        let f = failed(perform(&client, req).await);
+        let f = failed(perform(&client, req, None).await);
         assert_eq!(f.answer.unwrap().body.as_deref(), Some(error));
         assert_eq!(f.note, None);
     }
@@ -620,7 +640,7 @@ mod tests {
         let ok = r#"{"id":"chatcmpl-1","object":"chat.completion","choices":[]}"#;
         let base = raw_server(http("200 OK", "application/json", ok), false).await;
         let (client, req) = request(&base, ApiStyle::Openai, true, 1024);
-        match perform(&client, req).await {
+        match perform(&client, req, None).await {
             Outcome::Succeeded(body) => assert_eq!(body, ok),
             Outcome::Failed(f) => panic!("{f:?}"),
         }

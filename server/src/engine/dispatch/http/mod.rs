@@ -25,19 +25,27 @@
 //! [`Reporter`](super::Reporter), fenced by its generation. [`Dispatcher::cancel`] drops the
 //! call in flight (its connection closes); its late report would be stale anyway.
 //!
+//! A gateway call (`crate::gateway`) listens to its route's attempts through [`live`], the one
+//! seam between this dispatcher and a caller that holds a client's connection: the provider is
+//! asked the client's way and the answer goes to the client instead of the route's result.
+//!
 //! TLS is rustls with the `ring` provider, installed as the process default when the
 //! dispatcher is made (if another provider was installed first, that one is used).
 
 mod anthropic;
 mod call;
 mod evidence;
+mod live;
 mod openai;
 mod sse;
+
+pub(crate) use live::{Asking, Live, LiveCalls, Registration};
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched, Report};
 use crate::config::{ApiStyle, EndpointConfig};
 use call::{CallRequest, Failure, Outcome, Timeouts};
 use evidence::Identity;
+use live::Sink;
 use reqwest::{
     header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, USER_AGENT},
     Client,
@@ -60,16 +68,19 @@ pub(crate) struct Http {
     /// whole-call timeout is the request's.
     clients: Mutex<HashMap<(Duration, Duration), Client>>,
     running: Running,
+    /// Gateway calls listening to their routes' attempts.
+    live: LiveCalls,
 }
 
 impl Http {
-    pub(crate) fn new() -> Http {
+    pub(crate) fn new(live: LiveCalls) -> Http {
         // Err: a provider is installed already (a second engine in this process, or a library
         // that chose one); it serves as well.
         let _ = rustls::crypto::ring::default_provider().install_default();
         Http {
             clients: Mutex::new(HashMap::new()),
             running: Arc::new(Mutex::new(HashMap::new())),
+            live,
         }
     }
 
@@ -99,13 +110,14 @@ impl Dispatcher for Http {
                 .as_deref()
                 .and_then(|id| r.config.endpoint(id))
                 .cloned();
+            let listener = self.live.listener(&r.invocation_id);
             let endpoint_id = endpoint
                 .as_ref()
                 .map_or_else(|| r.target.runner.clone().unwrap_or_default(), |e| e.id.clone());
             let prepared = endpoint
                 .as_ref()
                 .ok_or_else(|| Failure::before_sending("is not in the server's configuration".into()))
-                .and_then(|e| prepare(&r, e))
+                .and_then(|e| prepare(&r, e, listener.as_ref().map(|l| &*l.asking)))
                 .and_then(|request| {
                     self.client(&request.timeouts)
                         .map(|client| (client, request))
@@ -152,19 +164,31 @@ impl Dispatcher for Http {
             let mut map = running.lock().unwrap_or_else(|e| e.into_inner());
             let task_running = self.running.clone();
             let task_key = key.clone();
+            let mut sink = listener.map(|l| Sink::new(l, r.attempt, &r.target.id));
             let handle = tokio::spawn(async move {
-                let outcome = call::perform(&client, request).await;
+                let outcome = call::perform(&client, request, sink.as_mut()).await;
                 let report = match outcome {
                     Outcome::Succeeded(body) => {
                         tracing::info!(
                             route_id = r.route_id,
                             attempt = r.attempt,
                             endpoint = identity.endpoint_id,
+                            live = sink.is_some(),
                             "http call succeeded"
                         );
-                        Report::Succeeded { result: Some(body) }
+                        if let Some(sink) = sink.as_mut().filter(|s| !s.delivered()) {
+                            sink.whole(&body).await;
+                        }
+                        // The client has the answer: nothing to keep for it.
+                        let delivered = sink.as_ref().is_some_and(Sink::delivered);
+                        Report::Succeeded {
+                            result: (!delivered).then_some(body),
+                        }
                     }
                     Outcome::Failed(failure) => {
+                        if let Some(sink) = sink.as_mut() {
+                            sink.failed().await;
+                        }
                         tracing::info!(
                             route_id = r.route_id,
                             attempt = r.attempt,
@@ -249,8 +273,9 @@ impl Owned {
     }
 }
 
-/// The request for this attempt, or why it cannot be sent.
-fn prepare(r: &LaunchRequest, e: &EndpointConfig) -> Result<CallRequest, Failure> {
+/// The request for this attempt, or why it cannot be sent. A live listener's `asking` decides
+/// whether it streams and adds its pass-through headers.
+fn prepare(r: &LaunchRequest, e: &EndpointConfig, asking: Option<&Asking>) -> Result<CallRequest, Failure> {
     let Some(work) = r.work.as_ref().filter(|w| !w.messages.is_empty()) else {
         return Err(Failure::before_sending(
             "the route carries no messages to send".into(),
@@ -271,25 +296,34 @@ fn prepare(r: &LaunchRequest, e: &EndpointConfig) -> Result<CallRequest, Failure
         }
         Err(std::env::VarError::NotUnicode(_)) => return Err(invalid_key(variable)),
     };
+    let stream = asking.map_or(e.stream, |a| a.stream);
     let mut headers = HeaderMap::new();
+    // The client's pass-through headers first: Recourse's own below replace any of the same name.
+    for (name, value) in asking.into_iter().flat_map(|a| &a.headers) {
+        headers.insert(name.clone(), value.clone());
+    }
     let (path, body) = match e.style {
         ApiStyle::Openai => {
             let (name, value) = openai::auth(&key).ok_or_else(|| invalid_key(variable))?;
             headers.insert(name, value);
-            (openai::PATH, openai::body(&e.model, work, e.stream))
+            let mut body = openai::body(&e.model, work, stream);
+            if let Some(options) = asking.and_then(|a| a.stream_options.as_ref()).filter(|_| stream) {
+                body["stream_options"] = options.clone();
+            }
+            (openai::PATH, body)
         }
         ApiStyle::Anthropic => {
             for (name, value) in anthropic::auth(&key).ok_or_else(|| invalid_key(variable))? {
                 headers.insert(name, value);
             }
-            (anthropic::PATH, anthropic::body(&e.model, work, e.stream))
+            (anthropic::PATH, anthropic::body(&e.model, work, stream))
         }
     };
     drop(key);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(
         ACCEPT,
-        HeaderValue::from_static(if e.stream {
+        HeaderValue::from_static(if stream {
             "text/event-stream"
         } else {
             "application/json"
@@ -309,7 +343,7 @@ fn prepare(r: &LaunchRequest, e: &EndpointConfig) -> Result<CallRequest, Failure
         headers,
         body: body.to_string().into_bytes(),
         style: e.style,
-        stream: e.stream,
+        stream,
         timeouts: Timeouts {
             connect: Duration::from_secs(e.connect_timeout),
             read: Duration::from_secs(e.read_timeout),
@@ -332,7 +366,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_change_read_from_another_replica_cancels_only_the_routes_calls_begun_before_it() {
-        let http = Http::new();
+        let http = Http::new(LiveCalls::default());
         let call = || tokio::spawn(std::future::pending::<()>());
         let (early, late, other) = (call(), call(), call());
         {

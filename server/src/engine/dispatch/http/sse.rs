@@ -19,6 +19,26 @@ pub(super) struct SseEvent {
     pub(super) data: String,
 }
 
+impl SseEvent {
+    /// The event as text again (`event:` when named, one `data:` line per line of its data, the
+    /// blank line): what a client reading the stream parses back into the same event.
+    pub(super) fn encode(&self) -> String {
+        let mut out = String::with_capacity(self.data.len() + 32);
+        if let Some(name) = &self.event {
+            out.push_str("event: ");
+            out.push_str(name);
+            out.push('\n');
+        }
+        for line in self.data.split('\n') {
+            out.push_str("data: ");
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push('\n');
+        out
+    }
+}
+
 /// An event grew past the bound before it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct EventTooLarge;
@@ -169,6 +189,19 @@ mod tests {
     fn no_space_after_the_colon_and_unknown_fields_are_fine() {
         let (got, _) = read_in_chunks("id: 7\nretry: 10\nevent:error\ndata:{}\n\ndata\n\n", 4);
         assert_eq!(got, vec![ev(Some("error"), "{}"), ev(None, "")]);
+    }
+
+    #[test]
+    fn an_encoded_event_reads_back_as_itself() {
+        for e in [
+            ev(Some("message_start"), "{\"a\":1}"),
+            ev(None, "one\ntwo"),
+            ev(None, ""),
+        ] {
+            let (got, unfinished) = read_in_chunks(&e.encode(), 3);
+            assert_eq!(got, vec![e]);
+            assert!(!unfinished);
+        }
     }
 
     #[test]

@@ -1,0 +1,295 @@
+//! The replay gate's one exception, end to end with the fake ACP agent: after real assistant
+//! output, an automatic retry is allowed only when it loads the very session that holds that
+//! output (an agent that advertises `loadSession`, a policy that retries the same candidate);
+//! everything else after output stops for a person, and no other candidate is started on the
+//! same prompt generation.
+
+use crate::common;
+
+use axum::http::StatusCode;
+use common::{
+    fake_agent::{until, FakeAgent},
+    *,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn overloaded_rpc() -> Value {
+    json!({"error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"request_id\":\"req_011CVXXXX\"}"}})
+}
+
+/// Real output, then the provider fails.
+fn output_then_overload(load_session: bool) -> Value {
+    json!({"initialize": {"loadSession": load_session},
+           "prompt": [{"message": "Here is the first half of the plan:\n1. Split the parser.\n"}, overloaded_rpc()]})
+}
+
+/// A retry that loads the session (which replays its history) and finishes the answer.
+fn resumed_success() -> Value {
+    json!({"initialize": {"loadSession": true},
+           "load_session": {"replay": [
+               {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "Plan the refactoring"}},
+               {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Here is the first half of the plan:\n1. Split the parser.\n"}}]},
+           "prompt": [{"message": "2. Move the checks."}, {"respond": {"stopReason": "end_turn"}}]})
+}
+
+async fn harness(agents: &[&FakeAgent]) -> Harness {
+    let config: String = agents.iter().map(|a| a.toml("")).collect();
+    Harness::with_config(tempfile::tempdir().unwrap(), &config).await
+}
+
+async fn resumable_rows(h: &Harness) -> i64 {
+    server::store::sql::query("SELECT COUNT(*) FROM resumable_sessions")
+        .scalar(&h.pool)
+        .await
+        .unwrap()
+}
+
+/// Waits until no agent process of the harness is recorded (every attempt finished).
+async fn settled(h: &Harness) {
+    let end = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let rows: i64 = server::store::sql::query("SELECT COUNT(*) FROM agent_processes")
+            .scalar(&h.pool)
+            .await
+            .unwrap();
+        if rows == 0 {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < end, "attempts never finished");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn decision(s: &Value) -> (Value, Value) {
+    (
+        s["decision"]["kind"].clone(),
+        s["decision"]["gate_reason"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn output_then_a_capacity_error_retries_in_the_very_session_that_holds_the_output() {
+    let d = tempfile::tempdir().unwrap();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(true), resumed_success()]),
+    );
+    let backup = FakeAgent::new(d.path(), "gemini", "google", json!([{}]));
+    let h = harness(&[&main, &backup]).await;
+    let p = h
+        .profile(
+            json!({"name": "resume", "targets": [main.target("main"), backup.target("backup")],
+          "policy": {"version": 1, "candidates": [
+            candidate("main", class_policy(2, 5, 0, "skip"), disabled()),
+            candidate("backup", disabled(), disabled())]}}),
+        )
+        .await;
+    let mut updates = h.engine.subscribe_updates();
+    let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
+    let s = h.wait_route(&r, LIMIT, |s| s["state"] == "retry_wait").await;
+    assert_eq!(s["code"], "provider_overloaded", "{s}");
+    assert_eq!(s["retry_ordinal"], 1);
+    settled(&h).await;
+    assert_eq!(
+        resumable_rows(&h).await,
+        1,
+        "the session is recorded before the report"
+    );
+    h.advance(5).await;
+    let s = h
+        .wait_route(&r, LIMIT, |s| s["state"] == "active" && s["attempt"].is_null())
+        .await;
+    assert_eq!(s["candidate_id"], "main", "{s}");
+    settled(&h).await;
+    // The retry loaded the first attempt's session and prompted in it; no new session.
+    let first = main.messages("session/prompt")[0]["params"]["sessionId"].clone();
+    let loads = main.messages("session/load");
+    assert_eq!(loads.len(), 1);
+    assert_eq!(loads[0]["params"]["sessionId"], first);
+    assert_eq!(main.received("session/new"), 1);
+    let prompts = main.messages("session/prompt");
+    assert_eq!(prompts.len(), 2);
+    assert_eq!(prompts[1]["params"]["sessionId"], first);
+    assert_eq!(prompts[1]["params"]["prompt"], prompts[0]["params"]["prompt"]);
+    assert!(backup.pids().is_empty(), "no other agent got the prompt");
+    assert_eq!(resumable_rows(&h).await, 0, "a success ends the guarantee");
+    // The history the load replayed is not new output: only the new chunk went live.
+    let mut live = Vec::new();
+    while let Ok(u) = updates.try_recv() {
+        live.push((
+            u.attempt,
+            u.update["content"]["text"].as_str().unwrap_or("").to_owned(),
+        ));
+    }
+    assert_eq!(
+        live,
+        vec![
+            (
+                1,
+                "Here is the first half of the plan:\n1. Split the parser.\n".to_owned()
+            ),
+            (2, "2. Move the checks.".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn output_then_a_capacity_error_stops_for_a_person_when_the_agent_cannot_load_its_session() {
+    let d = tempfile::tempdir().unwrap();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(false)]),
+    );
+    let h = harness(&[&main]).await;
+    let p = h
+        .profile(json!({"name": "no-load", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", class_policy(2, 5, 0, "skip"), disabled())]}}))
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
+    let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
+    assert_eq!(decision(&s), (json!("manual"), json!("assistant_output")), "{s}");
+    settled(&h).await;
+    assert_eq!(resumable_rows(&h).await, 0);
+    h.advance(3600).await;
+    assert_eq!(main.received("session/prompt"), 1, "never prompted again");
+}
+
+#[tokio::test]
+async fn output_is_never_resumed_when_the_policy_would_switch_and_the_other_agent_never_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(true)]),
+    );
+    let backup = FakeAgent::new(d.path(), "gemini", "google", json!([{}]));
+    let h = harness(&[&main, &backup]).await;
+    let p = h
+        .profile(
+            json!({"name": "switch", "targets": [main.target("main"), backup.target("backup")],
+          "policy": {"version": 1, "candidates": [
+            candidate("main", disabled(), disabled()),
+            candidate("backup", disabled(), disabled())]}}),
+        )
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
+    let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
+    assert_eq!(decision(&s), (json!("manual"), json!("assistant_output")), "{s}");
+    settled(&h).await;
+    assert!(backup.pids().is_empty());
+    assert_eq!(resumable_rows(&h).await, 0);
+}
+
+#[tokio::test]
+async fn tool_activity_is_never_resumable_even_on_an_agent_that_can_load_its_session() {
+    let d = tempfile::tempdir().unwrap();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([{"initialize": {"loadSession": true}, "prompt": [
+            {"message": "Editing the parser."},
+            {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_1", "title": "Edit parser.rs", "kind": "edit", "status": "completed"}},
+            overloaded_rpc()]}]),
+    );
+    let h = harness(&[&main]).await;
+    let p = h
+        .profile(json!({"name": "tool", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", class_policy(2, 5, 0, "skip"), disabled())]}}))
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Refactor")).await;
+    let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
+    assert_eq!(decision(&s), (json!("manual"), json!("tool_activity")), "{s}");
+    settled(&h).await;
+    assert_eq!(resumable_rows(&h).await, 0);
+    assert_eq!(main.received("session/prompt"), 1);
+}
+
+#[tokio::test]
+async fn a_resumed_retry_whose_agent_no_longer_offers_its_session_is_not_run_in_a_new_one() {
+    let d = tempfile::tempdir().unwrap();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(true), {"initialize": {"loadSession": false}}]),
+    );
+    let h = harness(&[&main]).await;
+    let p = h
+        .profile(json!({"name": "lost", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", class_policy(2, 5, 0, "skip"), disabled())]}}))
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
+    h.wait_route(&r, LIMIT, |s| s["state"] == "retry_wait").await;
+    settled(&h).await;
+    h.advance(5).await;
+    let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
+    assert_eq!(s["decision"]["kind"], "manual", "{s}");
+    settled(&h).await;
+    assert_eq!(main.pids().len(), 2);
+    assert_eq!(main.received("session/new"), 1, "no new session for the retry");
+    assert_eq!(main.received("session/prompt"), 1, "the retry was never prompted");
+}
+
+#[tokio::test]
+async fn a_persons_skip_during_the_resumable_wait_starts_no_other_candidate_until_a_second_decision() {
+    let d = tempfile::tempdir().unwrap();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(true)]),
+    );
+    let h = harness(&[&main]).await;
+    let p = h
+        .profile(json!({"name": "skip", "targets": [main.target("main"), sim("backup", "openai", json!([succeed()]))],
+          "policy": {"version": 1, "candidates": [
+            candidate("main", class_policy(2, 60, 0, "skip"), disabled()),
+            candidate("backup", disabled(), disabled())]}}))
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
+    let s = h.wait_route(&r, LIMIT, |s| s["state"] == "retry_wait").await;
+    settled(&h).await;
+    // Skip now, during the wait: the same route cycle, so the backup would get the prompt
+    // after the main agent's output. It is not started.
+    let (status, out) = h
+        .post(
+            &format!("/api/v1/routes/{r}/actions"),
+            json!({"action": "skip_now", "expected_generation": s["generation"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
+    assert_eq!(s["candidate_id"], "backup", "{s}");
+    assert_eq!(h.launches(&r).await, 0, "the backup never ran");
+    // A second, explicit decision from manual recovery starts a new cycle: it runs.
+    let (status, out) = h
+        .post(
+            &format!("/api/v1/routes/{r}/actions"),
+            json!({"action": "retry_now", "expected_generation": s["generation"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    let s = h
+        .wait_route(&r, LIMIT, |s| s["state"] == "active" && s["attempt"].is_null())
+        .await;
+    assert_eq!(s["candidate_id"], "backup", "{s}");
+    assert_eq!(h.launches(&r).await, 1);
+    assert_eq!(
+        resumable_rows(&h).await,
+        0,
+        "the new cycle dropped the old session"
+    );
+    until("nothing else ran on the main agent", LIMIT, || {
+        main.pids().len() == 1
+    })
+    .await;
+}

@@ -1,0 +1,87 @@
+//! The HTTP surface through the real router, without a socket, as the administrator's API token
+//! (the harness's `tester`), except where a test says it has no credentials.
+
+use crate::common;
+
+use axum::{body::Body, http::Request};
+use http_body_util::BodyExt;
+use server::{
+    cli::{DatabaseArgs, ServeArgs},
+    clock::SystemClock,
+    db,
+    engine::Engine,
+    serve,
+    web::{router, AppState},
+};
+use std::sync::Arc;
+use tower::ServiceExt;
+
+async fn app(dir: &tempfile::TempDir) -> (axum::Router, String) {
+    let database = common::backend::database(dir.path(), "http.db");
+    let args = ServeArgs {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        db: DatabaseArgs {
+            database: database.clone(),
+        },
+        demo: false,
+        trusted_proxies: Vec::new(),
+        allowed_hosts: Vec::new(),
+        test_clock: None,
+        test_clock_skew_seconds: None,
+        config: None,
+        replica_id: None,
+    };
+    let pool = db::open(&database).await.unwrap();
+    let engine = Engine::new(server::store::Store::new(pool), Arc::new(SystemClock));
+    let state = AppState::new(engine, serve::leptos_options(&args).unwrap(), None);
+    let token = common::account_token(&state.auth, common::ADMIN, "admin", common::ADMIN_PASSWORD).await;
+    (router(state), token)
+}
+
+async fn get((app, token): (axum::Router, String), path: &str) -> (u16, String) {
+    let res = app
+        .oneshot(
+            Request::get(path)
+                .header("authorization", format!("Bearer {token}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn healthz_reports_ok_when_the_database_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, body) = get(app(&dir).await, "/healthz").await;
+    assert_eq!(status, 200);
+    assert_eq!(body, r#"{"status":"ok","database":"ok"}"#);
+}
+
+#[tokio::test]
+async fn home_page_is_server_rendered_with_navigation_and_an_empty_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, body) = get(app(&dir).await, "/").await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("<!DOCTYPE html>"), "{body}");
+    assert!(
+        body.contains(r#"<nav aria-label="Main""#),
+        "navigation is rendered"
+    );
+    assert!(body.contains("No open routes"), "empty state is rendered");
+    assert!(
+        body.contains("/pkg/recourse.js"),
+        "hydration script is referenced"
+    );
+}
+
+#[tokio::test]
+async fn unknown_paths_render_the_not_found_page_with_404() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, body) = get(app(&dir).await, "/definitely/not/here").await;
+    assert_eq!(status, 404);
+    assert!(body.contains("Page not found"));
+}
