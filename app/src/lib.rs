@@ -39,8 +39,7 @@ pub mod pages;
 use components::nav::NavBar;
 use pages::{
     access::AccessRoute, audit::AuditRoute, home::HomeRoute, login::LoginRoute, not_found::NotFound,
-    notifications::NotificationsRoute,
-    profile::ProfileRoute, profiles::ProfilesRoute, route::RoutePageRoute,
+    notifications::NotificationsRoute, profile::ProfileRoute, profiles::ProfilesRoute, route::RoutePageRoute,
 };
 
 /// The HTML document around the app, rendered by the server for every page.

@@ -9,7 +9,10 @@
 //! name, where the session is already read: people who may view routes get the notifications item
 //! with their unread count (`notify_bell`).
 
-use crate::{auth::SessionResource, components::notify_bell::NotificationBell};
+use crate::{
+    auth::SessionResource,
+    components::notify_bell::{header_notifications, NotificationBell},
+};
 use leptos::prelude::*;
 use leptos_router::components::A;
 use policy::auth::{Permission, Permissions};
@@ -50,6 +53,7 @@ pub const LINKS: [NavLink; 4] = [
 pub fn NavBar() -> impl IntoView {
     let (open, set_open) = signal(false);
     let session = expect_context::<SessionResource>();
+    let notifications = header_notifications(session);
     // `min-h-11`: every link stays 44 px tall on a desktop too, where the text gets smaller.
     let link_class = "flex min-h-11 items-center rounded-md px-3 py-3 text-base font-medium text-slate-700 hover:bg-slate-100 \
                       focus-visible:outline focus-visible:outline-2 focus-visible:outline-indigo-600 \
@@ -117,7 +121,7 @@ pub fn NavBar() -> impl IntoView {
                                         .then(|| {
                                             view! {
                                                 <li>
-                                                    <NotificationBell class=link_class on_follow=Callback::new(move |()| set_open.set(false)) />
+                                                    <NotificationBell page=notifications class=link_class on_follow=Callback::new(move |()| set_open.set(false)) />
                                                 </li>
                                             }
                                         })}

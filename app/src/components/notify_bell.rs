@@ -18,30 +18,44 @@
 
 use crate::{
     api::notifications::list_notifications,
+    auth::SessionResource,
     components::live::{use_event_ticks, EventTicks},
+    error::AppError,
 };
 use leptos::prelude::*;
 use leptos_router::components::A;
+use policy::{auth::Permission, notify::NotificationPage};
 
-/// The header item. Rendered for people who may view routes.
-#[component]
-pub fn NotificationBell(
-    /// The nav link's classes.
-    #[prop(into)]
-    class: String,
-    /// Called when the link is followed (the phone menu closes).
-    on_follow: Callback<()>,
-) -> impl IntoView {
+/// The header's read of the signed-in person's notifications: `None` for people who may not
+/// view routes (nothing is asked for them).
+pub type HeaderNotifications = Resource<Result<Option<NotificationPage>, AppError>>;
+
+/// Makes the header's [`HeaderNotifications`], and the browser's notification for each new
+/// one. Called once, where the header is made: never inside the header's `Suspend`, which the
+/// server may run more than once while it renders a page (a resource made there would be made,
+/// and sent with the page, a varying number of times: the same page would never be the same
+/// bytes, and its ETag would never match).
+pub fn header_notifications(session: SessionResource) -> HeaderNotifications {
     // Every event and gap a page's stream sees: the list is read again.
     let ticks = use_event_ticks();
     let page = Resource::new(
         move || ticks.map(EventTicks::get),
-        move |_| list_notifications(None),
+        move |_| async move {
+            let views = matches!(
+                session.await,
+                Ok(v) if v.viewer.as_ref().is_some_and(|w| w.permissions.contains(Permission::ViewRoutes))
+            );
+            if views {
+                list_notifications(None).await.map(Some)
+            } else {
+                Ok(None)
+            }
+        },
     );
     // The newest `seq` this tab has seen; browser notifications are only for newer ones.
     let newest = StoredValue::new(None::<u64>);
     Effect::new(move |_| {
-        let Some(Ok(p)) = page.get() else { return };
+        let Some(Ok(Some(p))) = page.get() else { return };
         let top = p.items.first().map_or(0, |n| n.seq);
         match newest.get_value() {
             // The first read: what was already there is not news.
@@ -54,7 +68,21 @@ pub fn NotificationBell(
             }
         }
     });
-    let unread = move || page.get().and_then(Result::ok).map_or(0, |p| p.unread);
+    page
+}
+
+/// The header item. Rendered for people who may view routes.
+#[component]
+pub fn NotificationBell(
+    /// What [`header_notifications`] reads.
+    page: HeaderNotifications,
+    /// The nav link's classes.
+    #[prop(into)]
+    class: String,
+    /// Called when the link is followed (the phone menu closes).
+    on_follow: Callback<()>,
+) -> impl IntoView {
+    let unread = move || page.get().and_then(Result::ok).flatten().map_or(0, |p| p.unread);
     let label = move || match unread() {
         0 => "Notifications".to_owned(),
         1 => "Notifications, 1 unread".to_owned(),

@@ -11,6 +11,18 @@ use policy::{
 
 const TABLE: &str = "profiles";
 
+/// `SELECT` and a profile's columns, as [`ProfileColumns::PLAIN`] decodes them: every plain
+/// read of whole profiles starts with this, so a new column is added in one place.
+macro_rules! select_profiles {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, name, kind, description, revision, candidates_json, policy_json, \
+             normalized_from_legacy, notifications_json, created_at, updated_at ",
+            $rest
+        )
+    };
+}
+
 /// Column names of a profile in a result row (plain, or prefixed when joined to a route).
 pub(super) struct ProfileColumns {
     id: &'static str,
@@ -115,13 +127,10 @@ impl ProfileColumns {
 }
 
 async fn load(mut conn: Exec<'_>, id: &str) -> Result<Option<Profile>, StoreError> {
-    let row = sql::query(
-        "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
-         notifications_json, created_at, updated_at FROM profiles WHERE id = ?",
-    )
-    .bind(id)
-    .fetch_optional(conn.by_ref())
-    .await?;
+    let row = sql::query(select_profiles!("FROM profiles WHERE id = ?"))
+        .bind(id)
+        .fetch_optional(conn.by_ref())
+        .await?;
     row.as_ref().map(|r| ProfileColumns::PLAIN.decode(r)).transpose()
 }
 
@@ -203,22 +212,18 @@ impl Store {
 
     /// Every profile, whole, by name (the gateway's model list).
     pub(crate) async fn profiles(&self) -> Result<Vec<Profile>, StoreError> {
-        let rows = sql::query(
-            "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
-             created_at, updated_at FROM profiles ORDER BY name, id",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sql::query(select_profiles!("FROM profiles ORDER BY name, id"))
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(|r| ProfileColumns::PLAIN.decode(r)).collect()
     }
 
     /// The profile whose id is `key`, or else those named `key` (names need not be unique), in
     /// one read: the id's match first.
     pub(crate) async fn profiles_called(&self, key: &str) -> Result<Vec<Profile>, StoreError> {
-        let rows = sql::query(
-            "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
-             created_at, updated_at FROM profiles WHERE id = ? OR name = ? ORDER BY id = ? DESC, id",
-        )
+        let rows = sql::query(select_profiles!(
+            "FROM profiles WHERE id = ? OR name = ? ORDER BY id = ? DESC, id"
+        ))
         .bind(key)
         .bind(key)
         .bind(key)

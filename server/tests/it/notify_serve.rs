@@ -234,7 +234,9 @@ async fn two_replicas_send_each_event_once_and_one_takes_over_what_a_killed_one_
 /// The Python of the aiosmtpd virtual environment `./dev` installs (`RECOURSE_AIOSMTPD`; a test
 /// that uses it starts with `requires!(smtp)`).
 fn aiosmtpd() -> std::path::PathBuf {
-    std::env::var_os("RECOURSE_AIOSMTPD").expect("requires!(smtp) checked it").into()
+    std::env::var_os("RECOURSE_AIOSMTPD")
+        .expect("requires!(smtp) checked it")
+        .into()
 }
 
 /// The SMTP sink, stopped when dropped.
