@@ -109,6 +109,8 @@ test('a route that stops for a person shows up on the open page without a reload
     await page.getByRole('button', { name: 'Mark all as read' }).click();
     await page.getByTestId('unread-summary').getByText('All read.').waitFor();
     assert.equal(await item.getAttribute('data-read'), 'true');
+    // The header's count follows without a reload.
+    await page.waitForFunction(() => document.querySelector('[data-testid="unread-count"]')?.hidden === true);
     assert.deepEqual(errors, []);
   } finally {
     await context.close();

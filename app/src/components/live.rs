@@ -213,7 +213,9 @@ impl EventTicks {
         self.0.get()
     }
 
-    fn bump(self) {
+    /// Counts one more: what the stream's events and gaps do, and what a page does after it
+    /// changed something the header shows itself (marking notifications read).
+    pub fn bump(self) {
         // `try_`: the app may be going away.
         self.0.try_update(|n| *n += 1);
     }

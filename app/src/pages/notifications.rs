@@ -7,7 +7,7 @@ use crate::{
     api::notifications::{list_deliveries, list_notifications, MarkNotificationsRead},
     components::{
         controls::FOCUS,
-        live::use_route_events,
+        live::{use_event_ticks, use_route_events},
         notify_bell::browser::{self, Permission},
         status::{Empty, ErrorPanel, Loading},
         time::format_utc,
@@ -24,6 +24,17 @@ pub fn NotificationsPage() -> impl IntoView {
     let changes = RwSignal::new(0u64);
     let live = use_route_events(move |_| changes.update(|n| *n += 1));
     let mark = ServerAction::<MarkNotificationsRead>::new();
+    // Once marked, the header's unread count is read again too (it rereads on every tick).
+    let ticks = use_event_ticks();
+    Effect::new(move |seen: Option<usize>| {
+        let now = mark.version().get();
+        if seen.is_some_and(|s| s != now) {
+            if let Some(t) = ticks {
+                t.bump();
+            }
+        }
+        now
+    });
     let page = Resource::new(
         move || (changes.get(), live.gaps(), mark.version().get()),
         move |(_, gap, _)| async move { live.reload(gap, list_notifications(None)).await },
