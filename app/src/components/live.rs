@@ -203,7 +203,8 @@ mod stream {
 
 /// Every event and gap any page's stream has seen, counted app-wide (provided by the app with
 /// [`provide_event_ticks`]): what the header reads to stay current without a stream of its own
-/// (a page keeps one stream; pages without live updates keep none).
+/// (a page keeps one stream; pages without live updates keep none), and the changes a page
+/// made itself to what the header shows ([`EventTicks::bump`]).
 #[derive(Debug, Clone, Copy)]
 pub struct EventTicks(RwSignal<u64>);
 
