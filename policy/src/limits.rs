@@ -201,6 +201,9 @@ pub const MAX_RULE_CHANNELS: usize = 8;
 /// Notifications one page of the in-app list returns by default, and at most.
 pub const DEFAULT_NOTIFICATION_PAGE: u32 = 50;
 pub const MAX_NOTIFICATION_PAGE: u32 = 200;
+/// Largest notification `seq` (the databases' 64-bit signed integer): the most a `through_seq`
+/// may name.
+pub const MAX_NOTIFICATION_SEQ: u64 = i64::MAX as u64;
 
 #[cfg(test)]
 mod tests {

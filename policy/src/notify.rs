@@ -456,8 +456,21 @@ pub struct NotificationPage {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MarkRead {
-    #[serde(deserialize_with = "crate::whole::u64")]
+    /// At most [`crate::limits::MAX_NOTIFICATION_SEQ`]; a larger one is refused.
+    #[serde(deserialize_with = "through_seq")]
     pub through_seq: u64,
+}
+
+/// A whole number up to [`crate::limits::MAX_NOTIFICATION_SEQ`].
+fn through_seq<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let n = crate::whole::u64(d)?;
+    if n > crate::limits::MAX_NOTIFICATION_SEQ {
+        return Err(serde::de::Error::custom(format_args!(
+            "through_seq is at most {}",
+            crate::limits::MAX_NOTIFICATION_SEQ
+        )));
+    }
+    Ok(n)
 }
 
 /// Where a delivery to a configured channel stands. Stable spellings (stored).

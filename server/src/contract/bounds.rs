@@ -325,6 +325,11 @@ pub fn bound(doc: &mut Value) {
             }
         }
     }
+    // A notification's `seq` is the databases' signed 64-bit integer.
+    schema(doc, "MarkRead")["properties"]["through_seq"] = json!({
+        "type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_NOTIFICATION_SEQ,
+        "description": "Every notification up to and including this `seq` is read."
+    });
     // The notification list's and the deliveries' pages, as `api::extract::NotificationQuery`
     // reads them.
     for path in ["/api/v1/notifications", "/api/v1/notifications/deliveries"] {

@@ -443,6 +443,10 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
         prop("ExpectedGeneration", "expected_generation")["maximum"],
         u64::MAX
     );
+    assert_eq!(
+        prop("MarkRead", "through_seq")["maximum"],
+        limits::MAX_NOTIFICATION_SEQ
+    );
     let limit = doc()["paths"]["/api/v1/routes"]["get"]["parameters"]
         .as_array()
         .unwrap()

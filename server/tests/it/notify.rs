@@ -246,6 +246,16 @@ async fn a_route_that_stops_for_a_person_is_in_the_in_app_list_from_the_same_com
     assert_eq!(page["unread"], 1);
     assert_eq!(page["items"][0]["type"], "route.finished");
     assert_eq!(page["items"][1]["read"], true);
+    // A `seq` past the databases' integers is refused, named, and marks nothing.
+    let (status, out) = h
+        .post(
+            "/api/v1/notifications/read",
+            json!({"through_seq": policy::limits::MAX_NOTIFICATION_SEQ + 1}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{out}");
+    assert!(out.to_string().contains("through_seq"), "{out}");
+    assert_eq!(h.get("/api/v1/notifications").await["unread"], 1);
 }
 
 #[tokio::test]
