@@ -173,14 +173,11 @@ impl<'a> SignalJson<'a> {
 }
 
 /// Every string value inside a JSON value, in document order (bounded depth), except those
-/// a credential names: under a credential's key (`password`, `x-api-key`), after a
-/// credential's name in a list (a header pair, `["x-api-key", "..."]`), and the `value` of an
-/// object whose `name`, `key` or `header` is a credential's (`{"name": "Authorization",
-/// "value": ...}`). The text drops the keys and the brackets, so redaction could not see the
-/// context that names them (rules' JSON conditions still read them).
+/// a credential names (`redact::names`: under a credential's key, after a credential's name
+/// in a header pair, the `value` of an object whose `name` is a credential's). The text drops
+/// the keys and the brackets, so redaction could not see the context that names them (rules'
+/// JSON conditions still read them).
 fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
-    let names_credential =
-        |x: Option<&Value>| x.and_then(Value::as_str).is_some_and(redact::is_credential_name);
     if depth > 16 {
         return;
     }
@@ -188,20 +185,15 @@ fn leaf_strings<'v>(v: &'v Value, out: &mut Vec<&'v str>, depth: usize) {
         Value::String(s) => out.push(s),
         Value::Array(a) => {
             for (i, x) in a.iter().enumerate() {
-                if !(x.is_string() && i > 0 && names_credential(a.get(i - 1))) {
+                if !redact::names::credential_element(a, i) {
                     leaf_strings(x, out, depth + 1);
                 }
             }
         }
-        Value::Object(o) => {
-            let named = ["name", "key", "header"].iter().any(|k| {
-                o.iter()
-                    .any(|(n, x)| n.eq_ignore_ascii_case(k) && names_credential(Some(x)))
-            });
-            o.iter()
-                .filter(|(k, _)| !(redact::is_credential_name(k) || named && k.eq_ignore_ascii_case("value")))
-                .for_each(|(_, x)| leaf_strings(x, out, depth + 1));
-        }
+        Value::Object(o) => o
+            .iter()
+            .filter(|(k, _)| !redact::names::credential_member(o, k))
+            .for_each(|(_, x)| leaf_strings(x, out, depth + 1)),
         _ => {}
     }
 }

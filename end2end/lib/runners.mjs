@@ -208,7 +208,8 @@ export async function startConfigured(name, config) {
     async close() {
       await server.close();
       provider?.stop();
-      rmSync(dir, { recursive: true, force: true });
+      // A real agent may still be writing in its HOME (inside `dir`) as it ends: retry.
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }

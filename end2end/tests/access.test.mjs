@@ -70,7 +70,10 @@ for (const viewport of Object.keys(VIEWPORTS)) {
       // Nothing chosen: the page says so at the field, and nothing is made.
       await page.getByRole('button', { name: 'Make token' }).click();
       await page.locator('#token-permissions-error', { hasText: 'Give at least one permission.' }).waitFor();
-      await page.getByLabel('view_routes').check();
+      // A permission is a switch (a button whose text names it), not a labelled checkbox.
+      const permission = page.getByRole('switch', { name: 'view_routes' });
+      await permission.click();
+      assert.equal(await permission.getAttribute('aria-checked'), 'true');
       await page.getByRole('button', { name: 'Make token' }).click();
       const shown = page.getByTestId('token-secret');
       await shown.waitFor();
@@ -155,7 +158,9 @@ test('an administrator makes an account, changes its role, and cannot disable th
       await me.getByRole('alert').filter({ hasText: 'no enabled administrator' }).waitFor();
       assert.equal((await me.getByTestId('account-state').textContent()).trim(), 'enabled');
     }
-    assert.deepEqual(errors, []);
+    // The refusal is the server's 409, which Chromium logs as a failed load: that one only.
+    assert.deepEqual(errors.filter((e) => !/status of 409 \(Conflict\)/.test(e)), []);
+    if (admins.length !== 1) assert.deepEqual(errors, []);
 
     // A viewer opens the page: tokens, but no accounts, and a note saying whose they are.
     const viewer = await openPage(browser, 'small-phone', { session: renewed });

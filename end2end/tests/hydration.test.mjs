@@ -99,7 +99,8 @@ test('desktop shows the navigation without a menu button', async () => {
     await page.goto(`${BASE_URL}/profiles`);
     await waitHydrated(page);
     assert.equal(await page.getByRole('button', { name: 'Menu' }).isVisible(), false);
-    await page.getByRole('link', { name: 'Routes' }).click();
+    // Exactly the navigation's link: a profile another test named "Routes …" links too.
+    await page.getByRole('link', { name: 'Routes', exact: true }).click();
     await page.getByRole('heading', { name: 'Routes', level: 1 }).waitFor();
     await screenshot(page, 'profiles-desktop');
     assert.deepEqual(errors, []);

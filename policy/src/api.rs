@@ -271,14 +271,19 @@ pub enum CallerKind {
     Workflow,
     Utility,
     Office,
+    /// An editor session through `recourse acp`, which runs the route's attempts itself, where
+    /// the editor's files are: each attempt is leased to it (a claim limited to the route), and
+    /// the server starts nothing for such a route.
+    Editor,
 }
 
 impl CallerKind {
-    pub const ALL: [CallerKind; 4] = [
+    pub const ALL: [CallerKind; 5] = [
         CallerKind::KanbanTask,
         CallerKind::Workflow,
         CallerKind::Utility,
         CallerKind::Office,
+        CallerKind::Editor,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -287,7 +292,15 @@ impl CallerKind {
             CallerKind::Workflow => "workflow",
             CallerKind::Utility => "utility",
             CallerKind::Office => "office",
+            CallerKind::Editor => "editor",
         }
+    }
+
+    /// Whether the caller runs the route's attempts itself (`editor`): each attempt is leased
+    /// to it through the lease protocol, whatever its candidate's dispatcher, and never started
+    /// by the server.
+    pub const fn runs_attempts(self) -> bool {
+        matches!(self, CallerKind::Editor)
     }
 
     pub fn parse(s: &str) -> Option<CallerKind> {
@@ -325,6 +338,11 @@ pub struct StartRouteRequest {
     /// from evidence, and given to every attempt of the route's current prompt generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work: Option<Work>,
+    /// Pins the route to this candidate of the profile: no other is ever chosen, so the route
+    /// never switches (an editor session's mode). Only for a caller that runs its attempts
+    /// (`editor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
 }
 
 /// The work a route carries (design contract 7): what each kind of candidate needs to run it.
@@ -553,6 +571,10 @@ pub struct ClaimRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub lease_seconds: Option<u64>,
+    /// The runner starts the work at once: the claim is also its acknowledgement (no `ack`
+    /// call; from the answer on, the attempt may have run, and it must heartbeat).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub acknowledge: bool,
 }
 
 /// A claimed attempt: what to run and the lease that holds it.
@@ -566,6 +588,14 @@ pub struct LeaseGrant {
     /// The generation the attempt's evidence and report carry.
     pub invocation_generation: u64,
     pub candidate_id: String,
+    /// The candidate's dispatcher (an `editor` route's `acp` candidates are run by the runner
+    /// that claimed them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dispatcher: Option<DispatcherKind>,
+    /// The agent (`acp`) or endpoint (`http`) of the configuration the candidate names, by id:
+    /// a runner that starts it itself (`recourse acp`) finds it in its own configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

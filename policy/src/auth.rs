@@ -175,6 +175,14 @@ pub fn may_steer(permissions: Permissions, caller: CallerKind) -> bool {
         || (permissions.contains(Permission::AssignOffice) && caller == CallerKind::Office)
 }
 
+/// Whether someone holding `permissions` may start a route whose caller is `caller`: whoever
+/// may steer it, and for a caller that runs the route's attempts itself (`editor`), only who
+/// also runs dispatches (`run_dispatches`): starting one is taking on its attempts.
+pub fn may_start(permissions: Permissions, caller: CallerKind) -> bool {
+    may_steer(permissions, caller)
+        && (!caller.runs_attempts() || permissions.contains(Permission::RunDispatches))
+}
+
 /// The roles every installation has. They are fixed; a different set is a custom role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BuiltinRole {
@@ -729,6 +737,21 @@ mod tests {
             assert!(may_steer(BuiltinRole::Operator.permissions(), kind));
         }
         assert!(!may_steer(BuiltinRole::Viewer.permissions(), CallerKind::Office));
+    }
+
+    #[test]
+    fn an_editor_route_is_started_only_by_who_also_runs_dispatches() {
+        let op = BuiltinRole::Operator.permissions();
+        assert!(may_start(op, CallerKind::Workflow));
+        assert!(!may_start(op, CallerKind::Editor), "operate_routes alone");
+        assert!(
+            !may_start(BuiltinRole::Runner.permissions(), CallerKind::Editor),
+            "run_dispatches alone"
+        );
+        let editor = Permissions::of(&[Permission::OperateRoutes, Permission::RunDispatches]);
+        assert!(may_start(editor, CallerKind::Editor));
+        assert!(may_start(BuiltinRole::Admin.permissions(), CallerKind::Editor));
+        assert!(!may_start(BuiltinRole::Office.permissions(), CallerKind::Editor));
     }
 
     #[test]

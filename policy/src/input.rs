@@ -587,6 +587,7 @@ pub struct ValidatedStartRoute {
     caller: Caller,
     title: Option<String>,
     work: Option<Work>,
+    pin: Option<String>,
 }
 
 impl ValidatedStartRoute {
@@ -621,11 +622,22 @@ impl ValidatedStartRoute {
         if let Some(work) = &request.work {
             problems.0.extend(check_work(work, "work"));
         }
+        if let Some(pin) = &request.pin {
+            problems.check("pin", check_line(pin, "the candidate to pin", MAX_ID_CHARS));
+            if !request.caller.kind.runs_attempts() {
+                problems.push(
+                    "pin",
+                    ValidationCode::UnknownField,
+                    "Only a route whose caller runs its attempts (`editor`) is pinned to a candidate.",
+                );
+            }
+        }
         let value = ValidatedStartRoute {
             profile_id: request.profile_id.clone(),
             caller: request.caller.clone(),
             title: title.map(str::to_owned),
             work: request.work.clone(),
+            pin: request.pin.clone(),
         };
         problems.finish(Some(value))
     }
@@ -640,6 +652,7 @@ impl ValidatedStartRoute {
             caller,
             title: Some(title.to_owned()),
             work: Some(work),
+            pin: None,
         }
     }
 
@@ -653,6 +666,12 @@ impl ValidatedStartRoute {
 
     pub fn caller_kind(&self) -> CallerKind {
         self.caller.kind
+    }
+
+    /// The candidate the route is pinned to, if any (checked against the profile when it is
+    /// read).
+    pub fn pin(&self) -> Option<&str> {
+        self.pin.as_deref()
     }
 
     pub fn title(&self) -> Option<&str> {
@@ -887,6 +906,7 @@ mod tests {
             },
             title: Some("  Fix the build ".into()),
             work: None,
+            pin: None,
         };
         let v = ValidatedStartRoute::parse(&ok).unwrap();
         assert_eq!(v.title(), Some("Fix the build"));
@@ -900,6 +920,7 @@ mod tests {
             },
             title: Some(big),
             work: None,
+            pin: None,
         };
         let e = ValidatedStartRoute::parse(&bad).unwrap_err();
         assert_eq!(

@@ -159,6 +159,7 @@ async fn start(engine: &Engine, profile: &str, i: usize, cwd: &str) -> String {
             cwd: Some(cwd.to_owned()),
             ..Work::default()
         }),
+        pin: None,
     };
     engine
         .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())

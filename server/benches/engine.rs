@@ -116,6 +116,7 @@ async fn start(engine: &Engine, profile: &str, i: usize) -> String {
         },
         title: None,
         work: None,
+        pin: None,
     };
     engine
         .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())

@@ -124,6 +124,7 @@ async fn start(engine: &Engine, profile: &str, i: usize) -> (String, u64) {
         },
         title: None,
         work: None,
+        pin: None,
     };
     let started = engine
         .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())

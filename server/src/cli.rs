@@ -58,6 +58,41 @@ pub enum Command {
         #[command(subcommand)]
         command: AgentsCommand,
     },
+    /// Recourse as an ACP agent for your editor, on standard input and output: each editor
+    /// session is a route of `--profile` on the server at `--server`, whose agents this process
+    /// starts (from `--config`) where the editor's files are. The API token comes from the
+    /// environment variable `--token-env` names, never from an argument.
+    Acp(AcpArgs),
+    /// Runs an agent for `recourse acp` and stops its whole process group when `recourse acp`
+    /// goes (internal).
+    #[command(name = "__agent-guard", hide = true)]
+    AgentGuard {
+        command: PathBuf,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AcpArgs {
+    /// The Recourse server, e.g. `http://127.0.0.1:3000`.
+    #[arg(long, env = "RECOURSE_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: String,
+    /// The profile whose candidates run the editor's prompts: its id, or its name.
+    #[arg(long, env = "RECOURSE_PROFILE")]
+    pub profile: String,
+    /// The configuration file whose `[[agent]]` entries this process starts (the same ids as
+    /// the server's configuration names).
+    #[arg(long, env = "RECOURSE_CONFIG")]
+    pub config: PathBuf,
+    /// The environment variable that holds the API token (operate_routes, view_routes and
+    /// run_dispatches, best scoped to the profile).
+    #[arg(long, default_value = "RECOURSE_TOKEN", value_name = "NAME")]
+    pub token_env: String,
+    /// How long a lease on an attempt holds without a heartbeat, in seconds: how soon a killed
+    /// `recourse acp`'s attempt stops for a person as ambiguous.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(5..=600))]
+    pub lease_seconds: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -288,6 +323,72 @@ mod tests {
             panic!("expected serve")
         };
         assert_eq!(args.replica_id, None, "resolved at start: host name and pid");
+    }
+
+    #[test]
+    fn acp_takes_its_server_profile_and_config_and_never_a_token() {
+        let cli = Cli::try_parse_from([
+            "recourse",
+            "acp",
+            "--server",
+            "http://127.0.0.1:3000",
+            "--profile",
+            "coding",
+            "--config",
+            "/etc/recourse.toml",
+        ])
+        .unwrap();
+        let Command::Acp(args) = cli.command else {
+            panic!("expected acp")
+        };
+        assert_eq!(args.profile, "coding");
+        assert_eq!(args.token_env, "RECOURSE_TOKEN");
+        assert_eq!(args.lease_seconds, 30);
+        assert!(Cli::try_parse_from([
+            "recourse",
+            "acp",
+            "--profile",
+            "p",
+            "--config",
+            "c",
+            "--token",
+            "rct_x"
+        ])
+        .is_err());
+    }
+
+    /// README's editor snippets (Zed, JetBrains, CodeCompanion, avante) start a command line
+    /// `recourse acp` accepts.
+    #[test]
+    fn the_readme_editor_snippets_are_command_lines_acp_accepts() {
+        let readme = include_str!("../../README.md");
+        let start = readme
+            .find("## Use Recourse from your editor")
+            .expect("the section");
+        let section = &readme[start..];
+        let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
+        let mut found = 0;
+        for line in section[..end].lines() {
+            let line = line.trim();
+            // `"args": ["acp", ...]` (JSON), `args = { "acp", ... }` and
+            // `default = { "recourse", "acp", ... }` (Lua).
+            let Some(list) = line
+                .strip_prefix("\"args\": [")
+                .or_else(|| line.strip_prefix("args = {"))
+                .or_else(|| line.strip_prefix("default = { \"recourse\","))
+            else {
+                continue;
+            };
+            let words = list.split('"').skip(1).step_by(2);
+            let cli = Cli::try_parse_from(std::iter::once("recourse").chain(words))
+                .unwrap_or_else(|e| panic!("{line}: {e}"));
+            let Command::Acp(args) = cli.command else {
+                panic!("{line} is not `recourse acp`")
+            };
+            assert_eq!(args.profile, "coding", "{line}");
+            found += 1;
+        }
+        assert_eq!(found, 4, "Zed, JetBrains, CodeCompanion, avante");
     }
 
     #[test]

@@ -71,6 +71,15 @@ pub struct AgentConfig {
     /// The ACP `authenticate` method to call when the agent advertises it.
     #[serde(default)]
     pub auth_method: Option<String>,
+    /// Whether a retry after output may continue the failed turn in its own session
+    /// (`session/load`): only for an agent whose loaded session still holds the partial answer
+    /// of a turn that failed (tested: Claude Code's adapter). Codex and Qwen Code load the
+    /// session without it and Gemini CLI's retry in it never reaches the provider, so a retry
+    /// there would answer a prompt whose first half the person saw and the agent forgot; off,
+    /// output before a failure stops the route for a person. Advertising `loadSession` is not
+    /// enough.
+    #[serde(default)]
+    pub resume_after_output: bool,
     /// Safe identifiers for evidence and shared circuits.
     #[serde(default)]
     pub provider_id: Option<String>,

@@ -196,6 +196,7 @@ pub async fn seed(engine: &Engine) -> Result<usize, EngineError> {
             },
             title: Some(name.trim_start_matches("Demo: ").to_owned()),
             work: None,
+            pin: None,
         };
         let request = ValidatedStartRoute::parse(&request).map_err(EngineError::Invalid)?;
         match engine.start_route(request).await {

@@ -46,6 +46,7 @@ pub mod config;
 pub mod contract;
 pub mod db;
 pub mod demo;
+pub mod editor;
 pub mod engine;
 pub mod failure;
 pub mod gateway;

@@ -54,6 +54,7 @@ use utoipa::{
         crate::api::openapi_paths::list_circuits,
         crate::api::openapi_paths::events,
         crate::api::runners::openapi_paths::claim,
+        crate::api::runners::openapi_paths::claim_route,
         crate::api::runners::openapi_paths::ack,
         crate::api::runners::openapi_paths::heartbeat,
         crate::api::runners::openapi_paths::report,

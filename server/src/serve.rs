@@ -131,7 +131,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         "routes reconciled"
     );
     let (stop_tx, mut stop_rx) = watch::channel(false);
-    let mut stop_replicas = stop_rx.clone();
+    let (retire_tx, mut stop_replicas) = watch::channel(false);
     let mut stop_outbox = stop_rx.clone();
     let scheduler = tokio::spawn(crate::scheduler::run(engine.clone(), async move {
         let _ = stop_rx.wait_for(|stop| *stop).await;
@@ -204,7 +204,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
     let _ = outbox.await;
+    // Nothing this process started outlives it: the agents in flight are stopped (their
+    // dispatches are ambiguous at the next boot, as after a crash).
+    engine.stop_attempts().await;
     // Retires this replica (its routes are the others' to take up at once).
+    let _ = retire_tx.send(true);
     let _ = membership.await;
     store.close().await;
     tracing::info!("recourse stopped cleanly");

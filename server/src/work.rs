@@ -7,6 +7,11 @@
 //!
 //! The directory is resolved (links and `..`) here and again when an agent is started, because
 //! it can change in between.
+//!
+//! A route whose caller runs its attempts itself ([`Runs::Caller`]: `recourse acp`, where the
+//! editor's files are) needs the prompt and an absolute working directory, but the directory is
+//! the caller's, on its machine: the caller checks it against its own agents' roots when it
+//! starts one, and the server does not look for it on its own disk.
 
 use crate::config::{cwd_under, RunnerConfig};
 use policy::{
@@ -15,12 +20,22 @@ use policy::{
 };
 use std::path::Path;
 
-/// Checks `work` against every candidate of `profile` that Recourse runs itself. Blocking (it
-/// resolves paths): call it off the async threads.
+/// Who runs a route's attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// Recourse, on this machine.
+    Server,
+    /// The route's caller (`editor`), on its own machine.
+    Caller,
+}
+
+/// Checks `work` against every candidate of `profile` that Recourse (or, for [`Runs::Caller`],
+/// the caller) runs. Blocking (it resolves paths): call it off the async threads.
 pub fn check_fits(
     profile: &Profile,
     work: Option<&Work>,
     config: &RunnerConfig,
+    runs: Runs,
 ) -> Result<(), ValidationErrors> {
     let mut errors = Vec::new();
     let mut push = |path: &str, code: ValidationCode, message: String| {
@@ -50,6 +65,17 @@ pub fn check_fits(
                     );
                 }
                 match work.and_then(|w| w.cwd.as_deref()) {
+                    Some(cwd) if runs == Runs::Caller && !Path::new(cwd).is_absolute() => push(
+                        "work.cwd",
+                        ValidationCode::OutOfRange,
+                        "The working directory must be an absolute path.".to_owned(),
+                    ),
+                    None if runs == Runs::Caller => push(
+                        "work.cwd",
+                        ValidationCode::Missing,
+                        "A route whose caller runs it needs the caller's working directory.".to_owned(),
+                    ),
+                    Some(_) if runs == Runs::Caller => {}
                     Some(cwd) if cwd_under(Path::new(cwd), &agent.allowed_roots).is_none() => push(
                         "work.cwd",
                         ValidationCode::OutOfRange,

@@ -39,7 +39,9 @@ pub fn Transcripts(
     dispatches: Vec<DispatchRecord>,
     current: Option<u32>,
 ) -> impl IntoView {
-    let dispatches = StoredValue::new(dispatches);
+    // Owned by the closures, not stored in the panel: a transcript read that ends after the
+    // panel was replaced (the route changed meanwhile) must not reach a disposed value.
+    let dispatches = std::sync::Arc::new(dispatches);
     view! {
         <section aria-labelledby="transcript-heading" class="mt-6" data-testid="transcripts">
             <h2 id="transcript-heading" class="text-lg font-semibold">"What the agent is doing"</h2>
@@ -49,7 +51,9 @@ pub fn Transcripts(
                  report no such detail."
             </p>
             <Transition fallback=|| ()>
-                {move || Suspend::new(async move {
+                {move || {
+                    let dispatches = dispatches.clone();
+                    Suspend::new(async move {
                     match transcripts.await {
                         Ok(list) if list.is_empty() => view! {
                             <p class="mt-2 text-sm text-slate-700" data-testid="no-transcript">
@@ -61,9 +65,12 @@ pub fn Transcripts(
                             list.sort_by_key(|a| (Some(a.attempt) != current, std::cmp::Reverse(a.attempt)));
                             view! {
                                 <div class="mt-2 space-y-3">
-                                    {list.into_iter().map(|a| {
-                                        let record = dispatches.with_value(|d| d.iter().find(|r| r.attempt == a.attempt).cloned());
-                                        let open = Some(a.attempt) == current;
+                                    {list.into_iter().enumerate().map(|(i, a)| {
+                                        let record = dispatches.iter().find(|r| r.attempt == a.attempt).cloned();
+                                        // The running attempt, or when none runs (the route
+                                        // waits, or stopped for a person) the newest: what a
+                                        // person opening the page came to read.
+                                        let open = Some(a.attempt) == current || current.is_none() && i == 0;
                                         view! { <AttemptView attempt=a record=record open=open /> }
                                     }).collect_view()}
                                 </div>
@@ -71,7 +78,8 @@ pub fn Transcripts(
                         }
                         Err(e) => view! { <ErrorPanel error=e retry=Callback::new(move |()| transcripts.refetch()) /> }.into_any(),
                     }
-                })}
+                    })
+                }}
             </Transition>
         </section>
     }

@@ -422,11 +422,16 @@ fn AccountRow(
     let failure: RwSignal<Option<AppError>> = RwSignal::new(None);
     // What the row shows: the server's answer once it has one.
     let shown = RwSignal::new(account.clone());
+    // A new password changes nothing the list shows: the list is not read again (which would
+    // make the row anew and take its "Password changed" confirmation away).
+    let password_patch = StoredValue::new(false);
     Effect::new(move |_| match update.value().get() {
         Some(Ok(a)) => {
             failure.set(None);
             shown.set(a);
-            changed.update(|n| *n += 1);
+            if !password_patch.get_value() {
+                changed.update(|n| *n += 1);
+            }
         }
         Some(Err(e)) => failure.set(Some(e)),
         None => {}
@@ -435,6 +440,7 @@ fn AccountRow(
     let select_id = format!("role-{}", account.id);
     let send = move |patch: AccountPatch| {
         failure.set(None);
+        password_patch.set_value(patch.password.is_some());
         update.dispatch(UpdateAccount {
             id: id.get_value(),
             patch,

@@ -31,6 +31,7 @@ fn caller_label(kind: CallerKind) -> &'static str {
         CallerKind::Workflow => "Workflow step",
         CallerKind::Utility => "Utility call",
         CallerKind::Office => "Office assignment",
+        CallerKind::Editor => "Editor session",
     }
 }
 

@@ -49,18 +49,27 @@ pub fn RoutePage() -> impl IntoView {
     let updates = RwSignal::new(0u64);
     let reading = StoredValue::new(false);
     let again = StoredValue::new(false);
+    // The stream's callbacks and the transcript read's continuation may run after the page
+    // is gone (an event already on its way, a read that ends after a navigation): each touches
+    // the page's values with `try_`, so a disposed page does nothing instead of panicking.
     let live = use_route_events_and_updates(
         move |route| {
-            if route.is_none_or(|r| r == id.get_untracked()) {
-                tick.update(|t| *t += 1);
+            let Some(current) = id.try_get_untracked() else {
+                return;
+            };
+            if route.is_none_or(|r| r == current) {
+                tick.try_update(|t| *t += 1);
             }
         },
         move |route| {
-            if route.is_some_and(|r| r == id.get_untracked()) {
-                if reading.get_value() {
-                    again.set_value(true);
+            let Some(current) = id.try_get_untracked() else {
+                return;
+            };
+            if route.is_some_and(|r| r == current) {
+                if reading.try_get_value() == Some(true) {
+                    again.try_set_value(true);
                 } else {
-                    updates.update(|u| *u += 1);
+                    updates.try_update(|u| *u += 1);
                 }
             }
         },
@@ -73,11 +82,11 @@ pub fn RoutePage() -> impl IntoView {
     let transcripts = Resource::new(
         move || (id.get(), tick.get(), updates.get(), live.gaps()),
         move |(id, ..)| async move {
-            reading.set_value(true);
+            reading.try_set_value(true);
             let read = get_transcripts(id).await;
-            reading.set_value(false);
-            if again.get_value() {
-                again.set_value(false);
+            reading.try_set_value(false);
+            if again.try_get_value() == Some(true) {
+                again.try_set_value(false);
                 updates.try_update(|u| *u += 1);
             }
             read

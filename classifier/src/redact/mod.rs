@@ -34,6 +34,7 @@
 
 mod context;
 mod fold;
+pub mod names;
 mod numbers;
 mod shapes;
 mod tokens;
@@ -746,8 +747,9 @@ fn safe_cut_before(t: &str, mut i: usize) -> &str {
 }
 
 /// Whether a JSON key names a credential (`password`, `x-api-key`, `Authorization`, ...): its
-/// value is never evidence of a failure, and is left out wherever keys are dropped.
-pub(crate) fn is_credential_name(name: &str) -> bool {
+/// value is never evidence of a failure, and is left out wherever keys are dropped (see
+/// [`names`] for the names that stand beside a value).
+pub fn is_credential_name(name: &str) -> bool {
     context::is_credential_name(name.as_bytes())
 }
 

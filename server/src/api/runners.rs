@@ -1,18 +1,21 @@
 //! The external-runner protocol under `/api/v1/dispatches` (the `external` dispatcher): claim,
-//! acknowledge, heartbeat, report. The rules live in `crate::engine` (leases); these handlers
-//! parse, bound and answer. A lease that is not the runner's any more is `409` with
-//! `{"error":{"code":"lease_lost"}}`: the runner must stop and report nothing.
+//! acknowledge, heartbeat, report; and `POST /api/v1/routes/{id}/claim`, the claim limited to one
+//! route whose caller runs its attempts itself (`editor`: `recourse acp`). The rules live in
+//! `crate::engine` (leases); these handlers parse, bound and answer. A lease that is not the
+//! runner's any more is `409` with `{"error":{"code":"lease_lost"}}`: the runner must stop and
+//! report nothing.
 
 use super::{
     check_route,
-    extract::{JsonBody, LeasePath},
-    ApiResult,
+    extract::{Id, JsonBody, LeasePath},
+    route_for, ApiResult,
 };
 use crate::{
     auth::{scope::RouteUse, Principal},
     engine::dispatch::Report,
     failure::Failure,
     guard::json_only,
+    store::Lease,
     web::AppState,
 };
 use axum::{
@@ -33,6 +36,7 @@ use policy::{
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/dispatches/claim", json_only(post(claim)))
+        .route("/api/v1/routes/{id}/claim", json_only(post(claim_route)))
         .route(
             "/api/v1/dispatches/{route_id}/{attempt}/ack",
             json_only(post(ack)),
@@ -105,9 +109,46 @@ async fn claim(
     }
     check_identifier(&request.runner, "the runner name").map_err(|e| invalid("runner", e.code, e.message))?;
     let seconds = lease_seconds(request.lease_seconds)?;
-    let Some(lease) = s.engine.claim(&request.runner, seconds).await? else {
-        return Ok(StatusCode::NO_CONTENT.into_response());
-    };
+    match s
+        .engine
+        .claim(&request.runner, seconds, request.acknowledge)
+        .await?
+    {
+        Some(lease) => Ok(Json(grant(&s, lease).await?).into_response()),
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+    }
+}
+
+/// 200 with a lease on the route's started attempt, or 204 when it has none nobody holds. Only
+/// a route whose caller runs its attempts itself (`editor`) is claimed so; its attempts are
+/// never offered to the general claim. A token scoped to the route's profile may claim it.
+async fn claim_route(
+    State(s): State<AppState>,
+    Extension(p): Extension<Principal>,
+    Id(route_id): Id,
+    JsonBody(request): JsonBody<ClaimRequest>,
+) -> ApiResult<Response> {
+    check_identifier(&request.runner, "the runner name").map_err(|e| invalid("runner", e.code, e.message))?;
+    let seconds = lease_seconds(request.lease_seconds)?;
+    let route = route_for(&s, &p, &route_id, RouteUse::Reach).await?;
+    if !route.caller.kind.runs_attempts() {
+        return Err(Failure::Conflict(format!(
+            "not_leased: this route's attempts are run by Recourse (its caller is `{}`); only an `editor` route is claimed by route",
+            route.caller.kind
+        )));
+    }
+    match s
+        .engine
+        .claim_route(&route_id, &request.runner, seconds, request.acknowledge)
+        .await?
+    {
+        Some(lease) => Ok(Json(grant(&s, lease).await?).into_response()),
+        None => Ok(StatusCode::NO_CONTENT.into_response()),
+    }
+}
+
+/// What a lease gives its runner: the attempt, its candidate and the route's work.
+async fn grant(s: &AppState, lease: Lease) -> ApiResult<LeaseGrant> {
     let route = s.engine.route_summary(&lease.route_id).await?;
     let (_, profile) = s
         .engine
@@ -127,11 +168,13 @@ async fn claim(
         .route_work(&lease.route_id)
         .await
         .map_err(|e| Failure::from(crate::engine::EngineError::from(e)))?;
-    Ok(Json(LeaseGrant {
+    Ok(LeaseGrant {
         attempt: lease.attempt,
         invocation_id: route.caller.invocation_id,
         invocation_generation: lease.generation,
         candidate_id: route.snapshot.candidate_id,
+        dispatcher: target.as_ref().map(|t| t.dispatcher),
+        runner: target.as_ref().and_then(|t| t.runner.clone()),
         provider_id: target.as_ref().and_then(|t| t.provider_id.clone()),
         model_id: target.and_then(|t| t.model_id),
         work,
@@ -139,7 +182,6 @@ async fn claim(
         lease_expires_at: lease.expires,
         route_id: lease.route_id,
     })
-    .into_response())
 }
 
 async fn renew(s: &AppState, path: LeasePath, request: LeaseRenewal, ack: bool) -> ApiResult<Response> {
@@ -249,6 +291,14 @@ pub(crate) mod openapi_paths {
         (status = 200, body = LeaseGrant, description = "A lease on the oldest started `external` attempt nobody holds"),
         (status = 204, description = "No attempt is waiting for a runner")))]
     pub(crate) fn claim() {}
+
+    #[utoipa::path(post, path = "/api/v1/routes/{id}/claim", operation_id = "claim_route",
+        params(("id" = String, Path)),
+        request_body = ClaimRequest, responses(
+        (status = 200, body = LeaseGrant, description = "A lease on the route's started attempt: its caller runs its attempts itself (`editor`)"),
+        (status = 204, description = "The route has no started attempt nobody holds"),
+        (status = 409, description = "`not_leased`: Recourse runs this route's attempts itself; only an `editor` route is claimed by route")))]
+    pub(crate) fn claim_route() {}
 
     #[utoipa::path(post, path = "/api/v1/dispatches/{route_id}/{attempt}/ack", operation_id = "ack_dispatch",
         params(("route_id" = String, Path), ("attempt" = u32, Path, minimum = 1)),

@@ -145,6 +145,7 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/metrics", Surface::Api, VIEW),
     // External runners.
     ("POST", "/api/v1/dispatches/claim", Surface::Api, RUN),
+    ("POST", "/api/v1/routes/{id}/claim", Surface::Api, RUN),
     (
         "POST",
         "/api/v1/dispatches/{route_id}/{attempt}/ack",

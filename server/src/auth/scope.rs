@@ -11,7 +11,7 @@ use super::Principal;
 use crate::failure::Failure;
 use policy::{
     api::{CallerKind, RouteSummary},
-    auth::may_steer,
+    auth::{may_start, may_steer},
 };
 
 /// Out of a scoped token's reach.
@@ -63,11 +63,17 @@ pub fn route(principal: &Principal, route: &RouteSummary, intent: RouteUse) -> R
     Ok(())
 }
 
-/// May `principal` start a route on `profile_id` for a caller of `kind`?
+/// May `principal` start a route on `profile_id` for a caller of `kind`? An `editor` route's
+/// attempts are leased to whoever starts it, so that needs `run_dispatches` too.
 pub fn start(principal: &Principal, profile_id: &str, kind: CallerKind) -> Result<(), Failure> {
     profile(principal, profile_id)?;
-    if may_steer(principal.permissions, kind) {
+    if may_start(principal.permissions, kind) {
         Ok(())
+    } else if may_steer(principal.permissions, kind) {
+        Err(Failure::Forbidden(
+            "An `editor` route runs its attempts through its caller: starting one needs `run_dispatches` as well as `operate_routes`."
+                .to_owned(),
+        ))
     } else {
         Err(not_steerable())
     }

@@ -124,6 +124,7 @@ pub fn bound(doc: &mut Value) {
         ),
         ("StartRouteRequest", "profile_id", line(MAX_ID_CHARS)),
         ("StartRouteRequest", "title", text(MAX_TITLE_CHARS)),
+        ("StartRouteRequest", "pin", line(MAX_ID_CHARS)),
         ("AccountCreate", "name", account_name()),
         ("AccountCreate", "role", role_name()),
         ("AccountCreate", "password", password()),
@@ -261,6 +262,16 @@ pub fn bound(doc: &mut Value) {
         json!({
             "if": {"required": ["profile_ids"], "properties": {"profile_ids": {"type": "array"}}},
             "then": {"properties": {"permissions": {"not": {"contains": {"const": "admin"}}}}}
+        }),
+    );
+    // Only a caller that runs its attempts (`editor`) pins its route to a candidate
+    // (`ValidatedStartRoute`: 422 `unknown_field` at `pin` otherwise).
+    merge(
+        schema(doc, "StartRouteRequest"),
+        json!({
+            "if": {"required": ["caller"], "properties": {"caller": {"required": ["kind"],
+                   "properties": {"kind": {"const": policy::api::CallerKind::Editor.as_str()}}}}},
+            "else": {"properties": {"pin": {"type": "null"}}}
         }),
     );
     // A patch changes something (`AccountPatch::check`: `missing` at the body otherwise).

@@ -5,7 +5,7 @@ use serde_json::{json, Map, Value};
 /// What follows from a profile: its `id` is the `{id}` of these operations...
 pub const PROFILE_LINKS: [&str; 3] = ["get_profile", "update_profile", "delete_profile"];
 /// ...and of a route's: these take its `{id}`...
-pub const ROUTE_LINKS: [&str; 9] = [
+pub const ROUTE_LINKS: [&str; 10] = [
     "get_route",
     "submit_evidence",
     "manual_action",
@@ -15,6 +15,7 @@ pub const ROUTE_LINKS: [&str; 9] = [
     "submit_result",
     "get_result",
     "clear_result",
+    "claim_route",
 ];
 /// ...and these its current generation as `expected_generation` too.
 const FENCED: [&str; 4] = ["manual_action", "submit_work", "complete_route", "abandon_route"];
@@ -95,5 +96,7 @@ pub fn links(doc: &mut Value) {
             }),
         );
     }
-    doc["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"] = Value::Object(lease);
+    doc["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"] =
+        Value::Object(lease.clone());
+    doc["paths"]["/api/v1/routes/{id}/claim"]["post"]["responses"]["200"]["links"] = Value::Object(lease);
 }

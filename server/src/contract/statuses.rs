@@ -19,7 +19,7 @@ fn validation_response() -> Value {
 }
 
 /// Operations whose input is validated past its shape (422 with field paths).
-const VALIDATING: [&str; 18] = [
+const VALIDATING: [&str; 19] = [
     "list_notifications",
     "list_deliveries",
     "create_account",
@@ -35,6 +35,7 @@ const VALIDATING: [&str; 18] = [
     "submit_evidence",
     "submit_work",
     "claim_dispatch",
+    "claim_route",
     "ack_dispatch",
     "heartbeat_dispatch",
     "report_dispatch",

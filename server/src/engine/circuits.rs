@@ -33,20 +33,24 @@ fn keys_of(profile: &Profile, candidate_id: &str) -> Vec<String> {
     })
 }
 
-/// Eligibility of each of the profile's candidates for `route_id`, in preference order.
+/// Eligibility of each of the profile's candidates for `route_id`, in preference order. A route
+/// pinned to one candidate (`pin`) never finds another eligible.
 pub(super) async fn options(
     tx: &mut Tx<'_>,
     pending: &mut Pending,
     profile: &Profile,
     route_id: &str,
+    pin: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Vec<CandidateOption>, EngineError> {
     let mut out = Vec::with_capacity(profile.policy.candidates.len());
     for c in &profile.policy.candidates {
         let keys = keys_of(profile, &c.id);
-        let runnable = target_of(profile, &c.id).is_none_or(|t| runner_configured(t, &pending.config));
+        let runnable = target_of(profile, &c.id).is_none_or(|t| runner_configured(t, &pending.config))
+            && pin.is_none_or(|p| p == c.id);
         let eligibility = if !runnable {
-            // Its agent or endpoint left the configuration: no wait makes it runnable.
+            // Its agent or endpoint left the configuration, or the route is pinned to another:
+            // no wait makes it runnable.
             policy::route::Eligibility::Never
         } else if keys.is_empty() {
             policy::route::Eligibility::Now

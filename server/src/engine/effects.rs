@@ -287,7 +287,9 @@ impl Engine {
             .await?
             .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
         Ok(LaunchContext {
-            target: profile.and_then(|p| super::tx::target_of(&p, &route.state.candidate().id).cloned()),
+            target: profile
+                .and_then(|p| super::tx::target_of(&p, &route.state.candidate().id).cloned())
+                .map(|t| super::leases::launched_as(route.caller.kind, t)),
             invocation_id: route.caller.invocation_id,
         })
     }

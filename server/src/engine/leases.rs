@@ -11,6 +11,13 @@
 //!
 //! Across a restart of Recourse: an attempt nobody claimed is simply offered again; an
 //! acknowledged one keeps its lease (the runner may still report) until it runs out.
+//!
+//! A route whose caller runs its attempts itself (`editor`: `recourse acp`, where the editor's
+//! files are) is leased whatever its candidates' dispatchers: its attempts are recorded as
+//! `external`, the server starts nothing for them, and only a claim limited to that route
+//! ([`Engine::claim_route`]) takes them, never the general claim. The lease then works as
+//! above: an acknowledged attempt whose runner is gone (killed with the editor) runs out and
+//! stops for a person as ambiguous.
 
 use super::{
     dispatch::Report,
@@ -18,18 +25,73 @@ use super::{
     Applied, Engine, EngineError,
 };
 use crate::store::Lease;
+use policy::api::{CallerKind, CandidateTarget, DispatcherKind};
 use tokio::sync::oneshot;
+
+/// The dispatcher that runs an attempt of a route whose caller is `caller` on a candidate whose
+/// dispatcher is `target`: the candidate's, unless the caller runs the route's attempts itself
+/// (then it is leased: `external`).
+pub(crate) fn dispatcher_for(caller: CallerKind, target: DispatcherKind) -> DispatcherKind {
+    if caller.runs_attempts() {
+        DispatcherKind::External
+    } else {
+        target
+    }
+}
+
+/// The target an attempt is launched with: the candidate's, with the dispatcher that runs it.
+pub(crate) fn launched_as(caller: CallerKind, mut target: CandidateTarget) -> CandidateTarget {
+    target.dispatcher = dispatcher_for(caller, target.dispatcher);
+    target
+}
 
 impl Engine {
     /// Claims the oldest started `external` attempt nobody holds for `runner`, for `seconds`.
-    pub(crate) async fn claim(&self, runner: &str, seconds: u64) -> Result<Option<Lease>, EngineError> {
+    /// `acknowledge`: the runner starts the work at once (the claim is its acknowledgement).
+    pub(crate) async fn claim(
+        &self,
+        runner: &str,
+        seconds: u64,
+        acknowledge: bool,
+    ) -> Result<Option<Lease>, EngineError> {
         let (reply, answer) = oneshot::channel();
         self.enqueue(vec![Job::Claim {
             runner: runner.to_owned(),
             seconds,
+            route: None,
+            acknowledge,
             reply,
         }])?;
-        answer.await.map_err(|_| EngineError::Task)?
+        let lease = answer.await.map_err(|_| EngineError::Task)??;
+        if acknowledge && lease.is_some() {
+            // A lease timer was armed.
+            self.wake();
+        }
+        Ok(lease)
+    }
+
+    /// Claims the started attempt of `route_id` for `runner`, for `seconds`, when the route's
+    /// caller runs its attempts itself and nobody holds it (`None` otherwise).
+    pub(crate) async fn claim_route(
+        &self,
+        route_id: &str,
+        runner: &str,
+        seconds: u64,
+        acknowledge: bool,
+    ) -> Result<Option<Lease>, EngineError> {
+        let (reply, answer) = oneshot::channel();
+        self.enqueue(vec![Job::Claim {
+            runner: runner.to_owned(),
+            seconds,
+            route: Some(route_id.to_owned()),
+            acknowledge,
+            reply,
+        }])?;
+        let lease = answer.await.map_err(|_| EngineError::Task)??;
+        if acknowledge && lease.is_some() {
+            self.wake();
+        }
+        Ok(lease)
     }
 
     /// Acknowledges (`ack`) or renews a lease for `seconds` more; `None` when it is not the

@@ -346,6 +346,16 @@ impl Engine {
         self.dispatchers.live()
     }
 
+    /// The server is stopping and its scheduler has stopped: every attempt in flight is
+    /// stopped and its agent's process group is gone when this returns (bounded; see
+    /// `Dispatcher::shut_down`). Call it before the replica retires, so no other replica takes
+    /// up a route whose agent still runs here.
+    pub async fn stop_attempts(&self) {
+        for dispatcher in self.dispatchers.all() {
+            dispatcher.shut_down().await;
+        }
+    }
+
     /// Live updates of running attempts.
     pub fn subscribe_updates(&self) -> broadcast::Receiver<AttemptUpdate> {
         self.updates.subscribe()
@@ -495,7 +505,8 @@ impl Engine {
             .profile(request.profile_id())
             .await?
             .ok_or_else(|| EngineError::ProfileNotFound(request.profile_id().to_owned()))?;
-        self.check_work(profile, request.work().cloned()).await?;
+        let runs = runs(request.caller_kind());
+        self.check_work(profile, request.work().cloned(), runs).await?;
         let ((route, profile, transition), chain) = {
             let (reply, answer) = oneshot::channel();
             self.enqueue(vec![Job::Start { request, reply }])?;
@@ -524,13 +535,14 @@ impl Engine {
             if !problems.is_empty() {
                 return Err(EngineError::Invalid(ValidationErrors { errors: problems }));
             }
-            let (_, profile) = self
+            let (route, profile) = self
                 .store
                 .route_and_profile(route_id)
                 .await?
                 .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
             let profile = profile.ok_or_else(|| EngineError::ProfileNotFound(String::new()))?;
-            self.check_work(profile, Some(work.clone())).await?;
+            self.check_work(profile, Some(work.clone()), runs(route.caller.kind))
+                .await?;
         }
         self.submit(
             route_id,
@@ -543,10 +555,15 @@ impl Engine {
     }
 
     /// Whether the profile's candidates can run `work` (paths are resolved off the async
-    /// threads).
-    async fn check_work(&self, profile: Profile, work: Option<Work>) -> Result<(), EngineError> {
+    /// threads; not for a route whose caller runs its attempts on its own machine).
+    async fn check_work(
+        &self,
+        profile: Profile,
+        work: Option<Work>,
+        runs: crate::work::Runs,
+    ) -> Result<(), EngineError> {
         let config = self.runners.current();
-        tokio::task::spawn_blocking(move || crate::work::check_fits(&profile, work.as_ref(), &config))
+        tokio::task::spawn_blocking(move || crate::work::check_fits(&profile, work.as_ref(), &config, runs))
             .await
             .map_err(|_| EngineError::Task)?
             .map_err(EngineError::Invalid)
@@ -626,5 +643,14 @@ impl Engine {
     /// Circuits, for the API and the UI.
     pub async fn circuits(&self) -> Result<Vec<CircuitView>, EngineError> {
         Ok(self.store.circuits().await?)
+    }
+}
+
+/// Who runs the attempts of a route whose caller is `caller`.
+fn runs(caller: policy::api::CallerKind) -> crate::work::Runs {
+    if caller.runs_attempts() {
+        crate::work::Runs::Caller
+    } else {
+        crate::work::Runs::Server
     }
 }

@@ -18,7 +18,7 @@ use crate::{metrics::FailureCause, notify::outbox::Change};
 use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
 use policy::{
-    api::{CandidateTarget, DispatchOutcome, DispatcherKind, Profile},
+    api::{CallerKind, CandidateTarget, DispatchOutcome, DispatcherKind, Profile},
     document::ValidatedPolicyDocument,
     input::ValidatedStartRoute,
     route::{
@@ -178,8 +178,13 @@ pub(crate) async fn evaluate(
     generation: u64,
     now: DateTime<Utc>,
 ) -> Result<Stepped, EngineError> {
-    let (_, profile) = pending.route_and_profile(tx, route_id).await?;
-    let candidates = circuits::options(tx, pending, &profile, route_id, now).await?;
+    let (route, profile) = pending.route_and_profile(tx, route_id).await?;
+    // Only a route whose caller runs its attempts may be pinned (`ValidatedStartRoute`).
+    let pin = match route.caller.kind.runs_attempts() {
+        true => tx.pin(route_id).await?,
+        false => None,
+    };
+    let candidates = circuits::options(tx, pending, &profile, route_id, pin.as_deref(), now).await?;
     let event = RouteEvent::CandidatesEvaluated {
         expected_generation: generation,
         candidates,
@@ -288,17 +293,29 @@ pub(crate) async fn launched(
     }
 }
 
-/// An external runner claims the oldest started `external` attempt nobody holds: a lease of
-/// `seconds` that lapses (and the attempt is offered again) unless it is acknowledged.
+/// An external runner claims the oldest started `external` attempt nobody holds (or, `route`
+/// given, that route's, if its caller runs its attempts): a lease of `seconds` that lapses (and
+/// the attempt is offered again) unless it is acknowledged.
+///
+/// `acknowledge`: the runner starts the work at once, so the claim is acknowledged in the same
+/// step (one round trip and one commit fewer): from its commit on, the attempt may have run,
+/// and the lease's timer watches it as after `ack`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn claim(
     tx: &mut Tx<'_>,
     pending: &mut Pending,
     runner: &str,
+    route: Option<&str>,
     seconds: u64,
+    acknowledge: bool,
     now: DateTime<Utc>,
 ) -> Result<Option<Lease>, EngineError> {
     pending.flush(tx, now).await?;
-    let Some((route_id, attempt, generation)) = tx.claimable_external(now).await? else {
+    let claimable = match route {
+        None => tx.claimable_external(now).await?,
+        Some(id) => tx.claimable_of_route(id, now).await?,
+    };
+    let Some((route_id, attempt, generation)) = claimable else {
         return Ok(None);
     };
     let lease = Lease {
@@ -307,10 +324,19 @@ pub(crate) async fn claim(
         generation,
         lease_id: new_id("ls", now),
         runner: runner.to_owned(),
-        acked: false,
+        acked: acknowledge,
         expires: policy::time::after_seconds(now, seconds),
     };
     pending.writes.put_lease(&lease, now);
+    if acknowledge {
+        pending.writes.upsert_timer(
+            &lease.route_id,
+            TimerKind::Lease,
+            lease.generation,
+            due_ms(lease.expires),
+            None,
+        );
+    }
     Ok(Some(lease))
 }
 
@@ -387,7 +413,18 @@ pub(crate) async fn start_route(
         ));
     }
     let id = new_id("rt", now);
-    let options = circuits::options(tx, pending, &profile, &id, now).await?;
+    if let Some(pin) = request.pin() {
+        if !profile.policy.candidates.iter().any(|c| c.id == pin) {
+            return Err(EngineError::Invalid(policy::document::ValidationErrors {
+                errors: vec![policy::document::ValidationError {
+                    path: "pin".to_owned(),
+                    code: policy::document::ValidationCode::OutOfRange,
+                    message: "The pinned candidate is not one of the profile's.".to_owned(),
+                }],
+            }));
+        }
+    }
+    let options = circuits::options(tx, pending, &profile, &id, request.pin(), now).await?;
     let transition = start(&options).map_err(|e| EngineError::Conflict(e.to_string()))?;
     let route = RouteRow {
         id: id.clone(),
@@ -403,6 +440,9 @@ pub(crate) async fn start_route(
     let writes = &mut pending.writes;
     if let Some(work) = request.work() {
         writes.put_work(&id, work, now);
+    }
+    if let Some(pin) = request.pin() {
+        writes.put_pin(&id, pin);
     }
     writes.history(HistoryInsert {
         route_id: &id,
@@ -431,7 +471,7 @@ pub(crate) async fn start_route(
             attempt: a.number,
             candidate_id: &transition.next.candidate().id,
             kind: a.kind,
-            dispatcher: dispatcher_of(&profile, &transition.next),
+            dispatcher: dispatcher_of(request.caller_kind(), &profile, &transition.next),
             generation: transition.next.generation(),
             at: now,
         });
@@ -451,8 +491,11 @@ pub(crate) async fn start_route(
     Ok(((route, profile, transition), chained))
 }
 
-fn dispatcher_of(profile: &Profile, state: &RouteState) -> DispatcherKind {
-    target_of(profile, &state.candidate().id).map_or(DispatcherKind::External, |t| t.dispatcher)
+/// The dispatcher that runs the state's attempt: its candidate's, unless the caller runs the
+/// route's attempts itself (they are leased: `external`).
+fn dispatcher_of(caller: CallerKind, profile: &Profile, state: &RouteState) -> DispatcherKind {
+    let target = target_of(profile, &state.candidate().id).map_or(DispatcherKind::External, |t| t.dispatcher);
+    super::leases::dispatcher_for(caller, target)
 }
 
 /// The transition owner's body: classify evidence against the route's current generation and
@@ -598,8 +641,17 @@ pub(crate) async fn transact(
         now,
     });
     let writes = &mut pending.writes;
-    let settled = maintain_dispatches(writes, route_id, &prev, &transition.next, kind, profile, now)
-        .map(|outcome| (outcome, cause));
+    let settled = maintain_dispatches(
+        writes,
+        route_id,
+        route.caller.kind,
+        &prev,
+        &transition.next,
+        kind,
+        profile,
+        now,
+    )
+    .map(|outcome| (outcome, cause));
     maintain_timer(writes, route_id, &prev, &transition.next);
     if let Some(work) = &new_work {
         writes.put_work(route_id, work, now);
@@ -619,7 +671,9 @@ pub(crate) async fn transact(
         .any(|e| matches!(e, RouteEffect::Launch { .. }))
         .then(|| {
             Box::new(LaunchContext {
-                target: target_of(profile, &transition.next.candidate().id).cloned(),
+                target: target_of(profile, &transition.next.candidate().id)
+                    .cloned()
+                    .map(|t| super::leases::launched_as(route.caller.kind, t)),
                 invocation_id: route.caller.invocation_id.clone(),
             })
         });
@@ -654,9 +708,11 @@ fn maintain_timer(writes: &mut Writes, route_id: &str, prev: &RouteState, next: 
 
 /// Keeps the dispatch records in step with the transition; returns the outcome of the record it
 /// settled, if any.
+#[allow(clippy::too_many_arguments)]
 fn maintain_dispatches(
     writes: &mut Writes,
     route_id: &str,
+    caller: CallerKind,
     prev: &RouteState,
     next: &RouteState,
     kind: EventKind,
@@ -680,7 +736,7 @@ fn maintain_dispatches(
             writes.settle_dispatch(route_id, p.number, outcome, now);
             settled = Some(outcome);
             if p.dispatch == DispatchState::Started
-                && dispatcher_of(profile, prev) == DispatcherKind::External
+                && dispatcher_of(caller, profile, prev) == DispatcherKind::External
             {
                 // The attempt is over: so is any runner's lease on it.
                 writes.delete_lease(route_id);
@@ -695,7 +751,7 @@ fn maintain_dispatches(
                 attempt: n.number,
                 candidate_id: &next.candidate().id,
                 kind: n.kind,
-                dispatcher: dispatcher_of(profile, next),
+                dispatcher: dispatcher_of(caller, profile, next),
                 generation: next.generation(),
                 at: now,
             });

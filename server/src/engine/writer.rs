@@ -86,6 +86,10 @@ pub(super) enum Job {
     Claim {
         runner: String,
         seconds: u64,
+        /// A claim limited to this route (its caller runs its attempts: `editor`).
+        route: Option<String>,
+        /// Acknowledged at once (the runner starts the work now).
+        acknowledge: bool,
         reply: oneshot::Sender<Result<Option<Lease>, EngineError>>,
     },
     /// An external runner acknowledges or renews its lease on a route's attempt.
@@ -458,9 +462,13 @@ async fn run_job(
             }
         }),
         Job::Start { request, .. } => Done::Start(tx::start_route(tx, pending, request, now).await),
-        Job::Claim { runner, seconds, .. } => {
-            Done::Lease(tx::claim(tx, pending, runner, *seconds, now).await)
-        }
+        Job::Claim {
+            runner,
+            seconds,
+            route,
+            acknowledge,
+            ..
+        } => Done::Lease(tx::claim(tx, pending, runner, route.as_deref(), *seconds, *acknowledge, now).await),
         Job::Lease { route_id, op, .. } => Done::Lease(tx::lease(tx, pending, route_id, op, now).await),
         Job::Reconcile { orphans_only, .. } => Done::Reconcile(
             async {

@@ -4,6 +4,7 @@
 use super::sql::{self, Row};
 use super::{from_ms, gen_i64, ms, non_negative, ts, Store, StoreError, Tx, Writes};
 use chrono::{DateTime, Utc};
+use policy::api::CallerKind;
 
 const TABLE: &str = "dispatch_leases";
 
@@ -35,24 +36,55 @@ fn lease_row(r: &Row) -> Result<Lease, StoreError> {
 
 const COLUMNS: &str = "route_id, attempt, generation, lease_id, runner, acked, expires_ms";
 
+/// A started `external` attempt of the route's current generation that no runner holds (no
+/// lease, a lease on another attempt, or a claim that lapsed unacknowledged); the caller's own
+/// filter follows, then [`OLDEST`].
+const CLAIMABLE: &str = "SELECT d.route_id, d.attempt, d.invocation_generation FROM dispatches d \
+     JOIN routes r ON r.id = d.route_id \
+     LEFT JOIN dispatch_leases l ON l.route_id = d.route_id \
+     WHERE d.status = 'started' AND d.dispatcher = 'external' AND r.generation = d.invocation_generation";
+
+/// The oldest first; the unacknowledged claim's lapse time is the last bind.
+const OLDEST: &str =
+    "AND (l.route_id IS NULL OR l.attempt <> d.attempt OR (l.acked = 0 AND l.expires_ms <= ?)) \
+     ORDER BY d.started_at, d.route_id LIMIT 1";
+
 impl Tx<'_> {
     /// The oldest started `external` attempt no runner holds (no lease, or a claim that lapsed
-    /// before it was acknowledged): `(route_id, attempt, invocation_generation)`.
+    /// before it was acknowledged), of a route whose caller does not run its attempts itself
+    /// (not `editor`): `(route_id, attempt, invocation_generation)`.
     pub(crate) async fn claimable_external(
         &mut self,
         now: DateTime<Utc>,
     ) -> Result<Option<(String, u32, u64)>, StoreError> {
-        let row = sql::query(
-            "SELECT d.route_id, d.attempt, d.invocation_generation FROM dispatches d \
-             JOIN routes r ON r.id = d.route_id \
-             LEFT JOIN dispatch_leases l ON l.route_id = d.route_id \
-             WHERE d.status = 'started' AND d.dispatcher = 'external' AND r.generation = d.invocation_generation \
-             AND (l.route_id IS NULL OR l.attempt <> d.attempt OR (l.acked = 0 AND l.expires_ms <= ?)) \
-             ORDER BY d.started_at, d.route_id LIMIT 1",
-        )
-        .bind(ms(now))
-        .fetch_optional(&mut *self.conn)
-        .await?;
+        self.claimable(None, now).await
+    }
+
+    /// The started attempt of route `route_id`, if no runner holds it and the route's caller
+    /// runs its attempts itself (`editor`): a claim limited to that route.
+    pub(crate) async fn claimable_of_route(
+        &mut self,
+        route_id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(String, u32, u64)>, StoreError> {
+        self.claimable(Some(route_id), now).await
+    }
+
+    async fn claimable(
+        &mut self,
+        route_id: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(String, u32, u64)>, StoreError> {
+        let runs_attempts = CallerKind::Editor.as_str();
+        let query = match route_id {
+            None => sql::query(format!("{CLAIMABLE} AND r.caller_kind <> ? {OLDEST}")).bind(runs_attempts),
+            Some(id) => sql::query(format!(
+                "{CLAIMABLE} AND r.caller_kind = ? AND d.route_id = ? {OLDEST}"
+            ))
+            .bind(runs_attempts)
+            .bind(id),
+        };
+        let row = query.bind(ms(now)).fetch_optional(&mut *self.conn).await?;
         row.map(|r| {
             let route_id: String = r.try_get("route_id")?;
             let attempt = non_negative("dispatches", &route_id, "attempt", r.try_get("attempt")?)?;

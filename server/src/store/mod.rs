@@ -38,6 +38,7 @@ mod history;
 mod leases;
 mod migrations;
 pub mod notify;
+mod pins;
 mod profiles;
 mod replicas;
 mod routes;

@@ -119,6 +119,14 @@ impl Published {
     /// Recourse's policy): Claude's `CLAUDE_CODE_MAX_RETRIES`, Codex's provider
     /// `request_max_retries` and `stream_max_retries`, Gemini's `general.maxAttempts`, Qwen's
     /// `model.generationConfig.maxRetries`.
+    /// Whether its loaded session still holds a failed turn's partial answer, so a retry may
+    /// continue there (`resume_after_output`): Claude Code's adapter, as the matrix's mid-stream
+    /// cell shows (the retry's request carries the partial answer). Codex and Qwen Code load
+    /// the session without it, and Gemini CLI's retry in it never reaches the provider.
+    pub fn resumes_after_output(self) -> bool {
+        self == Published::Claude
+    }
+
     pub fn retry_settings(self) -> &'static str {
         match self {
             Published::Claude => "CLAUDE_CODE_MAX_RETRIES=0",
@@ -221,6 +229,9 @@ impl Published {
         );
         if let Some(a) = auth {
             t.push_str(&format!("auth_method = {a:?}\n"));
+        }
+        if self.resumes_after_output() {
+            t.push_str("resume_after_output = true\n");
         }
         t.push_str("[agent.set_env]\n");
         for (k, v) in set_env {

@@ -16,6 +16,7 @@
 pub mod requires;
 pub mod agents;
 pub mod backend;
+pub mod editor;
 pub mod fake_agent;
 pub mod gateway;
 pub mod power;
@@ -207,11 +208,16 @@ pub fn spawn_serve_env(
         .spawn()
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
     let addr = loop {
-        let line = lines.next().expect("server exited before listening").unwrap();
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("server exited before listening:\n{}", seen.join("\n")))
+            .unwrap();
         if let Some(rest) = line.split("\"addr\":\"").nth(1) {
             break rest.split('"').next().unwrap().to_owned();
         }
+        seen.push(line);
     };
     SERVED_TOKENS.lock().unwrap().insert(addr.clone(), token);
     let (tx, rx) = std::sync::mpsc::channel();

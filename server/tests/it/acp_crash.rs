@@ -8,6 +8,12 @@
 //! `--replica-id`, as a service manager restarts a replica: it takes the crashed process's
 //! place at once, so it stops the agents that process left at boot (a replica under another id
 //! would leave them to the crashed one until that one's lease ran out; `replicas` tests that).
+//!
+//! And a graceful stop (SIGTERM) leaves nothing behind either: neither an agent mid-prompt nor
+//! one still being stopped after its success (an agent that stays after stdin EOF, as Claude
+//! Code's and Codex's adapters do, with a helper that ignores SIGTERM). Before the fix, the
+//! server exited without waiting, the helper lived on, and a real Claude Code kept writing in
+//! its HOME after `recourse serve` was gone.
 
 use crate::common;
 
@@ -29,30 +35,37 @@ fn until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguous_and_the_agent_stopped() {
-    let dir = tempfile::tempdir().unwrap();
+/// A server in `dir` running one fake agent playing `prompt` (its helper in its group ignores
+/// SIGTERM; it ignores `session/cancel` and stays after stdin EOF), with one route started on
+/// it. Returns the agent, the server's arguments, the server, its address and the route's id.
+struct Started {
+    agent: FakeAgent,
+    db: String,
+    args: Vec<String>,
+    server: std::process::Child,
+    addr: String,
+    route: String,
+}
+
+fn start(dir: &std::path::Path, prompt: Value) -> Started {
     let agent = FakeAgent::new(
-        dir.path(),
+        dir,
         "claude",
         "anthropic",
-        json!([{"prompt": [{"grandchild": {"ignore_term": true}}, {"message": "working on it"}, {"hang": true}],
-                "on_cancel": "ignore"}]),
+        json!([{"prompt": prompt, "on_cancel": "ignore"}]),
     );
-    let config = dir.path().join("recourse.toml");
+    let config = dir.join("recourse.toml");
     std::fs::write(&config, agent.toml("")).unwrap();
-    let db = common::backend::database(dir.path(), "recourse.db");
-    let clock = common::t0().to_rfc3339();
-    let args = [
-        "--config",
-        config.to_str().unwrap(),
-        "--test-clock",
-        &clock,
-        "--replica-id",
-        "crashing",
+    let db = common::backend::database(dir, "recourse.db");
+    let args: Vec<String> = vec![
+        "--config".into(),
+        config.to_str().unwrap().into(),
+        "--test-clock".into(),
+        common::t0().to_rfc3339(),
+        "--replica-id".into(),
+        "crashing".into(),
     ];
-
-    let (mut server, addr, _) = common::spawn_serve(&db, &args, false);
+    let (server, addr, _) = common::spawn_serve(&db, &args_of(&args), false);
     let (status, p) = request(
         &addr,
         "POST",
@@ -72,7 +85,46 @@ fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguo
         ),
     );
     assert_eq!(status, 201, "{route}");
-    let id = route["id"].as_str().unwrap().to_owned();
+    let route = route["id"].as_str().unwrap().to_owned();
+    Started {
+        agent,
+        db,
+        args,
+        server,
+        addr,
+        route,
+    }
+}
+
+fn args_of(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+fn sigterm(server: &std::process::Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(server.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+}
+
+/// Mid-prompt: the agent ignores stdin EOF and works on.
+fn mid_prompt() -> Value {
+    json!([{"grandchild": {"ignore_term": true}}, {"message": "working on it"}, {"hang": true}])
+}
+
+#[test]
+fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguous_and_the_agent_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let Started {
+        agent,
+        db,
+        args,
+        mut server,
+        route: id,
+        ..
+    } = start(dir.path(), mid_prompt());
+    let args = args_of(&args);
     until(
         "the agent is mid-prompt with its helper",
         Duration::from_secs(30),
@@ -103,10 +155,95 @@ fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguo
     assert_eq!(agent.received("session/prompt"), 1, "never prompted again");
     assert_eq!(agent.pids().len(), 1, "no agent started at boot");
 
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(server.id()).unwrap()),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    sigterm(&server);
     server.wait().unwrap();
+}
+
+/// Waits (bounded) for the server to exit after SIGTERM; it must exit cleanly.
+fn stopped(mut server: std::process::Child) {
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            assert!(status.success(), "exit status after SIGTERM: {status}");
+            return;
+        }
+        if Instant::now() > end {
+            let _ = server.kill();
+            panic!("the server was still running 60 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_stopped_server_stops_the_agent_it_had_mid_prompt_and_comes_back_with_the_dispatch_ambiguous() {
+    let dir = tempfile::tempdir().unwrap();
+    let Started {
+        agent,
+        db,
+        args,
+        server,
+        route: id,
+        ..
+    } = start(dir.path(), mid_prompt());
+    until(
+        "the agent is mid-prompt with its helper",
+        Duration::from_secs(30),
+        || agent.received("session/prompt") == 1 && !agent.grandchildren().is_empty(),
+    );
+    let (pid, helper) = (agent.pids()[0], agent.grandchildren()[0]);
+
+    sigterm(&server);
+    stopped(server);
+    assert!(!running(pid), "the agent outlived the server");
+    assert!(
+        !running(helper),
+        "the helper in its group (it ignores SIGTERM) outlived the server"
+    );
+
+    // The dispatch is ambiguous, as after a crash: a person decides.
+    let (server, addr, _) = common::spawn_serve(&db, &args_of(&args), false);
+    let (status, detail) = request(&addr, "GET", &format!("/api/v1/routes/{id}"), None);
+    assert_eq!(status, 200);
+    let s = &detail["route"]["snapshot"];
+    assert_eq!(s["state"], "action_required", "{s}");
+    assert_eq!(s["action_reason"], "ambiguous_dispatch");
+    assert_eq!(agent.received("session/prompt"), 1, "never prompted again");
+    assert_eq!(agent.pids().len(), 1, "no agent started at boot");
+    sigterm(&server);
+    stopped(server);
+}
+
+#[test]
+fn a_server_stopped_right_after_a_success_leaves_no_agent_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let Started {
+        agent,
+        server,
+        addr,
+        route: id,
+        ..
+    } = start(
+        dir.path(),
+        json!([{"grandchild": {"ignore_term": true}}, {"message": "Done: the build is fixed."},
+               {"respond": {"stopReason": "end_turn"}}]),
+    );
+    // The success is recorded before the agent is stopped (it stays after stdin EOF: the stop
+    // takes its `exit_grace`, then SIGTERM): the server is told to stop in between.
+    until("the success is recorded", Duration::from_secs(30), || {
+        let (_, detail) = request(&addr, "GET", &format!("/api/v1/routes/{id}"), None);
+        detail["history"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|e| e["event"] == "succeeded"))
+    });
+    let (pid, helper) = (agent.pids()[0], agent.grandchildren()[0]);
+    assert!(running(helper), "the helper is still there when the stop begins");
+
+    sigterm(&server);
+    stopped(server);
+    assert!(!running(pid), "the agent outlived the server");
+    assert!(
+        !running(helper),
+        "the helper in its group (it ignores SIGTERM) outlived the server"
+    );
 }

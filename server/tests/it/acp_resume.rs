@@ -35,9 +35,27 @@ fn resumed_success() -> Value {
            "prompt": [{"message": "2. Move the checks."}, {"respond": {"stopReason": "end_turn"}}]})
 }
 
+/// The agents' tables, each saying its loaded session keeps a failed turn's output (as the
+/// fake agent's does) when `resume` is true.
+fn config(agents: &[&FakeAgent], resume: bool) -> String {
+    agents
+        .iter()
+        .map(|a| {
+            let t = a.toml("");
+            match resume {
+                true => t.replacen(
+                    "[agent.timeouts]",
+                    "resume_after_output = true\n[agent.timeouts]",
+                    1,
+                ),
+                false => t,
+            }
+        })
+        .collect()
+}
+
 async fn harness(agents: &[&FakeAgent]) -> Harness {
-    let config: String = agents.iter().map(|a| a.toml("")).collect();
-    Harness::with_config(tempfile::tempdir().unwrap(), &config).await
+    Harness::with_config(tempfile::tempdir().unwrap(), &config(agents, true)).await
 }
 
 async fn resumable_rows(h: &Harness) -> i64 {
@@ -159,6 +177,33 @@ async fn output_then_a_capacity_error_stops_for_a_person_when_the_agent_cannot_l
     assert_eq!(resumable_rows(&h).await, 0);
     h.advance(3600).await;
     assert_eq!(main.received("session/prompt"), 1, "never prompted again");
+}
+
+#[tokio::test]
+async fn output_stops_for_a_person_when_the_operator_never_said_the_agents_session_keeps_it() {
+    // The agent advertises `loadSession` and the policy would retry it, but its entry does not
+    // say `resume_after_output` (Codex and Qwen Code load a session without a failed turn's
+    // output): a retry would answer a prompt the agent half forgot.
+    let d = tempfile::tempdir().unwrap();
+    let main = FakeAgent::new(
+        d.path(),
+        "codex",
+        "openai",
+        json!([output_then_overload(true), resumed_success()]),
+    );
+    let h = Harness::with_config(tempfile::tempdir().unwrap(), &config(&[&main], false)).await;
+    let p = h
+        .profile(json!({"name": "no-resume", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", class_policy(2, 5, 0, "skip"), disabled())]}}))
+        .await;
+    let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
+    let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
+    assert_eq!(decision(&s), (json!("manual"), json!("assistant_output")), "{s}");
+    settled(&h).await;
+    assert_eq!(resumable_rows(&h).await, 0);
+    h.advance(3600).await;
+    assert_eq!(main.received("session/prompt"), 1, "never prompted again");
+    assert_eq!(main.received("session/load"), 0);
 }
 
 #[tokio::test]

@@ -173,17 +173,22 @@ fn expected(agent: Published, b: Behaviour) -> Expect {
 }
 
 /// Output before the failure: the classification may be anything. The switching profile stops
-/// for a person (the output must not be answered twice elsewhere); the waiting one retries in
-/// the very session that holds the output (all four advertise `loadSession`: README,
-/// "Resumable retries"), so the prompt that goes again is a continuation, which the test checks
-/// in the provider's log.
-fn person_after_output(_agent: Published) -> Expect {
+/// for a person (the output must not be answered twice elsewhere). The waiting one retries in
+/// the very session that holds the output where the agent's entry says its loaded session
+/// keeps it (`resume_after_output`: Claude Code; README, "Resumable retries"), so the prompt
+/// that goes again is a continuation, which the test checks in the provider's log; elsewhere
+/// it stops for a person too (all four advertise `loadSession`, but Codex and Qwen Code load
+/// the session without the partial answer).
+fn person_after_output(agent: Published) -> Expect {
     Expect {
         code: "*",
         class: "*",
         reset_in: None,
         switch: Outcome::StopsForAPerson,
-        wait: Outcome::Retries,
+        wait: match agent.resumes_after_output() {
+            true => Outcome::Retries,
+            false => Outcome::StopsForAPerson,
+        },
     }
 }
 

@@ -187,6 +187,13 @@ const OPERATIONS: &[(&str, &str, &[&str])] = &[
     ),
     (
         "post",
+        "/api/v1/routes/{id}/claim",
+        &[
+            "200", "204", "400", "401", "403", "404", "409", "413", "415", "422", "503",
+        ],
+    ),
+    (
+        "post",
         "/api/v1/routes/{id}/work",
         &[
             "200", "400", "401", "403", "404", "409", "413", "415", "422", "503",
@@ -338,6 +345,11 @@ fn created_profiles_and_routes_link_to_the_operations_that_take_their_id() {
         json!({"profile_id": "$response.body#/id"})
     );
     let lease_links = &doc()["paths"]["/api/v1/dispatches/claim"]["post"]["responses"]["200"]["links"];
+    let route_lease_links = &doc()["paths"]["/api/v1/routes/{id}/claim"]["post"]["responses"]["200"]["links"];
+    assert_eq!(
+        lease_links, route_lease_links,
+        "a route's lease is held the same way"
+    );
     for target in ["ack_dispatch", "heartbeat_dispatch", "report_dispatch"] {
         assert!(operation_ids.contains(target), "{target} is an operation");
         assert_eq!(
@@ -889,4 +901,75 @@ async fn the_audit_query_takes_what_its_schema_allows_and_names_what_it_refuses(
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {body}");
         assert_eq!(body["errors"][0]["path"], at, "{bad}: {body}");
     }
+}
+
+/// A route's pin (found by Schemathesis: the schema published none of its rules): only an
+/// `editor` caller pins, to a candidate id of 1-128 characters on one line, as the schema's
+/// bounds and its `if`/`else` state; a pin the profile has no candidate for is 422 at `pin`
+/// (whether a candidate exists no schema can state).
+#[tokio::test]
+async fn a_route_pin_is_refused_only_for_what_its_schema_excludes() {
+    let h = Harness::new().await;
+    let id = h
+        .profile(json!({"name": "pinned", "policy": {"version": 1,
+            "candidates": [candidate("main", disabled(), disabled())]}}))
+        .await;
+    let start = |kind: &str, n: u32, pin: Value| {
+        json!({"profile_id": &id, "caller": {"kind": kind, "reference": "r", "invocation_id": format!("inv-{n}")},
+               "pin": pin})
+    };
+    let schema = schema("StartRouteRequest");
+    let pin = &schema["properties"]["pin"];
+    assert_eq!(
+        schema["if"]["properties"]["caller"]["properties"]["kind"]["const"],
+        "editor"
+    );
+    assert_eq!(schema["else"]["properties"]["pin"]["type"], "null");
+    // Allowed: an editor's pin on one of the profile's candidates; no pin, or null, for anyone.
+    for (n, (kind, value)) in [
+        ("editor", json!("main")),
+        ("kanban_task", Value::Null),
+        ("editor", Value::Null),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert!(
+            value.is_null() || allows(pin, &value),
+            "the schema excludes {value}"
+        );
+        let (status, body) = h
+            .post("/api/v1/routes", start(kind, n as u32, value.clone()))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{kind}: {value}: {body}");
+    }
+    // Refused at `pin`, each excluded by the schema: empty, too long, two lines, and any pin
+    // from a caller that does not run its attempts.
+    for (n, (kind, value)) in [
+        ("editor", json!("")),
+        ("editor", json!("p".repeat(limits::MAX_ID_CHARS + 1))),
+        ("editor", json!("a\nb")),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert!(!allows(pin, &value), "the schema allows {value}");
+        let (status, body) = h
+            .post("/api/v1/routes", start(kind, 10 + n as u32, value.clone()))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{value}: {body}");
+        assert_eq!(body["errors"][0]["path"], "pin", "{value}: {body}");
+    }
+    let (status, body) = h
+        .post("/api/v1/routes", start("kanban_task", 20, json!("main")))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["errors"][0]["path"], "pin", "{body}");
+    // A pin naming no candidate of the profile: the schema allows it, the profile decides.
+    assert!(allows(pin, &json!("ghost")));
+    let (status, body) = h
+        .post("/api/v1/routes", start("editor", 21, json!("ghost")))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["errors"][0]["path"], "pin", "{body}");
 }

@@ -497,6 +497,7 @@ async fn two_starts_of_one_invocation_in_a_group_make_one_route() {
         },
         title: None,
         work: None,
+        pin: None,
     };
     let results = futures_util::future::join_all(
         [
@@ -511,6 +512,7 @@ async fn two_starts_of_one_invocation_in_a_group_make_one_route() {
                 },
                 title: None,
                 work: None,
+                pin: None,
             },
         ]
         .into_iter()

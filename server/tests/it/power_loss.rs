@@ -98,6 +98,7 @@ async fn an_engine_on_a_pool_that_does_not_sync_shows_it() {
         },
         title: None,
         work: None,
+        pin: None,
     };
     engine
         .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())

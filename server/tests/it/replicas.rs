@@ -142,6 +142,7 @@ async fn start(engine: &Engine, profile: &str, i: usize) -> String {
         },
         title: None,
         work: None,
+        pin: None,
     };
     engine
         .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())

@@ -343,6 +343,7 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
             },
             title: None,
             work: None,
+            pin: None,
         };
         let req = policy::input::ValidatedStartRoute::parse(&req).unwrap();
         let r = h.engine.start_route(req).await.unwrap().id;

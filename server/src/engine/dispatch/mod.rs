@@ -215,6 +215,15 @@ pub(crate) trait Dispatcher: Send + Sync + 'static {
     /// another replica's now).
     fn cancel_all(&self) {}
 
+    /// The server is stopping: stop every attempt as [`Dispatcher::cancel_all`] does, and wait
+    /// until each has stopped everything it started, so no agent outlives the server. The
+    /// attempts report nothing; the next boot finds their dispatches ambiguous, as after a
+    /// crash.
+    fn shut_down(&self) -> DispatchFuture<'_, ()> {
+        self.cancel_all();
+        Box::pin(async {})
+    }
+
     /// At boot, before anything runs: clean up what a previous process left (its attempts are
     /// ambiguous or being recovered by the route engine).
     fn reconcile(&self) -> DispatchFuture<'_, ()> {

@@ -6,8 +6,10 @@
 //! It keeps facts, not judgements: the updates as the agent sent them (bounded), the prompt's
 //! result or error, whether the prompt was written and whether the agent answered it, tool
 //! activity. Whether message text is real output or a failure banner is the classifier's call:
-//! nothing here reads text. What goes out live (the route's event stream) is each update with
-//! every string redacted ([`shown`]); the kept ones stay as sent, for the classifier.
+//! nothing here reads text. What goes out live is each update as the agent sent it, to the
+//! recorder's [`Live`] sink: the route's event stream shows it bounded and with every string
+//! redacted ([`shown`]); an editor (`recourse acp`) gets it whole, as the agent would have sent
+//! it there. The kept ones stay as sent, for the classifier.
 //!
 //! Bounds: each kept update at most [`MAX_UPDATE_BYTES`] of JSON (a larger one keeps its kind,
 //! ids, status and the first [`MAX_UPDATE_BYTES`] of its text), at most [`MAX_UPDATES`] updates
@@ -23,7 +25,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-pub(super) use policy::classification::{Phase, PromptDelivery};
+pub(crate) use policy::classification::{Phase, PromptDelivery};
 
 use crate::engine::dispatch::Reporter;
 
@@ -44,7 +46,7 @@ pub(super) struct RpcError {
 
 /// Everything observed so far.
 #[derive(Debug, Default)]
-pub(super) struct Transcript {
+pub(crate) struct Transcript {
     pub(super) phase: Option<Phase>,
     /// The agent advertised `loadSession`.
     pub(super) load_session: bool,
@@ -94,20 +96,32 @@ impl Transcript {
     }
 
     /// The prompt's stop reason, when it was answered with a result.
-    pub(super) fn stop_reason(&self) -> Option<&str> {
+    pub(crate) fn stop_reason(&self) -> Option<&str> {
         self.prompt_result.as_ref()?.get("stopReason")?.as_str()
+    }
+}
+
+/// Where each update of an attempt goes live, as the agent sent it.
+pub(crate) trait Live: Send + Sync {
+    fn update(&self, update: &Value);
+}
+
+/// The route's event stream: bounded, every string redacted.
+impl Live for Reporter {
+    fn update(&self, update: &Value) {
+        Reporter::update(self, shown(&bound_update(update.clone())));
     }
 }
 
 /// The shared, append-only record of one attempt; also forwards each update live.
 #[derive(Clone)]
-pub(super) struct Recorder {
+pub(crate) struct Recorder {
     inner: Arc<Mutex<Transcript>>,
-    live: Option<Reporter>,
+    live: Option<Arc<dyn Live>>,
 }
 
 impl Recorder {
-    pub(super) fn new(live: Option<Reporter>) -> Recorder {
+    pub(crate) fn new(live: Option<Arc<dyn Live>>) -> Recorder {
         Recorder {
             inner: Arc::new(Mutex::new(Transcript::default())),
             live,
@@ -119,7 +133,7 @@ impl Recorder {
     }
 
     /// A copy of what was observed.
-    pub(super) fn snapshot(&self) -> Transcript {
+    pub(crate) fn snapshot(&self) -> Transcript {
         self.with(|t| Transcript {
             phase: t.phase,
             load_session: t.load_session,
@@ -142,7 +156,7 @@ impl Recorder {
         })
     }
 
-    pub(super) fn phase(&self, phase: Phase) {
+    pub(crate) fn phase(&self, phase: Phase) {
         self.with(|t| t.phase = Some(phase));
     }
 
@@ -186,10 +200,10 @@ impl Recorder {
 
     /// One `session/update` of the prompt, as the agent sent it.
     pub(super) fn update(&self, update: Value) {
-        let update = bound_update(update);
         if let Some(live) = &self.live {
-            live.update(shown(&update));
+            live.update(&update);
         }
+        let update = bound_update(update);
         self.with(|t| {
             t.answered = true;
             t.update_count += 1;
@@ -290,15 +304,31 @@ fn bound_update(update: Value) -> Value {
 /// would remove, as it removes `toolu_01…` and UUIDs, gets a [`pseudonym`] instead of
 /// `[redacted]`: a client still tells one tool call's updates from another's, and learns
 /// nothing of the id.
+///
+/// A value a name beside it calls a credential (`{"x-api-key": "opensesame"}`, a header pair
+/// `["Authorization", "Basic …"]`, `{"name": "Authorization", "value": …}`: the one
+/// definition is `classifier::redact::names`) is shown as `[redacted]` whatever it looks like:
+/// redacting its string alone would never see the word that names it.
 fn shown(update: &Value) -> Value {
+    use classifier::redact::names;
     match update {
         Value::String(s) => Value::String(classifier::redact::redact(s)),
-        Value::Array(items) => Value::Array(items.iter().map(shown).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match names::credential_element(items, i) {
+                    true => Value::String(REDACTED.into()),
+                    false => shown(v),
+                })
+                .collect(),
+        ),
         Value::Object(fields) => Value::Object(
             fields
                 .iter()
                 .map(|(k, v)| {
                     let v = match v {
+                        _ if names::credential_member(fields, k) && !is_protocol_key(k) => REDACTED.into(),
                         Value::String(id) if is_id_key(k) => Value::String(shown_id(id)),
                         v => shown(v),
                     };
@@ -309,6 +339,14 @@ fn shown(update: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+/// ACP's own keys whose words would otherwise name a credential (`session`).
+fn is_protocol_key(key: &str) -> bool {
+    matches!(key, "sessionUpdate" | "sessionId")
+}
+
+/// What [`shown`] puts in place of a value a name calls a credential.
+const REDACTED: &str = "[redacted]";
 
 fn is_id_key(key: &str) -> bool {
     key == "id" || key.ends_with("Id")
@@ -366,12 +404,12 @@ fn cut(s: &str, max: usize) -> String {
 }
 
 /// Who the evidence is about.
-pub(super) struct Identity<'a> {
-    pub(super) invocation_id: &'a str,
-    pub(super) generation: u64,
-    pub(super) provider_id: Option<&'a str>,
-    pub(super) model_id: Option<&'a str>,
-    pub(super) agent: &'a str,
+pub(crate) struct Identity<'a> {
+    pub(crate) invocation_id: &'a str,
+    pub(crate) generation: u64,
+    pub(crate) provider_id: Option<&'a str>,
+    pub(crate) model_id: Option<&'a str>,
+    pub(crate) agent: &'a str,
 }
 
 /// The evidence envelope of an attempt that did not succeed: the identity, the phase and
@@ -379,7 +417,7 @@ pub(super) struct Identity<'a> {
 /// prompt, the prompt's updates with its result or error, the stderr ring, the exit). The
 /// process's part is what [`Ended`] says is evidence: the exit only when the agent ended the
 /// session itself, never the end Recourse gave it.
-pub(super) fn envelope(id: &Identity<'_>, t: &Transcript, ended: Option<&Ended>) -> Value {
+pub(crate) fn envelope(id: &Identity<'_>, t: &Transcript, ended: Option<&Ended>) -> Value {
     let stderr = ended.map_or(&[][..], Ended::stderr);
     let exit = ended.and_then(Ended::exit);
     let mut items = Vec::new();
@@ -460,6 +498,42 @@ mod tests {
         let key = "sk-ant-api03-Zq8vN2xYpL4mK7rT1wB9cD3fG6hJ0sA5eU8iO2qW4zX7yV1nM3bR6tC9kP2lF5gH";
         let live = shown(&json!({"sessionUpdate": "tool_call", "toolCallId": format!("x {key}")}));
         assert!(!live.to_string().contains("Zq8vN2xYpL4mK7rT"), "{live}");
+    }
+
+    #[test]
+    fn a_value_a_name_calls_a_credential_is_never_shown_whatever_it_looks_like() {
+        // Plain words redaction alone would keep: only the name beside them says what they are.
+        let update = json!({"sessionUpdate": "tool_call", "toolCallId": "t1",
+            "rawInput": {"headers": {"x-api-key": "opensesame please"},
+                "pairs": ["Accept", "text/plain", "Authorization", "Basic letmein"],
+                "named": [{"name": "X-Goog-Api-Key", "value": "correct horse battery"},
+                          {"name": "Accept", "value": "text/plain"}],
+                "password": {"nested": "hunter two"}}});
+        let live = shown(&update);
+        let text = live.to_string();
+        for secret in ["opensesame", "letmein", "correct horse", "hunter two"] {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+        let raw = &live["rawInput"];
+        assert_eq!(raw["headers"]["x-api-key"], REDACTED);
+        assert_eq!(
+            raw["pairs"],
+            json!(["Accept", "text/plain", "Authorization", REDACTED])
+        );
+        assert_eq!(raw["named"][0]["value"], REDACTED);
+        assert_eq!(
+            raw["named"][1]["value"], "text/plain",
+            "what no name calls a credential stays"
+        );
+        assert_eq!(
+            raw["password"], REDACTED,
+            "a credential's key hides all beneath it"
+        );
+        assert_eq!(live["toolCallId"], "t1");
+        assert_eq!(
+            live["sessionUpdate"], "tool_call",
+            "ACP's own keys are not credentials"
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! (one attempt from spawn to report), [`resume`] (the replay gate's one exception: a retry
 //! after output that loads the very session holding it, and nothing else meanwhile),
 //! [`check`] (`recourse agents check`: each configured agent started once and asked
-//! `initialize`).
+//! `initialize`). `recourse acp` (`crate::editor`) runs agents with the same process, protocol
+//! and evidence code, on the editor's side of the lease protocol.
 //!
 //! What it reports: a prompt answered `end_turn` in which the classifier finds no failure
 //! signal is a success; anything else (a JSON-RPC error, a failure banner before `end_turn`,
@@ -26,14 +27,16 @@
 //! never mistaken for it) before it is prompted, and forgotten once it is gone. At boot
 //! ([`Dispatcher::reconcile`], before anything runs) every recorded group that is still alive
 //! is stopped: its attempt is ambiguous (the engine sends it to `action_required`) and must
-//! not go on acting.
+//! not go on acting. When the server stops ([`Dispatcher::shut_down`]) every attempt is
+//! cancelled and the stop waits until each agent's group is gone: nothing it started outlives
+//! it (an attempt left mid-prompt is ambiguous at the next boot, as after a crash).
 
 pub(crate) mod check;
-mod evidence;
-mod process;
-mod protocol;
+pub(crate) mod evidence;
+pub(crate) mod process;
+pub(crate) mod protocol;
 pub(crate) mod resume;
-mod run;
+pub(crate) mod run;
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched};
 use crate::store::Store;
@@ -43,9 +46,15 @@ use std::{
     time::Duration,
 };
 use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
 
 /// How long a group a previous Recourse process left gets between SIGTERM and SIGKILL.
 const RECONCILE_GRACE: Duration = Duration::from_secs(3);
+
+/// How long a stopping server waits for its attempts to stop their agents (each is bounded by
+/// its agent's `cancel_grace` and `exit_grace`; this only keeps a wedged one from holding the
+/// stop forever: the next boot stops what is left).
+const SHUTDOWN_CEILING: Duration = Duration::from_secs(60);
 
 /// The attempts running now, by route and attempt: the generation it began at, and the way to
 /// tell it to stop.
@@ -55,6 +64,8 @@ pub(crate) struct Acp {
     store: Store,
     running: Running,
     resumes: Arc<resume::Resumes>,
+    /// Every attempt's task, which ends only once its agent's process group is gone.
+    tasks: TaskTracker,
 }
 
 impl Acp {
@@ -63,6 +74,7 @@ impl Acp {
             store,
             running: Arc::default(),
             resumes,
+            tasks: TaskTracker::new(),
         }
     }
 }
@@ -78,7 +90,7 @@ impl Dispatcher for Acp {
                 .insert(key.clone(), (request.invocation_generation, stop_tx));
             let (store, resumes) = (self.store.clone(), self.resumes.clone());
             let running = self.running.clone();
-            tokio::spawn(async move {
+            self.tasks.spawn(async move {
                 run::attempt(store, resumes, request, stop).await;
                 running.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             });
@@ -116,6 +128,26 @@ impl Dispatcher for Acp {
         for (_, stop) in running.values() {
             stop.send_replace(true);
         }
+    }
+
+    fn shut_down(&self) -> DispatchFuture<'_, ()> {
+        Box::pin(async move {
+            self.cancel_all();
+            self.tasks.close();
+            let left = self.tasks.len();
+            if left > 0 {
+                tracing::info!(attempts = left, "stopping the agents of the attempts in flight");
+            }
+            if tokio::time::timeout(SHUTDOWN_CEILING, self.tasks.wait())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    attempts = self.tasks.len(),
+                    "agents still stopping when the server stopped; the next boot stops what is left"
+                );
+            }
+        })
     }
 
     fn reconcile(&self) -> DispatchFuture<'_, ()> {

@@ -54,7 +54,7 @@ pub(super) const STDERR_LINE_BYTES: usize = classifier::envelope::MAX_LINE_BYTES
 
 /// How the process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct ExitInfo {
+pub(crate) struct ExitInfo {
     pub(super) code: Option<i32>,
     /// `SIGTERM`, `SIGKILL`, ...
     pub(super) signal: Option<String>,
@@ -63,7 +63,7 @@ pub(super) struct ExitInfo {
 /// What the agent's process contributes to the evidence of its attempt, decided when the
 /// session ends, before Recourse begins to stop the process.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Ended {
+pub(crate) enum Ended {
     /// The agent ended the session itself: its output closed before the prompt was answered
     /// and it exited within the grace (an exit, a crash, a kill by someone else). Its exit and
     /// everything it wrote on stderr are evidence.
@@ -94,7 +94,7 @@ impl Ended {
 /// never the evidence's): it exited within the grace after its stdin closed, or needed the
 /// signal named.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Stopped {
+pub(crate) struct Stopped {
     pub(super) exit: ExitInfo,
     /// `SIGTERM` or `SIGKILL`, when Recourse had to send it to the leader.
     pub(super) signalled: Option<&'static str>,
@@ -109,7 +109,7 @@ pub(super) struct StartStamp {
 
 /// Why an agent could not be started.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum SpawnError {
+pub(crate) enum SpawnError {
     #[error("the working directory is not an existing folder under a root the agent allows")]
     Cwd,
     #[error("cannot start the agent's command: {0}")]
@@ -119,29 +119,70 @@ pub(super) enum SpawnError {
 }
 
 /// A running agent and its pipes.
-pub(super) struct Spawned {
-    pub(super) process: AgentProcess,
-    pub(super) stdin: ChildStdin,
-    pub(super) stdout: ChildStdout,
+pub(crate) struct Spawned {
+    pub(crate) process: AgentProcess,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
     /// The working directory, resolved.
-    pub(super) cwd: PathBuf,
+    pub(crate) cwd: PathBuf,
 }
 
-pub(super) struct AgentProcess {
+pub(crate) struct AgentProcess {
     child: Child,
     /// The leader's pid, which is also the group id.
-    pub(super) pgid: i32,
+    pub(crate) pgid: i32,
     pub(super) start: StartStamp,
     stderr: Arc<Mutex<StderrRing>>,
+    /// Stderr lines pushed before the current turn began.
+    mark: u64,
     /// Reads stderr until every writer of the pipe is gone.
     drain: Option<JoinHandle<()>>,
+    /// Whether the leader is `recourse acp`'s agent guard (see its `Drop`).
+    guarded: bool,
+}
+
+/// Dropped before it was stopped (a stop cut short, `recourse acp` ending): an unguarded agent
+/// gets SIGKILL (tokio's `kill_on_drop`); a guarded one's guard gets SIGTERM instead, and ends
+/// the whole group itself. SIGKILL to the guard would end the guard alone and leave the agent
+/// running (Claude Code's and Codex's adapters do not exit when their stdin closes).
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        if self.guarded && matches!(self.child.try_wait(), Ok(None)) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(self.pgid), Signal::SIGTERM);
+        }
+    }
 }
 
 /// Starts the agent in `cwd` (checked under its roots again, resolved).
 pub(super) fn spawn(agent: &AgentConfig, cwd: &Path) -> Result<Spawned, SpawnError> {
+    spawn_with(agent, cwd, None)
+}
+
+/// Starts the agent in `cwd` (checked under its roots again, resolved), through `guard` when
+/// given: a program that leads the group, takes the agent's place in it and stops the whole
+/// group when its own parent dies (`recourse acp`'s agent guard, `crate::editor::guard`), so an
+/// agent never outlives a runner that was killed.
+pub(crate) fn spawn_with(
+    agent: &AgentConfig,
+    cwd: &Path,
+    guard: Option<&Path>,
+) -> Result<Spawned, SpawnError> {
     let cwd = cwd_under(cwd, &agent.allowed_roots).ok_or(SpawnError::Cwd)?;
-    let mut child = Command::new(&agent.command)
-        .args(&agent.args)
+    let mut command = match guard {
+        Some(guard) => {
+            let mut c = Command::new(guard);
+            c.arg(crate::editor::guard::ARG)
+                .arg(&agent.command)
+                .args(&agent.args);
+            c
+        }
+        None => {
+            let mut c = Command::new(&agent.command);
+            c.args(&agent.args);
+            c
+        }
+    };
+    let mut child = command
         .current_dir(&cwd)
         .env_clear()
         .envs(
@@ -155,8 +196,9 @@ pub(super) fn spawn(agent: &AgentConfig, cwd: &Path) -> Result<Spawned, SpawnErr
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        // A safety net only: every path below stops the group itself.
-        .kill_on_drop(true)
+        // A safety net only: every path below stops the group itself (a guarded agent's net is
+        // `AgentProcess`'s `Drop`).
+        .kill_on_drop(guard.is_none())
         .spawn()?;
     let pid = child.id().ok_or(SpawnError::Gone)?;
     let pgid = i32::try_from(pid).map_err(|_| SpawnError::Gone)?;
@@ -178,7 +220,9 @@ pub(super) fn spawn(agent: &AgentConfig, cwd: &Path) -> Result<Spawned, SpawnErr
             pgid,
             start,
             stderr: ring,
+            mark: 0,
             drain: Some(drain),
+            guarded: guard.is_some(),
         },
         stdin,
         stdout,
@@ -192,7 +236,7 @@ impl AgentProcess {
     /// (its output ended); then its own exit is awaited for `grace` (the exit usually follows
     /// the closed pipe by a moment). Otherwise, or when it does not exit in that time, it is
     /// still running and only the stderr read so far counts.
-    pub(super) async fn session_ended(&mut self, agent_left: bool, grace: Duration) -> Ended {
+    pub(crate) async fn session_ended(&mut self, agent_left: bool, grace: Duration) -> Ended {
         if agent_left {
             if let Ok(Ok(status)) = timeout(grace, self.child.wait()).await {
                 // Everything it wrote: the pipe ends when its last writer is gone (a child it
@@ -214,7 +258,7 @@ impl AgentProcess {
     /// Stops the agent and everything in its group. Its stdin must be closed already (the
     /// session's end closes it): an agent that exits on EOF goes within `grace`; one that does
     /// not (Claude Code's and Codex's adapters) gets SIGTERM, then SIGKILL.
-    pub(super) async fn stop(mut self, grace: Duration) -> Stopped {
+    pub(crate) async fn stop(mut self, grace: Duration) -> Stopped {
         let mut signalled = None;
         let status = match timeout(grace, self.child.wait()).await {
             Ok(s) => s.ok(),
@@ -260,10 +304,13 @@ impl AgentProcess {
         self.stderr
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .lines
-            .iter()
-            .cloned()
-            .collect()
+            .since(self.mark)
+    }
+
+    /// A new turn of the same process begins: what it wrote on stderr until now is not that
+    /// turn's evidence.
+    pub(crate) fn mark_turn(&mut self) {
+        self.mark = self.stderr.lock().unwrap_or_else(|e| e.into_inner()).pushed;
     }
 }
 
@@ -387,6 +434,8 @@ pub(super) async fn stop_recorded(pgid: i32, start: &StartStamp, grace: Duration
 #[derive(Debug, Default)]
 struct StderrRing {
     lines: VecDeque<String>,
+    /// Every line pushed so far (a turn's lines are those pushed after its mark).
+    pushed: u64,
 }
 
 impl StderrRing {
@@ -397,6 +446,14 @@ impl StderrRing {
             self.lines.pop_front();
         }
         self.lines.push_back(line.to_owned());
+        self.pushed += 1;
+    }
+
+    /// The kept lines pushed after `mark`.
+    fn since(&self, mark: u64) -> Vec<String> {
+        let new = usize::try_from(self.pushed.saturating_sub(mark)).unwrap_or(usize::MAX);
+        let skip = self.lines.len().saturating_sub(new);
+        self.lines.iter().skip(skip).cloned().collect()
     }
 }
 
@@ -446,5 +503,10 @@ mod tests {
             r.lines.back().map(String::as_str),
             Some(&*format!("line {}", STDERR_LINES + 2))
         );
+        let mark = r.pushed;
+        assert!(r.since(mark).is_empty());
+        r.push(b"after");
+        assert_eq!(r.since(mark), ["after"]);
+        assert_eq!(r.since(0).len(), STDERR_LINES, "at most what is kept");
     }
 }

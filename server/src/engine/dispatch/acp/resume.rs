@@ -247,6 +247,10 @@ impl Dispatcher for Guard {
         self.inner.cancel_all();
     }
 
+    fn shut_down(&self) -> DispatchFuture<'_, ()> {
+        self.inner.shut_down()
+    }
+
     fn reconcile(&self) -> DispatchFuture<'_, ()> {
         self.inner.reconcile()
     }

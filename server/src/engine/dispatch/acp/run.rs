@@ -39,7 +39,7 @@ pub(super) async fn attempt(
     r: LaunchRequest,
     stop: watch::Receiver<bool>,
 ) {
-    let rec = Recorder::new(Some(r.reporter.clone()));
+    let rec = Recorder::new(Some(Arc::new(r.reporter.clone())));
     rec.phase(Phase::Launch);
     let agent = r
         .target
@@ -144,7 +144,7 @@ pub(super) async fn attempt(
     if end == End::Answered && t.stop_reason() == Some("end_turn") && !failure_signal(verdict.as_ref()) {
         resumes.forget(&r.route_id).await;
         finish(&r, &stop, Report::Succeeded { result: None }, false).await;
-    } else if let Some(session_id) = resumable(&t, verdict.as_ref()) {
+    } else if let Some(session_id) = resumable(&agent, &t, verdict.as_ref()) {
         // The output is held by a session the agent can load: if the policy would retry this
         // candidate, record the session (persist, then act) and report with the resume fact.
         let c = verdict.as_ref().map(|v| &v.classification);
@@ -197,12 +197,14 @@ pub(super) async fn attempt(
     }
 }
 
-/// The session a retry could load to continue this prompt generation: the agent advertised
-/// `loadSession`, the prompt was delivered, the classifier read real output and no tool
-/// activity, nobody asked to stop.
-fn resumable(t: &Transcript, verdict: Option<&Verdict>) -> Option<String> {
+/// The session a retry could load to continue this prompt generation: the operator said the
+/// agent's loaded session keeps a failed turn's output (`resume_after_output`), the agent
+/// advertised `loadSession`, the prompt was delivered, the classifier read real output and no
+/// tool activity, nobody asked to stop.
+fn resumable(agent: &AgentConfig, t: &Transcript, verdict: Option<&Verdict>) -> Option<String> {
     let v = verdict?;
-    let eligible = t.load_session
+    let eligible = agent.resume_after_output
+        && t.load_session
         && t.delivery() == PromptDelivery::Confirmed
         && !t.cancel_requested
         && !t.tool_activity
@@ -255,7 +257,7 @@ fn envelope_of(
 /// provider failure as a message and then ends its turn): the classifier decides, exactly as
 /// the engine will. Text no rule recognises, or that is not a provider error, is the agent's
 /// answer; a low-confidence match does not turn an answer into a failure.
-fn failure_signal(verdict: Option<&Verdict>) -> bool {
+pub(crate) fn failure_signal(verdict: Option<&Verdict>) -> bool {
     let Some(v) = verdict else { return true };
     let c = &v.classification;
     c.class != ClassState::Unclassified || c.reason == Some(UnclassifiedReason::Conflicting)
