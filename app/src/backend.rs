@@ -24,6 +24,7 @@ use policy::{
     },
     document::ValidationErrors,
     input::ValidatedProfile,
+    notify::{ChannelOption, DeliveryStatus, DeliveryView, NotificationPage},
     trial::EvidenceTrial,
     wire::RouteSnapshot,
 };
@@ -115,6 +116,26 @@ pub trait Backend: Send + Sync + 'static {
         route_id: String,
         request: ManualActionRequest,
     ) -> BackendFuture<'_, Result<ActionOutcome, BackendError>>;
+
+    /// The signed-in person's in-app notifications, newest first, before `before` (a `seq`)
+    /// when given, and how many are unread.
+    fn notifications(&self, before: Option<i64>)
+        -> BackendFuture<'_, Result<NotificationPage, BackendError>>;
+
+    /// Marks the signed-in person's notifications read up to `through_seq`; how many stay
+    /// unread.
+    fn mark_notifications_read(&self, through_seq: u64) -> BackendFuture<'_, Result<u64, BackendError>>;
+
+    /// Deliveries to configured channels (webhooks, e-mail) in `status` (all when `None`),
+    /// newest first.
+    fn deliveries(
+        &self,
+        status: Option<DeliveryStatus>,
+    ) -> BackendFuture<'_, Result<Vec<DeliveryView>, BackendError>>;
+
+    /// The channels a profile's notification rules may name now (`in_app`, then the server
+    /// configuration's): ids, kinds and labels only.
+    fn list_channels(&self) -> BackendFuture<'_, Result<Vec<ChannelOption>, BackendError>>;
 
     /// One page of the audit log, newest first, before `before` (a `seq`) when given
     /// (administrators only).

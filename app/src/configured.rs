@@ -292,6 +292,7 @@ mod tests {
             targets: vec![target],
             policy: serde_json::json!({"on_error": "try_next", "candidates": [{"id": "a"}]}),
             expected_revision: None,
+            notifications: Vec::new(),
         };
         let errors = ValidatedProfile::parse(&input).unwrap_err();
         let at: Vec<_> = errors.at("targets[0].runner").collect();

@@ -567,6 +567,7 @@ mod tests {
             targets: vec![CandidateTarget::external("a"), bad],
             policy: serde_json::json!({"on_error": "try_next", "candidates": [{"id": "a"}, {"id": "b"}]}),
             expected_revision: None,
+            notifications: Vec::new(),
         };
         let errors = policy::input::ValidatedProfile::parse(&input).unwrap_err();
         let at: Vec<_> = errors.at("targets[1].model_id").map(|e| e.code).collect();

@@ -39,7 +39,7 @@ pub mod pages;
 use components::nav::NavBar;
 use pages::{
     access::AccessRoute, audit::AuditRoute, home::HomeRoute, login::LoginRoute, not_found::NotFound,
-    profile::ProfileRoute, profiles::ProfilesRoute, route::RoutePageRoute,
+    notifications::NotificationsRoute, profile::ProfileRoute, profiles::ProfilesRoute, route::RoutePageRoute,
 };
 
 /// The HTML document around the app, rendered by the server for every page.
@@ -74,6 +74,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     auth::provide_session();
+    components::live::provide_event_ticks();
     // Effects run only in the browser, so this flips once the WASM has hydrated the page.
     // Tests and people can tell a live page from a static one by `data-hydrated`.
     let (hydrated, set_hydrated) = signal(false);
@@ -102,6 +103,7 @@ pub fn App() -> impl IntoView {
                         <Route path=path!("/login") view={Lazy::<LoginRoute>::new()} ssr=SsrMode::InOrder />
                         <Route path=path!("/audit") view={Lazy::<AuditRoute>::new()} ssr=SsrMode::InOrder />
                         <Route path=path!("/access") view={Lazy::<AccessRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/notifications") view={Lazy::<NotificationsRoute>::new()} ssr=SsrMode::InOrder />
                     </Routes>
                 </main>
             </div>

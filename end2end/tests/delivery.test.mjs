@@ -37,6 +37,7 @@ before(async () => {
     { name: 'route', path: `/routes/${routeId}`, heading: 'Timeline' },
     { name: 'access', path: '/access', heading: 'New API token' },
     { name: 'audit', path: '/audit', heading: 'Audit log' },
+    { name: 'notifications', path: '/notifications', heading: 'Notifications' },
   ];
 });
 after(async () => {
@@ -147,7 +148,7 @@ test('another page cannot frame Recourse', async () => {
   }
 });
 
-for (const which of ['routes', 'profiles', 'profile', 'route', 'access', 'audit']) {
+for (const which of ['routes', 'profiles', 'profile', 'route', 'access', 'audit', 'notifications']) {
   test(`a first visit to the ${which} page on a phone stays under 450 KB (or what it is held to) and a second under 20 KB`, async () => {
     const p = pages.find((x) => x.name === which);
     const { context, page, errors } = await openPage(browser, 'phone');
@@ -205,6 +206,11 @@ test('every further page brings at most 60 KB of WASM (or what it is held to), a
       ['profile', () => page.locator('main a[href^="/profiles/"]').first().click()],
       ['access', () => viaHeader('Access')],
       ['audit', () => viaHeader('Audit')],
+      // The header's item names its unread count too ("Notifications, 2 unread").
+      ['notifications', async () => {
+        await menu.click();
+        await page.getByTestId('notifications-link').click();
+      }],
       ['routes', () => viaHeader('Routes')],
       ['route', () => page.locator('main a[href^="/routes/"]').first().click()],
     ];

@@ -59,6 +59,7 @@ before(async () => {
       open: /Edit policies for claude-main/,
     },
     { name: 'route', path: `/routes/${routeId}`, ready: { role: 'heading', name: 'History' } },
+    { name: 'notifications', path: '/notifications', ready: { role: 'heading', name: 'Notifications' } },
     { name: 'not-found', path: '/no/such/page', ready: { role: 'heading', name: 'Page not found' } },
     { name: 'missing-profile', path: '/profiles/no-such-profile', ready: { role: 'heading', name: 'Not found' } },
     { name: 'routes-all', path: '/?state=all', ready: { role: 'heading', name: 'Routes' } },

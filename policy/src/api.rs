@@ -18,6 +18,7 @@
 use crate::{
     classification::{Classification, Gate},
     evaluator::Decision,
+    notify::NotificationRule,
     route::{AttemptKind, EventKind, ManualAction, StateName},
     wire::{PolicyDocument, RouteSnapshot},
 };
@@ -208,6 +209,9 @@ pub struct ProfileInput {
         skip_serializing_if = "Option::is_none"
     )]
     pub expected_revision: Option<u64>,
+    /// Who is told what (`crate::notify`): rules of events and channels. Absent: nobody.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notifications: Vec<NotificationRule>,
 }
 
 /// A stored profile, with its normalized version-1 policy document.
@@ -225,6 +229,9 @@ pub struct Profile {
     pub policy: PolicyDocument,
     /// Whether the last write arrived in a legacy shape and was normalized.
     pub normalized_from_legacy: bool,
+    /// Who is told what when this profile's routes need it (normalized; empty: nobody).
+    #[serde(default)]
+    pub notifications: Vec<NotificationRule>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

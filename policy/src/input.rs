@@ -25,6 +25,7 @@ use crate::{
         MAX_PROMPT_BLOCKS, MAX_SCRIPT_ENVELOPE_BYTES, MAX_SCRIPT_STEPS, MAX_SIMULATED_DELAY_SECONDS,
         MAX_TITLE_CHARS, MAX_WORK_BYTES,
     },
+    notify::{check_rules, NotificationRule},
 };
 use chrono::{DateTime, Utc};
 
@@ -180,6 +181,7 @@ pub struct ValidatedProfile {
     document: ValidatedPolicyDocument,
     normalized_from_legacy: bool,
     expected_revision: Option<u64>,
+    notifications: Vec<NotificationRule>,
 }
 
 impl ValidatedProfile {
@@ -254,6 +256,8 @@ impl ValidatedProfile {
                 None
             }
         };
+        let (notifications, rule_problems) = check_rules(&input.notifications);
+        problems.0.extend(rule_problems);
         let value = match (normalized, targets) {
             (Some(n), Some(targets)) => Some(ValidatedProfile {
                 name: name.to_owned(),
@@ -263,6 +267,7 @@ impl ValidatedProfile {
                 normalized_from_legacy: n.origin == DocumentOrigin::Legacy,
                 document: n.document,
                 expected_revision: input.expected_revision,
+                notifications,
             }),
             _ => None,
         };
@@ -298,6 +303,12 @@ impl ValidatedProfile {
         self.expected_revision
     }
 
+    /// Who is told what (normalized). Whether each channel exists is the server's to check
+    /// against its configuration.
+    pub fn notifications(&self) -> &[NotificationRule] {
+        &self.notifications
+    }
+
     /// The stored profile this write becomes.
     pub fn into_profile(
         self,
@@ -315,6 +326,7 @@ impl ValidatedProfile {
             targets: self.targets,
             policy: self.document.to_wire(),
             normalized_from_legacy: self.normalized_from_legacy,
+            notifications: self.notifications,
             created_at,
             updated_at,
         }
@@ -698,6 +710,7 @@ mod tests {
             targets,
             policy: doc(&["a", "b"]),
             expected_revision: None,
+            notifications: Vec::new(),
         }
     }
 

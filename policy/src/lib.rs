@@ -25,6 +25,8 @@
 //!   failure opens, what the dispatch gate decides, a candidate's eligibility.
 //! - [`route`]: the route state machine: `start` and `step(&RouteState, RouteEvent, now)`,
 //!   returning the next state and the effects the server performs after committing it.
+//! - [`notify`]: what a route transition is worth telling people (`route.needs_person`,
+//!   `route.switched`, ...), a profile's notification rules, and a delivery's backoff.
 //! - [`envelope`]: the evidence envelope (contract 1) as the API takes it, typed.
 //! - [`whole`]: whole numbers from JSON (`5.0` is the integer 5, as JSON Schema says).
 //! - [`wire`]: route snapshots and event payloads, and re-exports of every wire type.
@@ -102,6 +104,7 @@ pub mod gateway;
 pub mod input;
 pub mod legacy;
 pub mod limits;
+pub mod notify;
 pub mod route;
 pub mod schedule;
 pub mod time;

@@ -193,6 +193,18 @@ pub const MAX_TOKEN_CHARS: usize = 128;
 pub const DEFAULT_AUDIT_PAGE: u32 = 100;
 pub const MAX_AUDIT_PAGE: u32 = 500;
 
+// Notifications (`crate::notify`).
+/// Most notification rules one profile keeps.
+pub const MAX_NOTIFICATION_RULES: usize = 8;
+/// Most channels one rule names.
+pub const MAX_RULE_CHANNELS: usize = 8;
+/// Notifications one page of the in-app list returns by default, and at most.
+pub const DEFAULT_NOTIFICATION_PAGE: u32 = 50;
+pub const MAX_NOTIFICATION_PAGE: u32 = 200;
+/// Largest notification `seq` (the databases' 64-bit signed integer): the most a `through_seq`
+/// may name.
+pub const MAX_NOTIFICATION_SEQ: u64 = i64::MAX as u64;
+
 #[cfg(test)]
 mod tests {
     use super::*;

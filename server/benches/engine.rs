@@ -98,6 +98,7 @@ async fn profile(engine: &Engine, interval: u64) -> String {
         targets: vec![policy::api::CandidateTarget::external("main")],
         policy: policy_doc(interval),
         expected_revision: None,
+        notifications: Vec::new(),
     };
     server::profiles::create(engine, policy::input::ValidatedProfile::parse(&input).unwrap())
         .await

@@ -106,6 +106,7 @@ async fn profile(engine: &Engine, interval: u64) -> String {
             "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
                      "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"}}]}),
         expected_revision: None,
+        notifications: Vec::new(),
     };
     server::profiles::create(engine, policy::input::ValidatedProfile::parse(&input).unwrap())
         .await

@@ -16,7 +16,7 @@ use crate::{
     },
     engine::Engine,
     failure::{backend_error, Failure},
-    profiles,
+    notify, profiles,
 };
 use app::backend::{Backend, BackendError, BackendFuture};
 use policy::{
@@ -28,6 +28,7 @@ use policy::{
         AccountCreate, AccountPatch, AccountView, AuditEntry, RoleView, TokenCreate, TokenCreated, TokenView,
     },
     input::ValidatedProfile,
+    notify::{ChannelOption, DeliveryStatus, DeliveryView, NotificationPage},
 };
 use std::sync::Arc;
 
@@ -60,6 +61,14 @@ fn caller() -> Result<(Principal, Actor), BackendError> {
 
 fn refused(f: Failure) -> BackendError {
     f.into()
+}
+
+/// The person (and a token's profiles) whose notifications these are.
+fn reader(p: &Principal) -> notify::Reader<'_> {
+    notify::Reader {
+        account_id: &p.account_id,
+        within: p.profile_ids.as_deref(),
+    }
 }
 
 impl Backend for EngineBackend {
@@ -135,6 +144,46 @@ impl Backend for EngineBackend {
             model_id: Some(e.model.clone()),
         });
         Box::pin(std::future::ready(Ok(agents.chain(endpoints).collect())))
+    }
+
+    fn notifications(
+        &self,
+        before: Option<i64>,
+    ) -> BackendFuture<'_, Result<NotificationPage, BackendError>> {
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, _) = caller?;
+            notify::list(&self.engine, &reader(&principal), before, None)
+                .await
+                .map_err(backend_error)
+        })
+    }
+
+    fn mark_notifications_read(&self, through_seq: u64) -> BackendFuture<'_, Result<u64, BackendError>> {
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, _) = caller?;
+            notify::mark_read(&self.engine, &reader(&principal), through_seq)
+                .await
+                .map_err(backend_error)
+        })
+    }
+
+    fn deliveries(
+        &self,
+        status: Option<DeliveryStatus>,
+    ) -> BackendFuture<'_, Result<Vec<DeliveryView>, BackendError>> {
+        let caller = caller();
+        Box::pin(async move {
+            let (principal, _) = caller?;
+            notify::deliveries(&self.engine, &reader(&principal), status, None, None)
+                .await
+                .map_err(backend_error)
+        })
+    }
+
+    fn list_channels(&self) -> BackendFuture<'_, Result<Vec<ChannelOption>, BackendError>> {
+        Box::pin(std::future::ready(Ok(notify::channels(&self.engine))))
     }
 
     fn list_routes(&self, filter: RouteFilter) -> BackendFuture<'_, Result<Vec<RouteSummary>, BackendError>> {
@@ -374,6 +423,7 @@ mod tests {
             targets: vec![target],
             policy: serde_json::json!({"on_error": "try_next", "candidates": [{"id": "a"}]}),
             expected_revision,
+            notifications: Vec::new(),
         })
         .unwrap()
     }

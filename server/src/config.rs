@@ -15,10 +15,14 @@
 //!   completions or `anthropic` messages), base URL, model, the NAME of the variable holding
 //!   the key, and timeouts.
 //!
+//! - `[[channel]]` and `[notify]`: where notifications may go (webhooks, e-mail) and how their
+//!   deliveries are retried (`crate::notify::config`). Profiles' rules name channels by id.
+//!
 //! Profiles name an agent or an endpoint by id (`targets[i].runner`); an unknown id is a
 //! field-path 422 when the profile is written. The UI offers only what is configured here.
 //! A running attempt keeps the configuration it started with (an `Arc` snapshot).
 
+use crate::notify::config::{NotifyConfig, NotifySection};
 use policy::input::check_identifier;
 use serde::Deserialize;
 use std::{
@@ -34,6 +38,8 @@ use tokio::sync::watch;
 pub struct RunnerConfig {
     pub agents: Vec<AgentConfig>,
     pub endpoints: Vec<EndpointConfig>,
+    /// Notification channels and delivery settings.
+    pub notify: NotifyConfig,
 }
 
 /// One ACP agent.
@@ -196,16 +202,26 @@ impl RunnerConfig {
         self.endpoints.iter().find(|e| e.id == id)
     }
 
-    /// Reads and validates a configuration file.
+    /// Reads and validates a configuration file, and checks that every secret variable a
+    /// notification channel names is set in this process's environment.
     pub fn load(path: &Path) -> Result<RunnerConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             file: path.to_owned(),
             problems: vec![format!("cannot read the file: {e}")],
         })?;
-        RunnerConfig::parse(&text).map_err(|problems| ConfigError {
+        let config = RunnerConfig::parse(&text).map_err(|problems| ConfigError {
             file: path.to_owned(),
             problems,
-        })
+        })?;
+        let problems = config.notify.check_environment();
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError {
+                file: path.to_owned(),
+                problems,
+            })
+        }
     }
 
     /// Parses and validates configuration text; every problem at once, each naming its entry
@@ -218,6 +234,10 @@ impl RunnerConfig {
             agent: Vec<AgentConfig>,
             #[serde(default)]
             endpoint: Vec<EndpointConfig>,
+            #[serde(default)]
+            notify: Option<NotifySection>,
+            #[serde(default)]
+            channel: Vec<toml::Value>,
         }
         let file: File =
             toml::from_str(text).map_err(|e| vec![format!("not a valid configuration: {}", e.message())])?;
@@ -354,8 +374,13 @@ impl RunnerConfig {
             }
             endpoints.push(e);
         }
+        let notify = crate::notify::config::parse(file.notify, file.channel, &mut problems);
         if problems.is_empty() {
-            Ok(RunnerConfig { agents, endpoints })
+            Ok(RunnerConfig {
+                agents,
+                endpoints,
+                notify,
+            })
         } else {
             Err(problems)
         }
@@ -403,7 +428,7 @@ fn secret_name(name: &str) -> bool {
         .any(|w| upper.contains(w))
 }
 
-fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -473,6 +498,7 @@ impl Runners {
                 .iter()
                 .map(|a| format!("agent:{}", a.id))
                 .chain(c.endpoints.iter().map(|e| format!("endpoint:{}", e.id)))
+                .chain(c.notify.channels.iter().map(|ch| format!("channel:{}", ch.id)))
                 .collect()
         };
         let (old, new) = (ids(&before), ids(&next));

@@ -2,6 +2,7 @@
 //! whose scripts make a newcomer see, within a minute, a retry schedule that succeeds, a
 //! retry budget that runs out and switches to a backup, a durable wait for a trusted reset,
 //! an unknown error that stops for a person, and tool activity that overrides the policy.
+//! Each profile sends what needs a person and what switched to the in-app notification list.
 //!
 //! Profiles have stable ids (`demo-*`) and are replaced on each run; routes are new each run.
 
@@ -16,6 +17,7 @@ use policy::{
         StartRouteRequest,
     },
     input::{ValidatedProfile, ValidatedStartRoute},
+    notify::{NotificationRule, NotifyEventType, IN_APP_CHANNEL},
 };
 use serde_json::{json, Value};
 
@@ -175,6 +177,12 @@ pub async fn seed(engine: &Engine) -> Result<usize, EngineError> {
             targets,
             policy: doc,
             expected_revision: None,
+            // The notification list shows what needs a person and what switched.
+            notifications: vec![NotificationRule {
+                events: vec![NotifyEventType::RouteNeedsPerson, NotifyEventType::RouteSwitched],
+                channels: vec![IN_APP_CHANNEL.to_owned()],
+                min_wait_seconds: 0,
+            }],
         };
         let profile = ValidatedProfile::parse(&input).map_err(EngineError::Invalid)?;
         profiles::put(engine, id, profile).await?;

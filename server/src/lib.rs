@@ -14,6 +14,8 @@
 //!   after each commit, the dispatch gate (resource circuits), the dispatchers behind a
 //!   `Dispatcher` port, and restart reconciliation.
 //! - [`scheduler`]: the durable timer loop.
+//! - [`notify`]: notifications: the outbox written with each transition, the delivery worker,
+//!   webhooks (Standard Webhooks signatures), e-mail (SMTP), the address checks, the in-app list.
 //! - [`profiles`]: the profile service (input arrives parsed, as `policy::input` types).
 //! - [`failure`]: every request failure classified once, rendered as HTTP and as the UI port's
 //!   error; [`guard`]: the cross-site request forgery guard on every write.
@@ -52,6 +54,7 @@ pub mod guard;
 pub mod headers;
 pub mod hex;
 pub mod metrics;
+pub mod notify;
 pub mod openapi;
 pub mod ops;
 pub mod profiles;

@@ -27,6 +27,12 @@
 //!   by its transaction: `SKIP LOCKED`), and left to it.
 //! - [`LEASE_LAPSED`]: times this replica found its own lease run out (it was stopped or
 //!   starved) and stopped what it was running.
+//! - [`NOTIFICATIONS`] `{outcome}`: notification delivery attempts by this replica:
+//!   `delivered`, `failed` (tried again later) or `dead` (the last attempt failed).
+//! - [`NOTIFICATION_DELAY`]: seconds from an event's commit to its receiver's acceptance
+//!   (buckets [`LATENESS_BUCKETS`]).
+//! - [`NOTIFICATION_DELIVERIES`] `{status}`: deliveries `pending` and `dead`, counted when
+//!   `/metrics` is scraped.
 
 use crate::replica::ReplicaId;
 use ::metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Level, Metadata, Recorder, Unit};
@@ -43,6 +49,9 @@ pub const REPLICA_INFO: &str = "recourse_replica_info";
 pub const ORPHANS_TAKEN: &str = "recourse_orphans_taken_total";
 pub const LEASE_LAPSED: &str = "recourse_replica_lease_lapsed_total";
 pub const CLAIMS_LOST: &str = "recourse_timer_claims_lost_total";
+pub const NOTIFICATIONS: &str = "recourse_notifications_total";
+pub const NOTIFICATION_DELAY: &str = "recourse_notification_delay_seconds";
+pub const NOTIFICATION_DELIVERIES: &str = "recourse_notification_deliveries";
 
 /// Upper bounds of the lateness histogram's buckets, in seconds: a healthy scheduler fires in
 /// milliseconds; seconds mean a busy writer; minutes, a stalled one.
@@ -79,6 +88,11 @@ pub struct Metrics {
     orphans_taken: Counter,
     lease_lapsed: Counter,
     claims_lost: Counter,
+    /// Delivered, failed, dead.
+    notifications: [Counter; 3],
+    notification_delay: Histogram,
+    /// Pending, dead.
+    deliveries: [Gauge; 2],
 }
 
 impl std::fmt::Debug for Metrics {
@@ -92,11 +106,13 @@ const METADATA: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, S
 impl Metrics {
     /// Every metric registered (at zero) on a recorder of its own; `replica` names the process.
     pub fn new(replica: &ReplicaId) -> Metrics {
-        let buckets = Matcher::Full(TIMER_LATENESS.to_owned());
         // The buckets are a non-empty constant, so this cannot fail; were it to, the lateness
         // would still be exported (as a summary).
         let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(buckets, &LATENESS_BUCKETS)
+            .set_buckets_for_metric(Matcher::Full(TIMER_LATENESS.to_owned()), &LATENESS_BUCKETS)
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full(NOTIFICATION_DELAY.to_owned()), &LATENESS_BUCKETS)
+            })
             .unwrap_or_else(|_| PrometheusBuilder::new())
             .build_recorder();
         describe(&recorder);
@@ -127,11 +143,24 @@ impl Metrics {
             orphans_taken: counter(ORPHANS_TAKEN, Vec::new()),
             lease_lapsed: counter(LEASE_LAPSED, Vec::new()),
             claims_lost: counter(CLAIMS_LOST, Vec::new()),
+            notifications: ["delivered", "failed", "dead"]
+                .map(|outcome| counter(NOTIFICATIONS, vec![Label::new("outcome", outcome)])),
+            notification_delay: recorder
+                .register_histogram(&Key::from_static_name(NOTIFICATION_DELAY), &METADATA),
+            deliveries: ["pending", "dead"].map(|status| {
+                recorder.register_gauge(
+                    &Key::from_parts(NOTIFICATION_DELIVERIES, vec![Label::new("status", status)]),
+                    &METADATA,
+                )
+            }),
             handle: recorder.handle(),
             recorder,
         };
         metrics.due_timers.set(0.0);
         metrics.sse_clients.set(0.0);
+        for g in &metrics.deliveries {
+            g.set(0.0);
+        }
         metrics
     }
 
@@ -176,6 +205,32 @@ impl Metrics {
                 .recorder
                 .register_counter(&Key::from_parts(DISPATCH_OUTCOMES, labels.to_vec()), &METADATA)
                 .increment(1),
+        }
+    }
+
+    /// A notification reached its receiver `seconds` after its event was committed.
+    pub fn notification_delivered(&self, seconds: f64) {
+        self.notifications[0].increment(1);
+        self.notification_delay.record(seconds.max(0.0));
+    }
+
+    /// A notification attempt failed; it is tried again later.
+    pub fn notification_failed(&self) {
+        self.notifications[1].increment(1);
+    }
+
+    /// A notification's last attempt failed: the delivery is dead.
+    pub fn notification_dead(&self) {
+        self.notifications[2].increment(1);
+    }
+
+    /// Notification deliveries pending and dead, as just counted.
+    pub fn set_deliveries(&self, pending: u64, dead: u64) {
+        // Exact up to 2^53 deliveries.
+        #[allow(clippy::cast_precision_loss)]
+        {
+            self.deliveries[0].set(pending as f64);
+            self.deliveries[1].set(dead as f64);
         }
     }
 
@@ -319,6 +374,22 @@ fn describe(recorder: &PrometheusRecorder) {
         name(LEASE_LAPSED),
         None,
         "Times this replica found its own lease run out and stopped what it ran.".into(),
+    );
+    recorder.describe_counter(
+        name(NOTIFICATIONS),
+        None,
+        "Notification delivery attempts: delivered, failed (tried again later), dead (the last one failed)."
+            .into(),
+    );
+    recorder.describe_histogram(
+        name(NOTIFICATION_DELAY),
+        Some(Unit::Seconds),
+        "Seconds from a notification event's commit to its receiver's acceptance.".into(),
+    );
+    recorder.describe_gauge(
+        name(NOTIFICATION_DELIVERIES),
+        None,
+        "Notification deliveries pending and dead, when scraped.".into(),
     );
     recorder.describe_gauge(
         name(REPLICA_INFO),

@@ -58,6 +58,10 @@ use utoipa::{
         crate::api::runners::openapi_paths::ack,
         crate::api::runners::openapi_paths::heartbeat,
         crate::api::runners::openapi_paths::report,
+        crate::api::notifications::openapi_paths::list_notifications,
+        crate::api::notifications::openapi_paths::mark_notifications_read,
+        crate::api::notifications::openapi_paths::list_deliveries,
+        crate::api::notifications::openapi_paths::list_channels,
     ),
     components(schemas(
         ApiError,
@@ -103,7 +107,15 @@ use utoipa::{
         policy::api::LeaseRenewal,
         policy::api::LeaseState,
         policy::api::RunnerReport,
-        policy::api::RunnerOutcome
+        policy::api::RunnerOutcome,
+        policy::notify::NotificationRule,
+        policy::notify::NotifyEventType,
+        policy::notify::NotificationPage,
+        policy::notify::NotificationView,
+        policy::notify::MarkRead,
+        policy::notify::DeliveryStatus,
+        policy::notify::DeliveryView,
+        policy::notify::ChannelOption
     ))
 )]
 struct ApiDoc;

@@ -128,13 +128,18 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     (code, Json(body))
 }
 
-/// The metrics, with the due-timer backlog counted now (on the injected clock). When the count
-/// cannot be read, the last one stays and the rest is still served.
+/// The metrics, with the due-timer backlog (on the injected clock) and the notification
+/// deliveries pending and dead counted now. When a count cannot be read, the last one stays and
+/// the rest is still served.
 pub async fn metrics(State(state): State<AppState>) -> Response {
     let engine = &state.engine;
     match engine.store().due_timer_count(engine.now()).await {
         Ok(n) => engine.metrics().set_due_timers(n),
         Err(err) => tracing::warn!(error = %err, "metrics: cannot count due timers"),
+    }
+    match engine.store().delivery_counts().await {
+        Ok((pending, dead)) => engine.metrics().set_deliveries(pending, dead),
+        Err(err) => tracing::warn!(error = %err, "metrics: cannot count notification deliveries"),
     }
     (
         [

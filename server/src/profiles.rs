@@ -12,6 +12,7 @@ use policy::{
     api::{CandidateTarget, DispatcherKind, Profile, ProfileSummary},
     document::{ValidationCode, ValidationError, ValidationErrors},
     input::{check_identifier, ValidatedProfile},
+    notify::NotificationRule,
 };
 
 /// Checks every target's runner against the server's configuration (an `acp` target names a
@@ -64,6 +65,49 @@ pub fn bind_runners(targets: &mut [CandidateTarget], config: &RunnerConfig) -> R
     }
 }
 
+/// Checks that every channel a profile's notification rules name is one the server has now
+/// (`in_app`, or a `[[channel]]` of the configuration): a 422 at
+/// `notifications[i].channels[j]` otherwise. A channel that later leaves the configuration is
+/// skipped when an event is queued.
+pub fn check_channels(rules: &[NotificationRule], config: &RunnerConfig) -> Result<(), ValidationErrors> {
+    let mut errors = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        for (c, channel) in rule.channels.iter().enumerate() {
+            if !config.notify.has_channel(channel) {
+                errors.push(ValidationError {
+                    path: format!("notifications[{i}].channels[{c}]"),
+                    code: ValidationCode::UnknownField,
+                    message:
+                        "The server's configuration has no channel with this id; choose `in_app` or one it \
+                              lists, or ask an operator to add it."
+                            .to_owned(),
+                });
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ValidationErrors { errors })
+    }
+}
+
+/// Both checks against the configuration: runners and channels, every problem at once.
+fn check_config(profile: &ValidatedProfile, config: &RunnerConfig) -> Result<(), ValidationErrors> {
+    let mut errors = Vec::new();
+    if let Err(e) = bind_runners(&mut profile.targets().to_vec(), config) {
+        errors.extend(e.errors);
+    }
+    if let Err(e) = check_channels(profile.notifications(), config) {
+        errors.extend(e.errors);
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ValidationErrors { errors })
+    }
+}
+
 pub async fn list(engine: &Engine) -> Result<Vec<ProfileSummary>, EngineError> {
     Ok(engine.store().list_profiles().await?)
 }
@@ -91,8 +135,10 @@ pub async fn put(engine: &Engine, id: &str, profile: ValidatedProfile) -> Result
 /// Stores `profile` as revision 1 of a new profile `id`.
 async fn insert_new(engine: &Engine, id: String, profile: ValidatedProfile) -> Result<Profile, EngineError> {
     let now = engine.now();
+    let config = engine.runners().current();
+    check_config(&profile, &config).map_err(EngineError::Invalid)?;
     let mut profile = profile.into_profile(id, 1, now, now);
-    bind_runners(&mut profile.targets, &engine.runners().current()).map_err(EngineError::Invalid)?;
+    bind_runners(&mut profile.targets, &config).map_err(EngineError::Invalid)?;
     let _writer = engine.writer().await;
     engine.store().insert_profile(&profile).await?;
     Ok(profile)
@@ -104,7 +150,7 @@ pub async fn update(engine: &Engine, id: &str, profile: ValidatedProfile) -> Res
     // The same check as a new profile's, against one snapshot of the configuration: refused
     // here, and bound (provider and model filled) inside the write below.
     let config = engine.runners().current();
-    bind_runners(&mut profile.targets().to_vec(), &config).map_err(EngineError::Invalid)?;
+    check_config(&profile, &config).map_err(EngineError::Invalid)?;
     let _writer = engine.writer().await;
     let written = engine
         .store()

@@ -132,8 +132,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     );
     let (stop_tx, mut stop_rx) = watch::channel(false);
     let (retire_tx, mut stop_replicas) = watch::channel(false);
+    let mut stop_outbox = stop_rx.clone();
     let scheduler = tokio::spawn(crate::scheduler::run(engine.clone(), async move {
         let _ = stop_rx.wait_for(|stop| *stop).await;
+    }));
+    let outbox = tokio::spawn(crate::notify::worker::run(engine.clone(), async move {
+        let _ = stop_outbox.wait_for(|stop| *stop).await;
     }));
     let membership = tokio::spawn(crate::engine::replicas::run(
         engine.clone(),
@@ -199,6 +203,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     upkeep.abort();
     let _ = stop_tx.send(true);
     let _ = scheduler.await;
+    let _ = outbox.await;
     // Nothing this process started outlives it: the agents in flight are stopped (their
     // dispatches are ambiguous at the next boot, as after a crash).
     engine.stop_attempts().await;

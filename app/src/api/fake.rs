@@ -17,6 +17,9 @@ use policy::{
     },
     document::PolicyDocument,
     input::ValidatedProfile,
+    notify::{
+        ChannelOption, DeliveryStatus, DeliveryView, NotificationPage, NotificationView, NotifyEventType,
+    },
     route::{start, CandidateOption},
     wire::{RouteSnapshot, StateName},
 };
@@ -39,6 +42,10 @@ pub(crate) enum Call {
     GetRoute(String),
     PerformAction(String, ManualActionRequest),
     AuditPage(Option<i64>),
+    Notifications(Option<i64>),
+    MarkNotificationsRead(u64),
+    Deliveries(Option<DeliveryStatus>),
+    ListChannels,
     Tokens,
     /// The token's name and permissions.
     CreateToken(String, Vec<String>),
@@ -67,6 +74,9 @@ struct Script {
     action: ActionOutcome,
     runners: Vec<RunnerOption>,
     audit: Vec<policy::auth::AuditEntry>,
+    notifications: NotificationPage,
+    deliveries: Vec<DeliveryView>,
+    channels: Vec<ChannelOption>,
     tokens: Vec<TokenView>,
     accounts: Vec<AccountView>,
     roles: Vec<RoleView>,
@@ -93,6 +103,13 @@ impl Default for FakeBackend {
                 action: ActionOutcome::Applied(snapshot(StateName::ActionRequired, 4)),
                 runners: FakeBackend::runners(),
                 audit: Vec::new(),
+                notifications: FakeBackend::notifications(),
+                deliveries: Vec::new(),
+                channels: vec![ChannelOption {
+                    id: "in_app".into(),
+                    kind: "in_app".into(),
+                    label: None,
+                }],
                 tokens: vec![FakeBackend::token()],
                 accounts: vec![FakeBackend::account()],
                 roles: vec![RoleView {
@@ -139,6 +156,22 @@ impl FakeBackend {
             expires_at: at(10 + 86_400),
             last_used_at: None,
             revoked_at: None,
+        }
+    }
+
+    /// The page `notifications` answers: one unread notification.
+    pub(crate) fn notifications() -> NotificationPage {
+        NotificationPage {
+            items: vec![NotificationView {
+                seq: 3,
+                id: "msg-stored".into(),
+                event: NotifyEventType::RouteNeedsPerson,
+                at: at(30),
+                route_id: "r1".into(),
+                summary: "Route r1 needs a person on candidate a: policy_stop".into(),
+                read: false,
+            }],
+            unread: 1,
         }
     }
 
@@ -209,6 +242,7 @@ impl FakeBackend {
             targets: vec![],
             policy,
             normalized_from_legacy: true,
+            notifications: Vec::new(),
             created_at: at(10),
             updated_at: at(20),
         }
@@ -380,6 +414,28 @@ impl Backend for FakeBackend {
         before: Option<i64>,
     ) -> BackendFuture<'_, Result<Vec<policy::auth::AuditEntry>, BackendError>> {
         self.answer(Call::AuditPage(before), |s| s.audit.clone())
+    }
+
+    fn notifications(
+        &self,
+        before: Option<i64>,
+    ) -> BackendFuture<'_, Result<NotificationPage, BackendError>> {
+        self.answer(Call::Notifications(before), |s| s.notifications.clone())
+    }
+
+    fn mark_notifications_read(&self, through_seq: u64) -> BackendFuture<'_, Result<u64, BackendError>> {
+        self.answer(Call::MarkNotificationsRead(through_seq), |_| 0)
+    }
+
+    fn deliveries(
+        &self,
+        status: Option<DeliveryStatus>,
+    ) -> BackendFuture<'_, Result<Vec<DeliveryView>, BackendError>> {
+        self.answer(Call::Deliveries(status), |s| s.deliveries.clone())
+    }
+
+    fn list_channels(&self) -> BackendFuture<'_, Result<Vec<ChannelOption>, BackendError>> {
+        self.answer(Call::ListChannels, |s| s.channels.clone())
     }
 
     fn tokens(&self) -> BackendFuture<'_, Result<Vec<TokenView>, BackendError>> {

@@ -7,6 +7,7 @@
 
 pub mod access;
 pub mod evidence;
+pub mod notifications;
 pub mod profiles;
 pub mod routes;
 pub mod runners;

@@ -55,6 +55,7 @@ pub(crate) mod tests {
             targets: vec![],
             policy,
             expected_revision: Some(3),
+            notifications: Vec::new(),
         }
     }
 

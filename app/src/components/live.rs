@@ -201,9 +201,41 @@ mod stream {
     }
 }
 
+/// Every event and gap any page's stream has seen, counted app-wide (provided by the app with
+/// [`provide_event_ticks`]): what the header reads to stay current without a stream of its own
+/// (a page keeps one stream; pages without live updates keep none), and the changes a page
+/// made itself to what the header shows ([`EventTicks::bump`]).
+#[derive(Debug, Clone, Copy)]
+pub struct EventTicks(RwSignal<u64>);
+
+impl EventTicks {
+    /// The count (tracked).
+    pub fn get(self) -> u64 {
+        self.0.get()
+    }
+
+    /// Counts one more: what the stream's events and gaps do, and what a page does after it
+    /// changed something the header shows itself (marking notifications read).
+    pub fn bump(self) {
+        // `try_`: the app may be going away.
+        self.0.try_update(|n| *n += 1);
+    }
+}
+
+/// Provides [`EventTicks`] to the whole app.
+pub fn provide_event_ticks() {
+    provide_context(EventTicks(RwSignal::new(0)));
+}
+
+/// The app's [`EventTicks`], if provided.
+pub fn use_event_ticks() -> Option<EventTicks> {
+    use_context::<EventTicks>()
+}
+
 /// Calls `on_event` with the route id (if named) of every event while the caller is mounted,
 /// and counts the gaps the caller must reload after (see the module docs). The stream is
-/// closed, and its callbacks freed, when the caller's owner is cleaned up.
+/// closed, and its callbacks freed, when the caller's owner is cleaned up. Every event and gap
+/// also ticks the app's [`EventTicks`].
 pub fn use_route_events(on_event: impl Fn(Option<String>) + 'static) -> Live {
     use_stream(on_event, None::<fn(Option<String>)>)
 }
@@ -224,6 +256,20 @@ fn use_stream(
 ) -> Live {
     let (status, set_status) = signal(LiveStatus::Off);
     let (gaps, set_gaps) = signal(0u64);
+    let ticks = use_event_ticks();
+    let on_event = move |id: Option<String>| {
+        if let Some(t) = ticks {
+            t.bump();
+        }
+        on_event(id);
+    };
+    if let Some(t) = ticks {
+        Effect::new(move |_| {
+            if gaps.get() > 0 {
+                t.bump();
+            }
+        });
+    }
     #[cfg(feature = "hydrate")]
     {
         let on_event: std::rc::Rc<dyn Fn(Option<String>)> = std::rc::Rc::new(on_event);

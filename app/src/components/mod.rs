@@ -7,6 +7,8 @@ pub mod disclosure;
 pub mod dispatcher_choice;
 pub mod live;
 pub mod nav;
+pub mod notification_rules;
+pub mod notify_bell;
 pub mod profile_editor;
 pub mod route_view;
 pub mod status;

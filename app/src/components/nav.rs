@@ -6,9 +6,13 @@
 //! The header's links are one table, [`LINKS`]: a new page's link is one row, shown to whoever
 //! its predicate admits (the server's rules decide access to the page itself). Anything else the
 //! header shows for the signed-in person (a count, a badge) goes between the links and their
-//! name, where the session is already read.
+//! name, where the session is already read: people who may view routes get the notifications item
+//! with their unread count (`notify_bell`).
 
-use crate::auth::SessionResource;
+use crate::{
+    auth::SessionResource,
+    components::notify_bell::{header_notifications, NotificationBell},
+};
 use leptos::prelude::*;
 use leptos_router::components::A;
 use policy::auth::{Permission, Permissions};
@@ -49,6 +53,7 @@ pub const LINKS: [NavLink; 4] = [
 pub fn NavBar() -> impl IntoView {
     let (open, set_open) = signal(false);
     let session = expect_context::<SessionResource>();
+    let notifications = header_notifications(session);
     // `min-h-11`: every link stays 44 px tall on a desktop too, where the text gets smaller.
     let link_class = "flex min-h-11 items-center rounded-md px-3 py-3 text-base font-medium text-slate-700 hover:bg-slate-100 \
                       focus-visible:outline focus-visible:outline-2 focus-visible:outline-indigo-600 \
@@ -110,6 +115,16 @@ pub fn NavBar() -> impl IntoView {
                                             }
                                         })
                                         .collect_view()}
+                                    {who
+                                        .permissions
+                                        .contains(Permission::ViewRoutes)
+                                        .then(|| {
+                                            view! {
+                                                <li>
+                                                    <NotificationBell page=notifications class=link_class on_follow=Callback::new(move |()| set_open.set(false)) />
+                                                </li>
+                                            }
+                                        })}
                                     <li class="flex items-center gap-2 sm:ml-2">
                                         <span class="px-3 text-sm text-slate-700" data-testid="signed-in-as">{who.name}</span>
                                         <form method="post" action="/logout">

@@ -22,6 +22,7 @@ use crate::{
         class_policy::{ClassPolicyEditor, ServerMessages},
         controls::{FieldMessage, FOCUS},
         dispatcher_choice::DispatcherChoice,
+        notification_rules::{self, NotificationRulesEditor},
         try_error::TryError,
     },
     configured::{needs_runner, not_configured, runner_noun, Configured},
@@ -107,6 +108,7 @@ pub fn ProfileEditor(profile: Profile, runners: Vec<RunnerOption>) -> impl IntoV
     let kind = profile.kind;
     let next_key = StoredValue::new(profile.policy.candidates.len() as u64);
     let rows = RwSignal::new(rows_of(&profile, 0));
+    let rules = RwSignal::new(notification_rules::drafts(&profile.notifications));
     let server_errors: RwSignal<Vec<ValidationError>> = RwSignal::new(Vec::new());
     let saved: RwSignal<Option<Profile>> = RwSignal::new(None);
     let notice: RwSignal<Option<String>> = RwSignal::new(None);
@@ -140,6 +142,7 @@ pub fn ProfileEditor(profile: Profile, runners: Vec<RunnerOption>) -> impl IntoV
                     row.draft.open.set(was_open);
                 }
                 rows.set(fresh);
+                rules.set(notification_rules::drafts(&stored.notifications));
                 name.set(stored.name.clone());
                 revision.set(stored.revision);
                 server_errors.set(Vec::new());
@@ -174,7 +177,12 @@ pub fn ProfileEditor(profile: Profile, runners: Vec<RunnerOption>) -> impl IntoV
             .map(|r| r.target.target(&r.draft.id.get_untracked()))
             .collect();
         let runners_ok = configured.with_value(|c| current.iter().all(|r| r.target.problem(c).is_none()));
-        let Some((doc, targets)) = doc.zip(targets).filter(|_| name_ok && runners_ok) else {
+        let notifications = notification_rules::collect(&rules.get_untracked());
+        let Some(((doc, targets), notifications)) = doc
+            .zip(targets)
+            .zip(notifications)
+            .filter(|_| name_ok && runners_ok)
+        else {
             saved.set(None);
             notice.set(Some(
                 "Some values need fixing first; they are marked in red.".to_owned(),
@@ -201,6 +209,7 @@ pub fn ProfileEditor(profile: Profile, runners: Vec<RunnerOption>) -> impl IntoV
                 targets,
                 policy,
                 expected_revision: Some(revision.get_untracked()),
+                notifications,
             },
         });
     };
@@ -355,6 +364,8 @@ pub fn ProfileEditor(profile: Profile, runners: Vec<RunnerOption>) -> impl IntoV
                     </p>
                 </div>
             </section>
+
+            <NotificationRulesEditor rules=rules messages=messages />
 
             <div class="sticky bottom-0 -mx-4 border-t border-slate-200 bg-slate-50/95 px-4 py-3 sm:static sm:mx-0 sm:border-0 sm:bg-transparent sm:px-0">
                 <div class="flex flex-wrap items-center gap-3">

@@ -7,6 +7,7 @@ use crate::{
     auth::{holders, manages_profiles, SessionResource},
     components::{
         controls::FOCUS,
+        notification_rules::NotificationRulesView,
         profile_editor::ProfileEditor,
         status::{ErrorPanel, Loading},
     },
@@ -63,7 +64,12 @@ pub fn ProfilePage() -> impl IntoView {
                             {if manage {
                                 view! { <ProfileEditor profile=p runners=runners /> }.into_any()
                             } else {
-                                view! { <ReadOnlyPolicy profile=p /> }.into_any()
+                                let rules = p.notifications.clone();
+                                view! {
+                                    <ReadOnlyPolicy profile=p />
+                                    <NotificationRulesView rules=rules />
+                                }
+                                    .into_any()
                             }}
                         }
                             .into_any()

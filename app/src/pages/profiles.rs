@@ -330,6 +330,7 @@ fn NewProfile(runners: Vec<RunnerOption>) -> impl IntoView {
                 targets: target.target(&id).into_iter().collect(),
                 policy,
                 expected_revision: None,
+                notifications: Vec::new(),
             },
         });
     };

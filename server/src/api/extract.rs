@@ -10,7 +10,8 @@
 //! - [`Id`] and [`LeasePath`]: path parameters (400 when unreadable).
 //! - [`RouteQuery`]: the route list's query string, every parameter bounded as the document
 //!   says (422 at the parameter's name otherwise).
-//! - [`AuditQuery`]: the audit log's page (`before`, `limit`), the same way.
+//! - [`AuditQuery`]: the audit log's page (`before`, `limit`), the same way;
+//!   [`NotificationQuery`]: the notification list's and the deliveries' (and a `status`).
 
 use crate::failure::Failure;
 use axum::{
@@ -148,16 +149,77 @@ impl<S: Send + Sync> FromRequestParts<S> for AuditQuery {
     type Rejection = Failure;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Failure> {
-        parse_audit_query(&query_pairs(parts)?).map_err(Failure::Invalid)
+        let (before, limit) =
+            parse_page(&query_pairs(parts)?, DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE).map_err(Failure::Invalid)?;
+        Ok(AuditQuery { before, limit })
     }
 }
 
-fn parse_audit_query(pairs: &[(String, String)]) -> Result<AuditQuery, ValidationErrors> {
+/// One page of the in-app notification list (`before`, `limit`), the audit log's way, or of
+/// the deliveries, which may also name a `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NotificationQuery {
+    pub before: Option<i64>,
+    pub limit: u32,
+    pub status: Option<policy::notify::DeliveryStatus>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for NotificationQuery {
+    type Rejection = Failure;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Failure> {
+        use policy::{
+            limits::{DEFAULT_NOTIFICATION_PAGE, MAX_NOTIFICATION_PAGE},
+            notify::DeliveryStatus,
+        };
+        let pairs = query_pairs(parts)?;
+        let mut errors = Vec::new();
+        let mut status = None;
+        let statuses: Vec<&String> = pairs
+            .iter()
+            .filter(|(k, _)| k == "status")
+            .map(|(_, v)| v)
+            .collect();
+        match statuses.as_slice() {
+            [] => {}
+            [one] => match DeliveryStatus::parse(one) {
+                Some(s) => status = Some(s),
+                None => errors.push(ValidationError {
+                    path: "status".to_owned(),
+                    code: ValidationCode::UnknownField,
+                    message: "status is pending, delivered or dead.".to_owned(),
+                }),
+            },
+            _ => errors.push(ValidationError {
+                path: "status".to_owned(),
+                code: ValidationCode::Duplicate,
+                message: "Give `status` once.".to_owned(),
+            }),
+        }
+        let page = parse_page(&pairs, DEFAULT_NOTIFICATION_PAGE, MAX_NOTIFICATION_PAGE);
+        match page {
+            Ok((before, limit)) if errors.is_empty() => Ok(NotificationQuery {
+                before,
+                limit,
+                status,
+            }),
+            Ok(_) => Err(Failure::Invalid(ValidationErrors { errors })),
+            Err(e) => {
+                errors.extend(e.errors);
+                Err(Failure::Invalid(ValidationErrors { errors }))
+            }
+        }
+    }
+}
+
+/// `before` (a whole number) and `limit` (1 to `max`, `default` when absent) from a query.
+fn parse_page(
+    pairs: &[(String, String)],
+    default: u32,
+    max: u32,
+) -> Result<(Option<i64>, u32), ValidationErrors> {
     let mut errors = Vec::new();
-    let mut query = AuditQuery {
-        before: None,
-        limit: DEFAULT_AUDIT_PAGE,
-    };
+    let (mut before, mut limit) = (None, default);
     let mut seen: Vec<&str> = Vec::new();
     for (key, value) in pairs {
         let key = key.as_str();
@@ -169,7 +231,7 @@ fn parse_audit_query(pairs: &[(String, String)]) -> Result<AuditQuery, Validatio
         } else if key == "before" {
             match policy::whole::parse::<i64>(value) {
                 Some(seq) => {
-                    query.before = Some(seq);
+                    before = Some(seq);
                     None
                 }
                 None => Some((
@@ -179,13 +241,13 @@ fn parse_audit_query(pairs: &[(String, String)]) -> Result<AuditQuery, Validatio
             }
         } else {
             match policy::whole::parse::<u32>(value) {
-                Some(n) if (1..=MAX_AUDIT_PAGE).contains(&n) => {
-                    query.limit = n;
+                Some(n) if (1..=max).contains(&n) => {
+                    limit = n;
                     None
                 }
                 _ => Some((
                     ValidationCode::OutOfRange,
-                    format!("limit is a whole number from 1 to {MAX_AUDIT_PAGE}."),
+                    format!("limit is a whole number from 1 to {max}."),
                 )),
             }
         };
@@ -199,7 +261,7 @@ fn parse_audit_query(pairs: &[(String, String)]) -> Result<AuditQuery, Validatio
         }
     }
     if errors.is_empty() {
-        Ok(query)
+        Ok((before, limit))
     } else {
         Err(ValidationErrors { errors })
     }
@@ -304,7 +366,12 @@ mod tests {
 
     fn audit(q: &str) -> Result<AuditQuery, ValidationErrors> {
         let uri: axum::http::Uri = format!("/api/v1/audit?{q}").parse().unwrap();
-        parse_audit_query(&Query::<Vec<(String, String)>>::try_from_uri(&uri).unwrap().0)
+        parse_page(
+            &Query::<Vec<(String, String)>>::try_from_uri(&uri).unwrap().0,
+            DEFAULT_AUDIT_PAGE,
+            MAX_AUDIT_PAGE,
+        )
+        .map(|(before, limit)| AuditQuery { before, limit })
     }
 
     fn paths(e: ValidationErrors) -> Vec<String> {

@@ -12,6 +12,7 @@
 
 mod auth;
 mod extract;
+pub(crate) mod notifications;
 pub(crate) mod runners;
 
 pub(crate) use auth::extend_openapi;
@@ -81,6 +82,7 @@ pub fn routes(test_clock: bool) -> Router<AppState> {
         .route("/api/v1/circuits", get(list_circuits))
         .route("/api/v1/events", get(events))
         .merge(runners::routes())
+        .merge(notifications::routes())
         .merge(auth::routes());
     if test_clock {
         r = r.route("/api/v1/test/clock", json_only(post(set_test_clock)));

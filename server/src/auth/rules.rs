@@ -108,6 +108,7 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("GET", "/profiles/{id}", Surface::Page, READ_PROFILES),
     ("GET", "/routes/{id}", Surface::Page, VIEW),
     ("GET", "/audit", Surface::Page, ADMIN),
+    ("GET", "/notifications", Surface::Page, VIEW),
     // The person's own API tokens; accounts and roles for administrators.
     ("GET", "/access", Surface::Page, Access::Authenticated),
     // Profiles.
@@ -130,6 +131,16 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     ("POST", "/api/v1/routes/{id}/abandon", Surface::Api, STEER),
     ("GET", "/api/v1/circuits", Surface::Api, VIEW),
     ("GET", "/api/v1/events", Surface::Api, VIEW),
+    // Notifications: the caller's own in-app list, deliveries, the channels rules may name.
+    ("GET", "/api/v1/notifications", Surface::Api, VIEW),
+    ("POST", "/api/v1/notifications/read", Surface::Api, VIEW),
+    ("GET", "/api/v1/notifications/deliveries", Surface::Api, VIEW),
+    (
+        "GET",
+        "/api/v1/notifications/channels",
+        Surface::Api,
+        READ_PROFILES,
+    ),
     // Operations: Prometheus scrapes with an API token.
     ("GET", "/metrics", Surface::Api, VIEW),
     // External runners.
@@ -184,6 +195,11 @@ pub const SERVER_FNS: &[(&str, Access)] = &[
     ("get_route", VIEW),
     ("get_transcripts", VIEW),
     ("act_on_route", STEER),
+    // The signed-in person's notifications, deliveries, and the channels rules may name.
+    ("list_notifications", VIEW),
+    ("mark_notifications_read", VIEW),
+    ("list_deliveries", VIEW),
+    ("list_channels", READ_PROFILES),
     ("list_audit", ADMIN),
     // The caller's own API tokens (administrators: every token).
     ("list_tokens", Access::Authenticated),

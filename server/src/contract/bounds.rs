@@ -100,6 +100,28 @@ pub fn bound(doc: &mut Value) {
             "after_seconds",
             json!({"minimum": 0, "maximum": MAX_SIMULATED_DELAY_SECONDS}),
         ),
+        (
+            "ProfileInput",
+            "notifications",
+            json!({"maxItems": MAX_NOTIFICATION_RULES}),
+        ),
+        (
+            "NotificationRule",
+            "events",
+            json!({"minItems": 1, "uniqueItems": true}),
+        ),
+        (
+            "NotificationRule",
+            "channels",
+            json!({"minItems": 1, "maxItems": MAX_RULE_CHANNELS, "uniqueItems": true,
+                   "items": {"type": "string", "minLength": 1, "maxLength": MAX_IDENTIFIER_CHARS,
+                             "pattern": IDENTIFIER_PATTERN, "examples": [policy::notify::IN_APP_CHANNEL]}}),
+        ),
+        (
+            "NotificationRule",
+            "min_wait_seconds",
+            json!({"minimum": 0, "maximum": MAX_MAX_WAIT_SECONDS}),
+        ),
         ("StartRouteRequest", "profile_id", line(MAX_ID_CHARS)),
         ("StartRouteRequest", "title", text(MAX_TITLE_CHARS)),
         ("StartRouteRequest", "pin", line(MAX_ID_CHARS)),
@@ -311,6 +333,30 @@ pub fn bound(doc: &mut Value) {
                     })
                 }
                 _ => {}
+            }
+        }
+    }
+    // A notification's `seq` is the databases' signed 64-bit integer.
+    schema(doc, "MarkRead")["properties"]["through_seq"] = json!({
+        "type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_NOTIFICATION_SEQ,
+        "description": "Every notification up to and including this `seq` is read."
+    });
+    // The notification list's and the deliveries' pages, as `api::extract::NotificationQuery`
+    // reads them.
+    for path in ["/api/v1/notifications", "/api/v1/notifications/deliveries"] {
+        if let Some(params) = doc["paths"][path]["get"]["parameters"].as_array_mut() {
+            for p in params {
+                match p["name"].as_str() {
+                    Some("before") => p["schema"] = json!({"type": "integer", "format": "int64"}),
+                    Some("limit") => {
+                        p["schema"] = json!({
+                            "type": "integer", "minimum": 1, "maximum": MAX_NOTIFICATION_PAGE,
+                            "default": DEFAULT_NOTIFICATION_PAGE
+                        })
+                    }
+                    Some("status") => p["schema"] = json!({"$ref": "#/components/schemas/DeliveryStatus"}),
+                    _ => {}
+                }
             }
         }
     }

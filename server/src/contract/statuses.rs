@@ -19,7 +19,9 @@ fn validation_response() -> Value {
 }
 
 /// Operations whose input is validated past its shape (422 with field paths).
-const VALIDATING: [&str; 17] = [
+const VALIDATING: [&str; 19] = [
+    "list_notifications",
+    "list_deliveries",
     "create_account",
     "update_account",
     "create_role",

@@ -20,8 +20,9 @@ use crate::{
 use chrono::{DateTime, Utc};
 use classifier::Verdict;
 use policy::{
-    api::{CandidateTarget, DispatcherKind, Profile},
+    api::{CandidateTarget, CircuitState, DispatcherKind, Profile},
     circuit::{self, GateDecision},
+    notify::Notable,
     route::{CandidateOption, EventKind, Hold, RouteState, StateName},
 };
 
@@ -111,6 +112,9 @@ pub(super) struct CircuitChanges {
     pub(super) keeps_probing: bool,
     /// A circuit opened or closed: held dispatches must look again.
     pub(super) release: bool,
+    /// The circuits this transition opened (from closed) or closed, for the outbox: noted
+    /// only when the profile's rules ask for circuit events.
+    pub(super) moved: Vec<Notable>,
 }
 
 /// Opens or closes circuits as this transition says.
@@ -130,12 +134,18 @@ pub(super) async fn maintain(
     let keeps_probing = next.candidate().id == prev.candidate().id
         && matches!(next.state_name(), N::RetryWait | N::WaitingForReset | N::Retrying);
     let mut release = false;
+    let mut moved = Vec::new();
+    let tell = crate::notify::outbox::wants_circuits(profile);
     let target = target_of(profile, &prev.candidate().id);
     if kind == EventKind::Succeeded {
         let keys = keys_of(profile, &prev.candidate().id);
         if !keys.is_empty() {
             pending.before_circuit_write(tx, now).await?;
-            release |= tx.close_circuits(&keys, now).await?;
+            let closed = tx.close_circuits(&keys, now).await?;
+            release |= !closed.is_empty();
+            if tell {
+                moved.extend(closed.iter().map(|key| Notable::circuit_closed(key)));
+            }
         }
     }
     if let (EventKind::Failed, Some(v)) = (kind, verdict) {
@@ -158,10 +168,19 @@ pub(super) async fn maintain(
             pending.before_circuit_write(tx, now).await?;
             tx.put_circuit(&opened, now).await?;
             release = true;
+            let was_closed = current.as_ref().is_none_or(|c| c.state == CircuitState::Closed);
+            if tell && was_closed {
+                moved.push(Notable::circuit_opened(
+                    &key,
+                    opened.code.as_deref(),
+                    opened.open_until,
+                ));
+            }
         }
     }
     Ok(CircuitChanges {
         keeps_probing,
         release,
+        moved,
     })
 }

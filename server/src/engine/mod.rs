@@ -170,6 +170,8 @@ pub struct Engine {
     dispatchers: Dispatchers,
     /// Wakes the scheduler (a new or earlier timer, released holds).
     wake: Notify,
+    /// Wakes the notification delivery worker (a commit queued events in the outbox).
+    outbox: Notify,
     /// One writer at a time in this process (SQLite has one anyway; waiting here is cheaper
     /// than SQLite's busy loop): the writer task and profile writes take it.
     write: Mutex<()>,
@@ -227,6 +229,7 @@ impl Engine {
             clock,
             runners,
             wake: Notify::new(),
+            outbox: Notify::new(),
             write: Mutex::new(()),
             events,
             delivered: watch::Sender::new(0),
@@ -281,6 +284,12 @@ impl Engine {
 
     pub(crate) fn wake_handle(&self) -> &Notify {
         &self.wake
+    }
+
+    /// What wakes the notification delivery worker (`crate::notify::worker`): notified after
+    /// every commit that queued events in the outbox.
+    pub fn outbox_signal(&self) -> &Notify {
+        &self.outbox
     }
 
     /// The in-process writer lock: profile writes take it too, so SQLite never sees two writers

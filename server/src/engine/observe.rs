@@ -1,7 +1,8 @@
 //! What a writer transaction tells the operator once it has committed: one log line per route
 //! transition (with `route_id` and `generation`, and the states and event) and the metrics
 //! (`crate::metrics`: transitions by the state entered, settled dispatches by outcome and
-//! classification, expired leases, timer lateness).
+//! classification, expired leases, timer lateness), and the notification delivery worker is
+//! woken when the transaction queued events in the outbox.
 //!
 //! The steps note what they did in [`Observed`], part of the transaction's [`super::pending::Pending`];
 //! the writer hands it to [`Engine::observe`] only after the commit succeeded and before any
@@ -23,6 +24,8 @@ pub(crate) struct Observed {
     transitions: Vec<Seen>,
     /// Seconds each fired timer was late.
     lateness: Vec<f64>,
+    /// Notification events queued in the outbox (the delivery worker is woken for them).
+    notifications: usize,
 }
 
 /// One route transition.
@@ -57,6 +60,11 @@ impl Observed {
         });
     }
 
+    /// `n` notification events queued in the outbox.
+    pub(crate) fn notified(&mut self, n: usize) {
+        self.notifications += n;
+    }
+
     /// A timer due at `due` fired in a transaction at `now`.
     pub(crate) fn timer_fired(&mut self, due: DateTime<Utc>, now: DateTime<Utc>) {
         // Milliseconds are what the timers table keeps.
@@ -89,6 +97,9 @@ impl Engine {
         }
         for seconds in &observed.lateness {
             metrics.timer_fired(*seconds);
+        }
+        if observed.notifications > 0 {
+            self.outbox_signal().notify_one();
         }
     }
 }

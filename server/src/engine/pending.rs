@@ -91,6 +91,14 @@ impl Pending {
         Ok((route, profile))
     }
 
+    /// The outbox's one entry: queues, beside the transition's own writes, the notifications
+    /// `change` causes under its profile's rules (`crate::notify::outbox::queue`), and notes
+    /// them so the delivery worker is woken once the transaction commits.
+    pub(crate) fn tell(&mut self, change: &crate::notify::outbox::Change<'_>) {
+        let told = crate::notify::outbox::queue(&mut self.writes, &self.config, change);
+        self.observed.notified(told);
+    }
+
     /// Queues the compare-and-set and applies it to the cached row.
     pub(super) fn cas_route(&mut self, id: &str, expected: u64, next: &RouteState, now: DateTime<Utc>) {
         self.writes.cas_route(id, expected, next, now);

@@ -11,10 +11,10 @@ use super::{
     pending::Pending,
     EngineError, Input,
 };
-use crate::metrics::FailureCause;
 use crate::store::{
     due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, Lease, RouteRow, TimerKind, Tx, Writes,
 };
+use crate::{metrics::FailureCause, notify::outbox::Change};
 use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
 use policy::{
@@ -454,6 +454,17 @@ pub(crate) async fn start_route(
         decision_json: None,
         classification_json: None,
     });
+    pending.tell(&Change {
+        route_id: &id,
+        caller: request.caller(),
+        title: request.title(),
+        profile: &profile,
+        prev: None,
+        transition: &transition,
+        circuits: &[],
+        now,
+    });
+    let writes = &mut pending.writes;
     if let Some(a) = transition.next.attempt() {
         writes.insert_dispatch(DispatchInsert {
             route_id: &id,
@@ -618,6 +629,18 @@ pub(crate) async fn transact(
         decision_json: transition.decision.as_ref().map(crate::store::to_json),
         classification_json: verdict.as_ref().map(|v| crate::store::to_json(&v.classification)),
     });
+    // The outbox: what this transition is worth telling, in this same transaction.
+    pending.tell(&Change {
+        route_id,
+        caller: &route.caller,
+        title: route.title.as_deref(),
+        profile,
+        prev: Some(&prev),
+        transition: &transition,
+        circuits: &changes.moved,
+        now,
+    });
+    let writes = &mut pending.writes;
     let settled = maintain_dispatches(
         writes,
         route_id,

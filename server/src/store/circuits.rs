@@ -88,13 +88,13 @@ impl Tx<'_> {
         Ok(())
     }
 
-    /// Closes the circuits `keys` (a success on the resource); whether any was not closed.
+    /// Closes the circuits `keys` (a success on the resource); the keys that were not closed.
     pub(crate) async fn close_circuits(
         &mut self,
         keys: &[String],
         now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        let mut closed = false;
+    ) -> Result<Vec<String>, StoreError> {
+        let mut closed = Vec::new();
         for key in keys {
             let done = sql::query(
                 "UPDATE circuits SET state = 'closed', open_until_ms = NULL, failures = 0, code = NULL, \
@@ -104,7 +104,9 @@ impl Tx<'_> {
             .bind(key)
             .execute(&mut *self.conn)
             .await?;
-            closed |= done > 0;
+            if done > 0 {
+                closed.push(key.clone());
+            }
         }
         Ok(closed)
     }

@@ -14,7 +14,9 @@
 //! lists), [`history`], [`dispatches`], [`timers`], [`circuits`], [`profiles`], [`work`] (the
 //! work a route carries and its result), [`leases`] (external runners' leases), [`events`] (the
 //! history table read as every replica's event log; PostgreSQL),
-//! [`migrations`] (what sqlx recorded as applied, for `/readyz`), and [`writes`] (the batch).
+//! [`migrations`] (what sqlx recorded as applied, for `/readyz`), [`notify`] (the notification
+//! outbox: events and deliveries, queued in the writer's transaction, claimed with a lease by
+//! the delivery worker; the in-app list and read positions), and [`writes`] (the batch).
 //! Accounts and custom roles ([`accounts`]), API tokens ([`tokens`]), the append-only audit
 //! log ([`audit`]) and the browser-session table ([`Store::session_store`])
 //! belong to `crate::auth`.
@@ -35,6 +37,7 @@ pub mod events;
 mod history;
 mod leases;
 mod migrations;
+pub mod notify;
 mod pins;
 mod profiles;
 mod replicas;
@@ -50,6 +53,7 @@ pub(crate) use agents::{this_host, AgentProcessRow, ResumableRow};
 pub(crate) use dispatches::outcome_str;
 pub(crate) use leases::Lease;
 pub use migrations::AppliedMigration;
+pub(crate) use notify::NotifyInsert;
 pub(crate) use profiles::{ProfileDelete, ProfileUpdate};
 pub(crate) use routes::RouteRow;
 pub use timers::{DueTimer, TimerKind};

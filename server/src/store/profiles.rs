@@ -5,10 +5,23 @@ use super::sql::{self, Exec, Row};
 use super::{gen_i64, non_negative, parse_ts, to_json, ts, Store, StoreError, Tx};
 use policy::{
     api::{CandidateTarget, Profile, ProfileKind, ProfileSummary},
+    notify::NotificationRule,
     wire::PolicyDocument,
 };
 
 const TABLE: &str = "profiles";
+
+/// `SELECT` and a profile's columns, as [`ProfileColumns::PLAIN`] decodes them: every plain
+/// read of whole profiles starts with this, so a new column is added in one place.
+macro_rules! select_profiles {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, name, kind, description, revision, candidates_json, policy_json, \
+             normalized_from_legacy, notifications_json, created_at, updated_at ",
+            $rest
+        )
+    };
+}
 
 /// Column names of a profile in a result row (plain, or prefixed when joined to a route).
 pub(super) struct ProfileColumns {
@@ -20,6 +33,7 @@ pub(super) struct ProfileColumns {
     candidates_json: &'static str,
     policy_json: &'static str,
     normalized_from_legacy: &'static str,
+    notifications_json: &'static str,
     created_at: &'static str,
     updated_at: &'static str,
 }
@@ -34,6 +48,7 @@ impl ProfileColumns {
         candidates_json: "candidates_json",
         policy_json: "policy_json",
         normalized_from_legacy: "normalized_from_legacy",
+        notifications_json: "notifications_json",
         created_at: "created_at",
         updated_at: "updated_at",
     };
@@ -47,6 +62,7 @@ impl ProfileColumns {
         candidates_json: "p_candidates_json",
         policy_json: "p_policy_json",
         normalized_from_legacy: "p_normalized_from_legacy",
+        notifications_json: "p_notifications_json",
         created_at: "p_created_at",
         updated_at: "p_updated_at",
     };
@@ -62,6 +78,7 @@ impl ProfileColumns {
             ("candidates_json", self.candidates_json),
             ("policy_json", self.policy_json),
             ("normalized_from_legacy", self.normalized_from_legacy),
+            ("notifications_json", self.notifications_json),
             ("created_at", self.created_at),
             ("updated_at", self.updated_at),
         ]
@@ -85,6 +102,12 @@ impl ProfileColumns {
             "candidate targets",
             &row.try_get::<String, _>(self.candidates_json)?,
         )?;
+        let notifications: Vec<NotificationRule> = super::json(
+            TABLE,
+            &id,
+            "notification rules",
+            &row.try_get::<String, _>(self.notifications_json)?,
+        )?;
         let kind: String = row.try_get(self.kind)?;
         Ok(Profile {
             name: row.try_get(self.name)?,
@@ -95,6 +118,7 @@ impl ProfileColumns {
             targets,
             policy,
             normalized_from_legacy: row.try_get::<i64, _>(self.normalized_from_legacy)? != 0,
+            notifications,
             created_at: parse_ts(TABLE, &id, &row.try_get::<String, _>(self.created_at)?)?,
             updated_at: parse_ts(TABLE, &id, &row.try_get::<String, _>(self.updated_at)?)?,
             id,
@@ -103,26 +127,24 @@ impl ProfileColumns {
 }
 
 async fn load(mut conn: Exec<'_>, id: &str) -> Result<Option<Profile>, StoreError> {
-    let row = sql::query(
-        "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
-         created_at, updated_at FROM profiles WHERE id = ?",
-    )
-    .bind(id)
-    .fetch_optional(conn.by_ref())
-    .await?;
+    let row = sql::query(select_profiles!("FROM profiles WHERE id = ?"))
+        .bind(id)
+        .fetch_optional(conn.by_ref())
+        .await?;
     row.as_ref().map(|r| ProfileColumns::PLAIN.decode(r)).transpose()
 }
 
 async fn upsert(mut conn: Exec<'_>, p: &Profile) -> Result<(), StoreError> {
     let targets = to_json(&p.targets);
     let policy = to_json(&p.policy);
+    let notifications = to_json(&p.notifications);
     sql::query(
         "INSERT INTO profiles (id, name, kind, description, revision, candidates_json, policy_json, \
-         normalized_from_legacy, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         normalized_from_legacy, notifications_json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
          ON CONFLICT(id) DO UPDATE SET name = excluded.name, kind = excluded.kind, description = excluded.description, \
          revision = excluded.revision, candidates_json = excluded.candidates_json, \
          policy_json = excluded.policy_json, normalized_from_legacy = excluded.normalized_from_legacy, \
-         updated_at = excluded.updated_at",
+         notifications_json = excluded.notifications_json, updated_at = excluded.updated_at",
     )
     .bind(&p.id)
     .bind(&p.name)
@@ -132,18 +154,20 @@ async fn upsert(mut conn: Exec<'_>, p: &Profile) -> Result<(), StoreError> {
     .bind(&targets)
     .bind(&policy)
     .bind(i64::from(p.normalized_from_legacy))
+    .bind(&notifications)
     .bind(ts(p.created_at))
     .bind(ts(p.updated_at))
     .execute(conn.by_ref())
     .await?;
     sql::query(
-        "INSERT INTO profile_revisions (profile_id, revision, candidates_json, policy_json, created_at) \
-         VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO profile_revisions (profile_id, revision, candidates_json, policy_json, notifications_json, \
+         created_at) VALUES (?, ?, ?, ?, ?, ?)",
     )
     .bind(&p.id)
     .bind(gen_i64(p.revision))
     .bind(&targets)
     .bind(&policy)
+    .bind(&notifications)
     .bind(ts(p.updated_at))
     .execute(conn.by_ref())
     .await?;
@@ -188,22 +212,18 @@ impl Store {
 
     /// Every profile, whole, by name (the gateway's model list).
     pub(crate) async fn profiles(&self) -> Result<Vec<Profile>, StoreError> {
-        let rows = sql::query(
-            "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
-             created_at, updated_at FROM profiles ORDER BY name, id",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sql::query(select_profiles!("FROM profiles ORDER BY name, id"))
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(|r| ProfileColumns::PLAIN.decode(r)).collect()
     }
 
     /// The profile whose id is `key`, or else those named `key` (names need not be unique), in
     /// one read: the id's match first.
     pub(crate) async fn profiles_called(&self, key: &str) -> Result<Vec<Profile>, StoreError> {
-        let rows = sql::query(
-            "SELECT id, name, kind, description, revision, candidates_json, policy_json, normalized_from_legacy, \
-             created_at, updated_at FROM profiles WHERE id = ? OR name = ? ORDER BY id = ? DESC, id",
-        )
+        let rows = sql::query(select_profiles!(
+            "FROM profiles WHERE id = ? OR name = ? ORDER BY id = ? DESC, id"
+        ))
         .bind(key)
         .bind(key)
         .bind(key)

@@ -21,6 +21,7 @@ pub mod fake_agent;
 pub mod gateway;
 pub mod power;
 pub mod provider;
+pub mod receiver;
 
 use axum::{
     body::Body,

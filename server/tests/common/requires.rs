@@ -2,7 +2,7 @@
 //! is reported as skipped and counted instead of passing as if it had checked something.
 //!
 //! A test that needs one backend (or, later, the published agents from npm) starts with
-//! [`requires!`]`(postgres)` (`sqlite`, `agents`, `sdks`). When the run has what it needs, the test
+//! [`requires!`]`(postgres)` (`sqlite`, `agents`, `sdks`, `smtp`). When the run has what it needs, the test
 //! goes on. Otherwise it returns at once, and says so where it cannot be missed:
 //!
 //! - a line on the process's real standard error (`skipped: NAME: WHY`), written past libtest's
@@ -15,7 +15,7 @@
 //!
 //! A skip becomes a failure, inside the test itself, when the run says the need must be met:
 //! `RECOURSE_REQUIRE_POSTGRES=1` for PostgreSQL, `RECOURSE_REQUIRE_AGENTS=1` for the published
-//! agents, `RECOURSE_REQUIRE_SDKS=1` for the SDKs. A SQLite-only test is never a failure on PostgreSQL: its subject is SQLite's own file
+//! agents, `RECOURSE_REQUIRE_SDKS=1` for the SDKs, `RECOURSE_REQUIRE_SMTP=1` for the SMTP sink. A SQLite-only test is never a failure on PostgreSQL: its subject is SQLite's own file
 //! (its locking, its fsync, its raw bytes), so it has nothing to check there, and it ran in the
 //! SQLite pass.
 //!
@@ -37,6 +37,8 @@ pub enum Need {
     /// The official OpenAI and Anthropic Python SDKs (`RECOURSE_SDK_PYTHON` names their
     /// interpreter).
     Sdks,
+    /// The `aiosmtpd` SMTP sink from PyPI (`RECOURSE_AIOSMTPD` names its interpreter).
+    Smtp,
 }
 
 impl Need {
@@ -47,6 +49,7 @@ impl Need {
             Need::Sqlite => "sqlite",
             Need::Agents => "agents",
             Need::Sdks => "sdks",
+            Need::Smtp => "smtp",
         }
     }
 
@@ -57,6 +60,7 @@ impl Need {
             Need::Sqlite => !super::backend::on_postgres(),
             Need::Agents => std::env::var_os("RECOURSE_AGENTS_DIR").is_some_and(|d| !d.is_empty()),
             Need::Sdks => std::env::var_os("RECOURSE_SDK_PYTHON").is_some_and(|d| !d.is_empty()),
+            Need::Smtp => std::env::var_os("RECOURSE_AIOSMTPD").is_some_and(|d| !d.is_empty()),
         }
     }
 
@@ -69,6 +73,7 @@ impl Need {
             Need::Sqlite => "about SQLite's own file, and this run is on PostgreSQL (it runs in the SQLite pass)",
             Need::Agents => "needs the published agents and RECOURSE_AGENTS_DIR is not set",
             Need::Sdks => "needs the OpenAI and Anthropic SDKs and RECOURSE_SDK_PYTHON is not set",
+            Need::Smtp => "needs the aiosmtpd SMTP sink and RECOURSE_AIOSMTPD is not set",
         }
     }
 
@@ -79,6 +84,7 @@ impl Need {
             Need::Sqlite => None,
             Need::Agents => Some("RECOURSE_REQUIRE_AGENTS"),
             Need::Sdks => Some("RECOURSE_REQUIRE_SDKS"),
+            Need::Smtp => Some("RECOURSE_REQUIRE_SMTP"),
         }
     }
 }
@@ -134,6 +140,9 @@ macro_rules! requires {
     };
     (sdks) => {
         $crate::requires!(@ Sdks)
+    };
+    (smtp) => {
+        $crate::requires!(@ Smtp)
     };
     (@ $need:ident) => {
         if !$crate::common::requires::check($crate::common::requires::Need::$need) {

@@ -70,6 +70,26 @@ const OPERATIONS: &[(&str, &str, &[&str])] = &[
         ],
     ),
     ("get", "/api/v1/events", &["200", "401", "403"]),
+    (
+        "get",
+        "/api/v1/notifications",
+        &["200", "400", "401", "403", "422", "503"],
+    ),
+    (
+        "get",
+        "/api/v1/notifications/channels",
+        &["200", "401", "403", "503"],
+    ),
+    (
+        "get",
+        "/api/v1/notifications/deliveries",
+        &["200", "400", "401", "403", "422", "503"],
+    ),
+    (
+        "post",
+        "/api/v1/notifications/read",
+        &["204", "400", "401", "403", "413", "415", "503"],
+    ),
     ("get", "/api/v1/profiles", &["200", "401", "403", "503"]),
     (
         "post",
@@ -434,6 +454,10 @@ fn request_schemas_carry_the_limits_the_server_enforces() {
     assert_eq!(
         prop("ExpectedGeneration", "expected_generation")["maximum"],
         u64::MAX
+    );
+    assert_eq!(
+        prop("MarkRead", "through_seq")["maximum"],
+        limits::MAX_NOTIFICATION_SEQ
     );
     let limit = doc()["paths"]["/api/v1/routes"]["get"]["parameters"]
         .as_array()

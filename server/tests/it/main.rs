@@ -45,6 +45,8 @@ mod http;
 mod http_dispatch;
 mod http_key;
 mod leases;
+mod notify;
+mod notify_serve;
 mod ops;
 mod permissions;
 mod postgres;

@@ -84,6 +84,7 @@ async fn an_engine_on_a_pool_that_does_not_sync_shows_it() {
         targets: vec![policy::api::CandidateTarget::external("main")],
         policy: ext_profile()["policy"].clone(),
         expected_revision: None,
+        notifications: Vec::new(),
     };
     let profile = server::profiles::create(&engine, policy::input::ValidatedProfile::parse(&input).unwrap())
         .await

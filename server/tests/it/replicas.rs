@@ -124,6 +124,7 @@ async fn profile_on(engine: &Engine, interval: u64, target: policy::api::Candida
             "hard": {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
                      "wait_for_reset": {"enabled": false, "max_wait_seconds": 0}, "on_exhausted": "stop"}}]}),
         expected_revision: None,
+        notifications: Vec::new(),
     };
     server::profiles::create(engine, policy::input::ValidatedProfile::parse(&input).unwrap())
         .await

@@ -1,0 +1,389 @@
+//! The notification outbox's SQL: the rows a transition queues ([`Writes::notify_event`],
+//! [`Writes::notify_delivery`], inside the writer's transaction), the delivery worker's claims
+//! and settlements, the in-app list with each person's read position, and what operators see
+//! of deliveries.
+//!
+//! A claim is ONE statement: it leases the due, unleased head of each (channel, route) queue
+//! (nothing of a route goes to a channel while an earlier event of that route is still pending
+//! there, so a route's events arrive in order) and returns what it leased. On PostgreSQL the
+//! rows are locked `FOR UPDATE SKIP LOCKED` as they are chosen, so two replicas never lease
+//! the same delivery; a lease that runs out (its replica died mid-delivery) makes the delivery
+//! claimable again. A settlement is fenced by the lease's token: a worker whose lease was taken
+//! over writes nothing.
+
+use super::{
+    gen_i64, ms, non_negative, parse_ts,
+    sql::{self, Bind, Dialect, Row},
+    ts, Store, StoreError, Writes,
+};
+use chrono::{DateTime, Utc};
+use policy::notify::{DeliveryStatus, DeliveryView, NotificationView, NotifyEventType};
+
+const EVENTS: &str = "notify_events";
+const DELIVERIES: &str = "notify_deliveries";
+
+/// A new event row.
+pub(crate) struct NotifyInsert<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) event: NotifyEventType,
+    pub(crate) route_id: &'a str,
+    pub(crate) profile_id: &'a str,
+    pub(crate) at: DateTime<Utc>,
+    pub(crate) payload: &'a str,
+    pub(crate) in_app: bool,
+}
+
+impl Writes {
+    /// Queues an event row.
+    pub(crate) fn notify_event(&mut self, e: NotifyInsert<'_>) {
+        self.push_binds(
+            "INSERT INTO notify_events (id, type, route_id, profile_id, at, created_ms, payload, in_app) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            vec![
+                Bind::from(e.id),
+                Bind::from(e.event.as_str()),
+                Bind::from(e.route_id),
+                Bind::from(e.profile_id),
+                Bind::from(ts(e.at)),
+                Bind::from(ms(e.at)),
+                Bind::from(e.payload),
+                Bind::from(i64::from(e.in_app)),
+            ],
+        );
+    }
+
+    /// Queues a delivery of the event `event_id` (queued before it) to `channel`, due now.
+    pub(crate) fn notify_delivery(
+        &mut self,
+        event_id: &str,
+        channel: &str,
+        route_id: &str,
+        now: DateTime<Utc>,
+    ) {
+        self.push_binds(
+            "INSERT INTO notify_deliveries (event_seq, channel_id, route_id, status, attempts, due_ms) \
+             SELECT seq, ?, ?, 'pending', 0, ? FROM notify_events WHERE id = ?",
+            vec![
+                Bind::from(channel),
+                Bind::from(route_id),
+                Bind::from(ms(now)),
+                Bind::from(event_id),
+            ],
+        );
+    }
+}
+
+/// A delivery a worker leased.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub event_seq: i64,
+    pub channel_id: String,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    /// The event's body, as stored.
+    pub payload: String,
+    /// When the event was written (the engine's clock, Unix ms).
+    pub created_ms: i64,
+}
+
+/// How an attempt ended, to settle its delivery.
+#[derive(Debug, Clone)]
+pub enum Settle {
+    Delivered,
+    /// Failed; try again at `due` (Unix ms).
+    Retry {
+        due_ms: i64,
+        error: String,
+    },
+    /// Failed for the last time.
+    Dead {
+        error: String,
+    },
+}
+
+fn decode_event(row: &Row) -> Result<NotifyEventType, StoreError> {
+    let seq: i64 = row.try_get("seq")?;
+    let t: String = row.try_get("type")?;
+    NotifyEventType::parse(&t)
+        .ok_or_else(|| StoreError::corrupt(EVENTS, seq.to_string(), format!("unknown type `{t}`")))
+}
+
+impl Store {
+    /// Leases up to `limit` due deliveries (the head of each channel's queue per route) for
+    /// `token` until `lease_until`; returns them oldest first.
+    pub async fn claim_deliveries(
+        &self,
+        token: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<Claimed>, StoreError> {
+        let skip_locked = match self.dialect() {
+            Dialect::Sqlite => "",
+            Dialect::Postgres => " FOR UPDATE OF d SKIP LOCKED",
+        };
+        let sql = format!(
+            "UPDATE notify_deliveries SET lease_owner = ?, lease_until_ms = ? \
+             WHERE (event_seq, channel_id) IN (\
+               SELECT d.event_seq, d.channel_id FROM notify_deliveries d \
+               WHERE d.status = 'pending' AND d.due_ms <= ? \
+                 AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ?) \
+                 AND NOT EXISTS (SELECT 1 FROM notify_deliveries e WHERE e.channel_id = d.channel_id \
+                   AND e.route_id = d.route_id AND e.status = 'pending' AND e.event_seq < d.event_seq) \
+               ORDER BY d.event_seq LIMIT ?{skip_locked}) \
+             RETURNING event_seq, channel_id, attempts"
+        );
+        let now_ms = ms(now);
+        let rows = sql::query(sql)
+            .bind(token)
+            .bind(ms(lease_until))
+            .bind(now_ms)
+            .bind(now_ms)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let seq: i64 = row.try_get("event_seq")?;
+            let channel_id: String = row.try_get("channel_id")?;
+            let attempts = non_negative(DELIVERIES, &seq.to_string(), "attempts", row.try_get("attempts")?)?;
+            let event = sql::query("SELECT payload, created_ms FROM notify_events WHERE seq = ?")
+                .bind(seq)
+                .fetch_one(&self.pool)
+                .await?;
+            out.push(Claimed {
+                event_seq: seq,
+                channel_id,
+                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                payload: event.try_get("payload")?,
+                created_ms: event.try_get("created_ms")?,
+            });
+        }
+        out.sort_by_key(|c| c.event_seq);
+        Ok(out)
+    }
+
+    /// Settles a leased delivery after one attempt; `false` when the lease is not `token`'s
+    /// any more (it ran out and another worker took the delivery: nothing is written).
+    pub async fn settle_delivery(
+        &self,
+        claimed: &Claimed,
+        token: &str,
+        settle: &Settle,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let attempts = i64::from(claimed.attempts.saturating_add(1));
+        let (status, due, error) = match settle {
+            Settle::Delivered => (DeliveryStatus::Delivered, None, None),
+            Settle::Retry { due_ms, error } => (DeliveryStatus::Pending, Some(*due_ms), Some(error.as_str())),
+            Settle::Dead { error } => (DeliveryStatus::Dead, None, Some(error.as_str())),
+        };
+        let settled_at = (status != DeliveryStatus::Pending).then(|| ts(now));
+        let done = sql::query(
+            "UPDATE notify_deliveries SET status = ?, attempts = ?, due_ms = COALESCE(?, due_ms), \
+             lease_owner = NULL, lease_until_ms = NULL, last_error = ?, settled_at = ? \
+             WHERE event_seq = ? AND channel_id = ? AND lease_owner = ? AND status = 'pending'",
+        )
+        .bind(status.as_str())
+        .bind(attempts)
+        .bind(due)
+        .bind(error)
+        .bind(settled_at)
+        .bind(claimed.event_seq)
+        .bind(&claimed.channel_id)
+        .bind(token)
+        .execute(&self.pool)
+        .await?;
+        Ok(done > 0)
+    }
+
+    /// Gives back every lease (SQLite at start: the file has one serving process, so every
+    /// lease was the previous process's, and what it was sending when it stopped is sent again).
+    pub async fn release_delivery_leases(&self) -> Result<u64, StoreError> {
+        Ok(sql::query(
+            "UPDATE notify_deliveries SET lease_owner = NULL, lease_until_ms = NULL \
+             WHERE status = 'pending' AND lease_owner IS NOT NULL",
+        )
+        .execute(&self.pool)
+        .await?)
+    }
+
+    /// The earliest due time of a pending delivery (ignoring leases), if any.
+    pub async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let due: Option<i64> =
+            sql::query("SELECT MIN(due_ms) FROM notify_deliveries WHERE status = 'pending'")
+                .scalar(&self.pool)
+                .await?;
+        Ok(due.map(super::from_ms))
+    }
+
+    /// Deliveries by status, for `/metrics` (pending and dead).
+    pub async fn delivery_counts(&self) -> Result<(u64, u64), StoreError> {
+        let row = sql::query(
+            "SELECT COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0) AS pending, \
+             COALESCE(SUM(CASE WHEN status = 'dead' THEN 1 ELSE 0 END), 0) AS dead \
+             FROM notify_deliveries WHERE status <> 'delivered'",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let pending = non_negative(DELIVERIES, "*", "pending", row.try_get("pending")?)?;
+        let dead = non_negative(DELIVERIES, "*", "dead", row.try_get("dead")?)?;
+        Ok((pending, dead))
+    }
+
+    /// The in-app list for `account_id`, newest first, older than `before` when given, of the
+    /// profiles `within` only when given (a token scoped to profiles); the summary of each is
+    /// made by `summarize` from the stored body.
+    pub async fn notifications(
+        &self,
+        account_id: &str,
+        within: Option<&[String]>,
+        before: Option<i64>,
+        limit: u32,
+        summarize: impl Fn(&str) -> String,
+    ) -> Result<Vec<NotificationView>, StoreError> {
+        let through = self.read_through(account_id).await?;
+        let sql = format!(
+            "SELECT seq, id, type, route_id, at, payload FROM notify_events \
+             WHERE in_app = 1 AND seq < ? AND {} ORDER BY seq DESC LIMIT ?",
+            self.within_profiles("profile_id")
+        );
+        let scope = within.map(|w| super::to_json(&w));
+        let rows = sql::query(sql)
+            .bind(before.unwrap_or(i64::MAX))
+            .bind(scope.clone())
+            .bind(scope)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get("seq")?;
+                let key = seq.to_string();
+                let payload: String = row.try_get("payload")?;
+                Ok(NotificationView {
+                    seq: non_negative(EVENTS, &key, "seq", seq)?,
+                    id: row.try_get("id")?,
+                    event: decode_event(row)?,
+                    at: parse_ts(EVENTS, &key, &row.try_get::<String, _>("at")?)?,
+                    route_id: row.try_get("route_id")?,
+                    summary: summarize(&payload),
+                    read: seq <= through,
+                })
+            })
+            .collect()
+    }
+
+    /// How many in-app notifications (of the profiles `within`, when given) `account_id` has
+    /// not marked read.
+    pub async fn unread_notifications(
+        &self,
+        account_id: &str,
+        within: Option<&[String]>,
+    ) -> Result<u64, StoreError> {
+        let through = self.read_through(account_id).await?;
+        let sql = format!(
+            "SELECT COUNT(*) FROM notify_events WHERE in_app = 1 AND seq > ? AND {}",
+            self.within_profiles("profile_id")
+        );
+        let scope = within.map(|w| super::to_json(&w));
+        let n: i64 = sql::query(sql)
+            .bind(through)
+            .bind(scope.clone())
+            .bind(scope)
+            .scalar(&self.pool)
+            .await?;
+        non_negative(EVENTS, "*", "unread", n)
+    }
+
+    /// `column` is one of the profiles of a JSON array bound twice (or the array is NULL: any).
+    fn within_profiles(&self, column: &str) -> String {
+        format!(
+            "(? IS NULL OR {column} IN ({}))",
+            self.dialect().json_text_array()
+        )
+    }
+
+    async fn read_through(&self, account_id: &str) -> Result<i64, StoreError> {
+        Ok(
+            sql::query("SELECT through_seq FROM notify_reads WHERE account_id = ?")
+                .bind(account_id)
+                .scalar_optional::<i64>(&self.pool)
+                .await?
+                .unwrap_or(0),
+        )
+    }
+
+    /// Marks everything up to `through_seq` read for `account_id` (never moves back).
+    pub async fn mark_notifications_read(
+        &self,
+        account_id: &str,
+        through_seq: u64,
+    ) -> Result<(), StoreError> {
+        let greatest = self
+            .dialect()
+            .greatest("notify_reads.through_seq", "excluded.through_seq");
+        let sql = format!(
+            "INSERT INTO notify_reads (account_id, through_seq) VALUES (?, ?) \
+             ON CONFLICT (account_id) DO UPDATE SET through_seq = {greatest}"
+        );
+        sql::query(sql)
+            .bind(account_id)
+            .bind(gen_i64(through_seq))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Deliveries with `status` (every status when `None`) of the profiles `within` (when
+    /// given), newest event first, older than `before` (an event's `seq`) when given.
+    pub async fn deliveries(
+        &self,
+        status: Option<DeliveryStatus>,
+        within: Option<&[String]>,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<DeliveryView>, StoreError> {
+        let sql = format!(
+            "SELECT e.seq, e.id, e.type, e.at, d.channel_id, d.route_id, d.status, d.attempts, d.last_error \
+             FROM notify_deliveries d JOIN notify_events e ON e.seq = d.event_seq \
+             WHERE (? IS NULL OR d.status = ?) AND e.seq < ? AND {} ORDER BY e.seq DESC, d.channel_id LIMIT ?",
+            self.within_profiles("e.profile_id")
+        );
+        let scope = within.map(|w| super::to_json(&w));
+        let rows = sql::query(sql)
+            .bind(status.map(|s| s.as_str()))
+            .bind(status.map(|s| s.as_str()))
+            .bind(before.unwrap_or(i64::MAX))
+            .bind(scope.clone())
+            .bind(scope)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get("seq")?;
+                let key = seq.to_string();
+                let s: String = row.try_get("status")?;
+                Ok(DeliveryView {
+                    event_id: row.try_get("id")?,
+                    event: decode_event(row)?,
+                    channel_id: row.try_get("channel_id")?,
+                    route_id: row.try_get("route_id")?,
+                    status: DeliveryStatus::parse(&s).ok_or_else(|| {
+                        StoreError::corrupt(DELIVERIES, &key, format!("unknown status `{s}`"))
+                    })?,
+                    attempts: u32::try_from(non_negative(
+                        DELIVERIES,
+                        &key,
+                        "attempts",
+                        row.try_get("attempts")?,
+                    )?)
+                    .unwrap_or(u32::MAX),
+                    last_error: row.try_get("last_error")?,
+                    at: parse_ts(EVENTS, &key, &row.try_get::<String, _>("at")?)?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,498 @@
+//! Notifications, in process: rules as part of the profile, the outbox written with the
+//! transition that caused it, the in-app list, and deliveries to real webhook receivers (the
+//! test's own HTTP servers, which verify every signature): in order per route after the
+//! receiver was down, retried with backoff when a receiver fails, hangs or redirects without
+//! holding up the others, dead after the last attempt, and never sent to an address the operator
+//! did not allow.
+//!
+//! The engine runs on the harness's manual clock; the delivery worker runs for real
+//! (`server::notify::worker::run`), and the tests wait on the receivers' arrivals or on the
+//! outbox's rows, never on time. Retries come due when a test moves the clock.
+
+use crate::common;
+
+use axum::http::{Method, StatusCode};
+use chrono::TimeDelta;
+use common::{
+    candidate, class_policy, disabled, overloaded,
+    receiver::{Mode, Receiver, SECRET},
+    unknown_error, Harness,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+/// The configuration of `channels` (webhooks to these receivers), loopback allowed, small
+/// backoffs and `attempts` attempts.
+fn config(channels: &[(&str, &Receiver)], attempts: u32) -> String {
+    let mut text = format!(
+        "[notify]\npublic_url = \"https://recourse.example.com\"\nallow_networks = [\"127.0.0.0/8\"]\n\
+         max_attempts = {attempts}\nbackoff_initial_ms = 1000\nbackoff_max_ms = 4000\n"
+    );
+    for (id, r) in channels {
+        text.push_str(&format!(
+            "\n[[channel]]\nid = \"{id}\"\nkind = \"webhook\"\nurl = \"{}\"\nsecret_env = \"RECOURSE_TEST_WEBHOOK_SECRET\"\ntimeout_seconds = 1\n",
+            r.url()
+        ));
+    }
+    text
+}
+
+/// A harness with `config` and its delivery worker running.
+async fn harness(config: &str) -> Harness {
+    let h = quiet_harness(config).await;
+    start_worker(&h);
+    h
+}
+
+/// A harness with `config` whose delivery worker is not started yet.
+async fn quiet_harness(config: &str) -> Harness {
+    // The secret the channels name, as an operator exports it.
+    std::env::set_var("RECOURSE_TEST_WEBHOOK_SECRET", SECRET);
+    Harness::with_config(tempfile::tempdir().unwrap(), config).await
+}
+
+fn start_worker(h: &Harness) {
+    tokio::spawn(server::notify::worker::run(
+        h.engine.clone(),
+        std::future::pending(),
+    ));
+}
+
+/// Waits until no delivery is being attempted (none holds a lease). With the clock still, none
+/// is claimed again until the clock moves: a test that moves it next knows what comes due.
+/// (The manual clock jumps; a real one never outruns a lease, which outlasts every attempt.)
+async fn idle(h: &Harness) {
+    let end = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let leased: i64 =
+            server::store::sql::query("SELECT COUNT(*) FROM notify_deliveries WHERE lease_owner IS NOT NULL")
+                .scalar(&h.pool)
+                .await
+                .unwrap();
+        if leased == 0 {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < end, "deliveries stayed leased");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A profile on one external candidate `main` (provider `anthropic`) that retries transient
+/// errors `retries` times after 5 s then stops, with these notification rules.
+async fn profile(h: &Harness, retries: u32, rules: Value) -> String {
+    h.profile(json!({"name": "told", "targets": [
+            {"id": "main", "dispatcher": "external", "provider_id": "anthropic"}],
+        "policy": {"version": 1, "candidates": [
+            candidate("main", class_policy(retries, 5, 0, "stop"), disabled())]},
+        "notifications": rules}))
+        .await
+}
+
+async fn evidence(h: &Harness, route: &str, mut env: Value) -> Value {
+    env["generation"] = h.snapshot(route).await["generation"].clone();
+    let (status, out) = h.post(&format!("/api/v1/routes/{route}/evidence"), env).await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    out["snapshot"].clone()
+}
+
+/// Moves the clock and wakes the worker, so retries that came due are sent.
+fn advance(h: &Harness, seconds: i64) {
+    h.clock.advance(TimeDelta::seconds(seconds));
+    h.engine.outbox_signal().notify_one();
+}
+
+async fn deliveries(h: &Harness, query: &str) -> Vec<Value> {
+    h.get(&format!("/api/v1/notifications/deliveries?{query}"))
+        .await
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Waits until the deliveries satisfy `done`, looking again every 20 ms (the worker settles
+/// them on its own time); panics after [`LIMIT`].
+async fn wait_deliveries(h: &Harness, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let end = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let rows = deliveries(h, "limit=200").await;
+        if done(&rows) {
+            return rows;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "deliveries never got there: {rows:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn rules_naming_a_channel_the_server_does_not_have_are_refused_at_their_path() {
+    let h = harness("").await;
+    let (status, v) = h
+        .post(
+            "/api/v1/profiles",
+            json!({"name": "x", "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]},
+                   "notifications": [{"events": ["route.needs_person"], "channels": ["in_app", "pager"]},
+                                     {"events": [], "channels": ["in_app"]}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    let paths: Vec<&str> = v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"notifications[1].events"), "{v}");
+    // The shape is checked first; the channels once the shape is right.
+    let (status, v) = h
+        .post(
+            "/api/v1/profiles",
+            json!({"name": "x", "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]},
+                   "notifications": [{"events": ["route.needs_person"], "channels": ["in_app", "pager"]}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    assert_eq!(v["errors"][0]["path"], "notifications[0].channels[1]", "{v}");
+    assert!(!v.to_string().contains("secret"), "{v}");
+}
+
+#[tokio::test]
+async fn rules_are_part_of_the_profile_revision_and_of_its_audited_diff() {
+    let h = harness("").await;
+    let p = profile(&h, 0, json!([])).await;
+    let rules = json!([{"events": ["route.waiting", "route.needs_person"], "channels": ["in_app"], "min_wait_seconds": 600},
+                       {"events": ["route.finished"], "channels": ["in_app"], "min_wait_seconds": 99}]);
+    let (status, v) = h
+        .call(
+            Method::PUT,
+            &format!("/api/v1/profiles/{p}"),
+            Some(json!({"name": "told", "targets": [{"id": "main", "dispatcher": "external", "provider_id": "anthropic"}],
+                "policy": {"version": 1, "candidates": [candidate("main", class_policy(0, 5, 0, "stop"), disabled())]},
+                "notifications": rules, "expected_revision": 1})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    assert_eq!(v["revision"], 2);
+    assert_eq!(v["notifications"][0]["min_wait_seconds"], 600);
+    assert_eq!(
+        v["notifications"][1]["min_wait_seconds"], 0,
+        "normalized: no route.waiting, no minimum"
+    );
+    let stored: String = server::store::sql::query(
+        "SELECT notifications_json FROM profile_revisions WHERE profile_id = ? AND revision = 2",
+    )
+    .bind(p.as_str())
+    .scalar(&h.pool)
+    .await
+    .unwrap();
+    assert!(stored.contains("route.needs_person"), "{stored}");
+    let audit = h.get("/api/v1/audit?limit=5").await;
+    let update = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "profile.update")
+        .expect("the edit is audited");
+    assert!(
+        update["detail"].to_string().contains("notifications"),
+        "the diff shows the rules: {update}"
+    );
+}
+
+#[tokio::test]
+async fn a_route_that_stops_for_a_person_is_in_the_in_app_list_from_the_same_commit() {
+    let h = harness("").await;
+    let p = profile(
+        &h,
+        0,
+        json!([{"events": ["route.needs_person", "route.finished"], "channels": ["in_app"]}]),
+    )
+    .await;
+    let r = h.start(&p, "inv-1").await;
+    let empty = h.get("/api/v1/notifications").await;
+    assert_eq!(empty["unread"], 0, "a start tells nothing: {empty}");
+    // Unknown evidence stops the route for a person: the answer already sees the notification.
+    let s = evidence(&h, &r, unknown_error()).await;
+    assert_eq!(s["state"], "action_required");
+    let page = h.get("/api/v1/notifications").await;
+    assert_eq!(page["unread"], 1, "{page}");
+    let n = &page["items"][0];
+    assert_eq!(n["type"], "route.needs_person");
+    assert_eq!(n["route_id"], r.as_str());
+    assert!(n["summary"].as_str().unwrap().contains("unclassified"), "{n}");
+    assert!(
+        !n.to_string().contains("frobnicator") && !n.to_string().contains("sk-ant"),
+        "no evidence text: {n}"
+    );
+    // Read, then a new one is unread again.
+    let (status, _) = h
+        .post("/api/v1/notifications/read", json!({"through_seq": n["seq"]}))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(h.get("/api/v1/notifications").await["unread"], 0);
+    let g = h.snapshot(&r).await["generation"].clone();
+    let (status, _) = h
+        .post(
+            &format!("/api/v1/routes/{r}/abandon"),
+            json!({"expected_generation": g}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let page = h.get("/api/v1/notifications").await;
+    assert_eq!(page["unread"], 1);
+    assert_eq!(page["items"][0]["type"], "route.finished");
+    assert_eq!(page["items"][1]["read"], true);
+    // A `seq` past the databases' integers is refused, named, and marks nothing.
+    let (status, out) = h
+        .post(
+            "/api/v1/notifications/read",
+            json!({"through_seq": policy::limits::MAX_NOTIFICATION_SEQ + 1}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{out}");
+    assert!(out.to_string().contains("through_seq"), "{out}");
+    assert_eq!(h.get("/api/v1/notifications").await["unread"], 1);
+}
+
+#[tokio::test]
+async fn webhooks_are_signed_and_a_routes_events_arrive_in_order_after_the_receiver_was_down() {
+    // The receiver is down: nothing listens on its port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let placeholder = Receiver::start_on(port, Mode::Accept).await;
+    placeholder.stop();
+    // The worker starts once the route's story is told (the manual clock jumps meanwhile).
+    let h = quiet_harness(&config(&[("ops", &placeholder)], 20)).await;
+    let rules = json!([{"events": ["route.waiting", "route.needs_person", "circuit.opened", "circuit.closed",
+                                   "route.finished"], "channels": ["ops", "in_app"]}]);
+    let p = profile(&h, 1, rules).await;
+    let r = h.start(&p, "inv-1").await;
+    // Overloaded: a retry wait (route.waiting) and the provider's circuit opens.
+    let s = evidence(&h, &r, overloaded()).await;
+    assert_eq!(s["state"], "retry_wait");
+    // The retry fails again: the policy stops (route.needs_person).
+    h.advance(5).await;
+    let s = evidence(&h, &r, overloaded()).await;
+    assert_eq!(s["state"], "action_required", "{s}");
+    // Once the circuit's backoff has passed, a person retries and it succeeds (the circuit
+    // closes), then the caller completes.
+    h.advance(600).await;
+    let g = s["generation"].clone();
+    let (status, _) = h
+        .post(
+            &format!("/api/v1/routes/{r}/actions"),
+            json!({"action": "retry_now", "expected_generation": g}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let g = h.snapshot(&r).await["generation"].clone();
+    let (status, v) = h
+        .post(
+            &format!("/api/v1/routes/{r}/result"),
+            json!({"invocation_generation": g}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{v}");
+    let g = h.snapshot(&r).await["generation"].clone();
+    let (status, _) = h
+        .post(
+            &format!("/api/v1/routes/{r}/complete"),
+            json!({"expected_generation": g}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Attempts fail while the receiver is down; only the route's first event is tried (the
+    // rest wait behind it, in order).
+    start_worker(&h);
+    let rows = wait_deliveries(&h, |rows| rows.iter().any(|d| d["attempts"].as_u64() >= Some(1))).await;
+    let tried: Vec<_> = rows.iter().filter(|d| d["attempts"] != 0).collect();
+    assert_eq!(tried.len(), 1, "only the head of the route's queue: {rows:#?}");
+    assert!(
+        tried[0]["last_error"].as_str().unwrap().contains("connect"),
+        "{rows:#?}"
+    );
+    idle(&h).await;
+    advance(&h, 2);
+    wait_deliveries(&h, |rows| rows.iter().any(|d| d["attempts"].as_u64() >= Some(2))).await;
+
+    // The receiver comes back; the next retry delivers everything, in order.
+    idle(&h).await;
+    let receiver = Receiver::start_on(port, Mode::Accept).await;
+    advance(&h, 10);
+    let accepted = receiver
+        .wait_accepted(LIMIT, |a| a.iter().any(|d| d.body["type"] == "route.finished"))
+        .await;
+    let types: Vec<&str> = accepted
+        .iter()
+        .map(|d| d.body["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "route.waiting",
+            "circuit.opened",
+            "route.needs_person",
+            "circuit.closed",
+            "route.finished"
+        ],
+        "every event, in the order it happened"
+    );
+    for d in &accepted {
+        assert!(d.signature_ok, "a valid Standard Webhooks signature: {d:?}");
+        assert_eq!(
+            d.id,
+            d.body["data"]["id"].as_str().unwrap(),
+            "webhook-id is the event's id"
+        );
+        assert_eq!(d.body["data"]["route_id"], r.as_str());
+        assert_eq!(
+            d.body["data"]["link"],
+            format!("https://recourse.example.com/routes/{r}").as_str()
+        );
+        assert_eq!(d.body["data"]["profile_id"], p.as_str());
+        assert_eq!(d.body["data"]["caller"]["invocation_id"], "inv-1");
+        assert!(!d.raw.contains("Overloaded"), "no evidence text: {}", d.raw);
+    }
+    assert_eq!(accepted[0].body["data"]["wait"], "retry");
+    assert_eq!(accepted[1].body["data"]["circuit"], "provider:anthropic");
+    assert_eq!(accepted[2].body["data"]["reason"], "policy_stop");
+    assert_eq!(accepted[2].body["data"]["code"], "provider_overloaded");
+    assert_eq!(accepted[4].body["data"]["state"], "completed");
+    let rows = wait_deliveries(&h, |rows| rows.iter().all(|d| d["status"] == "delivered")).await;
+    assert_eq!(rows.len(), 5);
+    let metrics = h.call(Method::GET, "/metrics", None).await.1;
+    let text = metrics.as_str().unwrap();
+    assert!(
+        text.contains("recourse_notifications_total{outcome=\"delivered\"} 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("recourse_notification_deliveries{status=\"pending\"} 0"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn receivers_that_fail_hang_or_redirect_are_retried_never_stall_the_others_and_end_dead() {
+    let ok = Receiver::start(Mode::Accept).await;
+    let failing = Receiver::start(Mode::Status(500)).await;
+    let hanging = Receiver::start(Mode::Hang).await;
+    let redirecting = Receiver::start(Mode::Redirect).await;
+    let h = harness(&config(
+        &[
+            ("ok", &ok),
+            ("failing", &failing),
+            ("hanging", &hanging),
+            ("redirecting", &redirecting),
+        ],
+        3,
+    ))
+    .await;
+    let p = profile(
+        &h,
+        0,
+        json!([{"events": ["route.needs_person"], "channels": ["hanging", "failing", "redirecting", "ok"]}]),
+    )
+    .await;
+    let r = h.start(&p, "inv-1").await;
+    let mut hangs = hanging.arrivals.subscribe();
+    evidence(&h, &r, unknown_error()).await;
+    // The hanging receiver holds its request; the healthy one is served meanwhile.
+    tokio::time::timeout(LIMIT, hangs.recv()).await.unwrap().unwrap();
+    let got = ok.wait_accepted(LIMIT, |a| a.len() == 1).await;
+    assert!(got[0].signature_ok);
+    let rows = deliveries(&h, "").await;
+    let hung = rows.iter().find(|d| d["channel_id"] == "hanging").unwrap();
+    assert_eq!(
+        (hung["status"].as_str(), hung["attempts"].as_u64()),
+        (Some("pending"), Some(0)),
+        "the healthy receiver got its event while the other attempt still hung: {rows:#?}"
+    );
+    // Each failure is tried again after its backoff, and dead after the third attempt.
+    for n in 1..=3u64 {
+        wait_deliveries(&h, |rows| {
+            rows.iter()
+                .filter(|d| d["channel_id"] != "ok")
+                .all(|d| d["attempts"].as_u64() >= Some(n))
+        })
+        .await;
+        idle(&h).await;
+        advance(&h, 60);
+    }
+    let rows = wait_deliveries(&h, |rows| {
+        rows.iter()
+            .filter(|d| d["channel_id"] != "ok")
+            .all(|d| d["status"] == "dead")
+    })
+    .await;
+    for d in rows.iter().filter(|d| d["channel_id"] != "ok") {
+        assert_eq!(d["attempts"], 3, "{d}");
+    }
+    let error = |channel: &str| {
+        rows.iter()
+            .find(|d| d["channel_id"] == channel)
+            .map(|d| d["last_error"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert!(error("failing").contains("500"));
+    assert!(error("hanging").contains("timeout"));
+    assert!(error("redirecting").contains("redirect"));
+    assert_eq!(failing.seen().len(), 3);
+    assert_eq!(redirecting.seen().len(), 3, "redirects are never followed");
+    let dead = deliveries(&h, "status=dead").await;
+    assert_eq!(dead.len(), 3);
+    let metrics = h.call(Method::GET, "/metrics", None).await.1;
+    let text = metrics.as_str().unwrap();
+    assert!(
+        text.contains("recourse_notification_deliveries{status=\"dead\"} 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("recourse_notifications_total{outcome=\"dead\"} 3"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn receivers_on_addresses_the_operator_did_not_allow_get_no_request() {
+    let receiver = Receiver::start(Mode::Accept).await;
+    std::env::set_var("RECOURSE_TEST_WEBHOOK_SECRET", SECRET);
+    // `localhost` resolves to loopback, which is not allowed here; the metadata address is
+    // never allowed by default.
+    let config = format!(
+        "[notify]\nmax_attempts = 2\nbackoff_initial_ms = 1000\n\
+         [[channel]]\nid = \"local\"\nkind = \"webhook\"\nurl = \"http://localhost:{}/hook\"\nsecret_env = \"RECOURSE_TEST_WEBHOOK_SECRET\"\n\
+         [[channel]]\nid = \"metadata\"\nkind = \"webhook\"\nurl = \"http://169.254.169.254/latest/meta-data\"\nsecret_env = \"RECOURSE_TEST_WEBHOOK_SECRET\"\n",
+        receiver.addr.port()
+    );
+    let h = harness(&config).await;
+    let p = profile(
+        &h,
+        0,
+        json!([{"events": ["route.needs_person"], "channels": ["local", "metadata"]}]),
+    )
+    .await;
+    let r = h.start(&p, "inv-1").await;
+    evidence(&h, &r, unknown_error()).await;
+    let rows = wait_deliveries(&h, |rows| {
+        rows.len() == 2 && rows.iter().all(|d| d["attempts"] == 1)
+    })
+    .await;
+    for d in &rows {
+        assert!(
+            d["last_error"].as_str().unwrap().contains("not public"),
+            "refused before any request: {d}"
+        );
+    }
+    assert!(
+        receiver.seen().is_empty(),
+        "no request reached the loopback receiver"
+    );
+}
