@@ -5,9 +5,11 @@
 use crate::components::time::format_utc;
 use leptos::prelude::*;
 use policy::{
+    api::{DispatchRecord, DispatcherKind, HistoryEntry},
     class::SemanticCode,
     classification::ClassState,
     document::ValidatedClassPolicy,
+    route::EventKind,
     schedule::{describe_outcome, describe_policy},
     wire::{ActionReason, Decision, DecisionKind, ManualAction, RouteSnapshot, StateName},
 };
@@ -206,9 +208,151 @@ pub fn DecisionView(decision: Decision) -> impl IntoView {
     }
 }
 
+/// From how long an agent takes to report a provider's error on, its own retries are the
+/// likely reason (the shortest of them, Codex's, take about 25 s against a local provider).
+pub const AGENT_OWN_RETRY_NOTICE_SECS: i64 = 60;
+
+/// What a failure's history entry says about the agent's own retries: a failed `acp` attempt
+/// whose agent took [`AGENT_OWN_RETRY_NOTICE_SECS`] or more from its start to report a
+/// provider's error (a classified one; not its process ending, nor a hang nobody recognised).
+/// The agents retry such an error by themselves first and name neither the count nor the time
+/// (README, "Agents that retry on their own"), so the time from the attempt's start is the
+/// evidence. `None` otherwise.
+pub fn agent_own_retry_note(entry: &HistoryEntry, dispatches: &[DispatchRecord]) -> Option<String> {
+    if entry.event != EventKind::Failed {
+        return None;
+    }
+    let code = entry.classification.as_ref()?.code?;
+    if code == SemanticCode::AgentTransportLost {
+        return None;
+    }
+    let attempt = entry.attempt?;
+    let d = dispatches
+        .iter()
+        .find(|d| d.attempt == attempt && d.dispatcher == DispatcherKind::Acp)?;
+    let took = (d.settled_at.unwrap_or(entry.at) - d.started_at?).num_seconds();
+    (took >= AGENT_OWN_RETRY_NOTICE_SECS).then(|| {
+        format!(
+            "The agent took {} to report this error. Agents retry a provider's error by themselves \
+             before they report it, without saying how often, so most of that time was likely its own \
+             retrying, before this policy's. README (\"Agents that retry on their own\") gives each \
+             agent's setting that turns it off.",
+            span_text(took)
+        )
+    })
+}
+
+/// A length of time as a person reads it: `45 s`, `3 min 05 s`, `1 h 02 min`.
+pub fn span_text(secs: i64) -> String {
+    let (h, m, s) = (secs / 3_600, secs % 3_600 / 60, secs % 60);
+    if h > 0 {
+        format!("{h} h {m:02} min")
+    } else if m > 0 {
+        format!("{m} min {s:02} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn failure(code: Option<SemanticCode>, attempt: u32, at: i64) -> HistoryEntry {
+        HistoryEntry {
+            seq: 3,
+            at: chrono::DateTime::from_timestamp(at, 0).unwrap(),
+            event: EventKind::Failed,
+            from: Some(StateName::Active),
+            to: StateName::RetryWait,
+            generation: 3,
+            candidate_id: "claude".into(),
+            attempt: Some(attempt),
+            profile_revision: 1,
+            decision: None,
+            classification: Some(policy::classification::Classification {
+                code,
+                class: ClassState::Transient,
+                reason: None,
+                catalogue_version: "1".into(),
+                confidence: policy::classification::Confidence::High,
+                scope: None,
+                classifier_rule: None,
+                provider_id: None,
+                model_id: None,
+                phase: None,
+                occurred_at: None,
+                retry_after_seconds: None,
+                reset_at: None,
+                safe_excerpt: None,
+            }),
+        }
+    }
+
+    fn dispatch(
+        attempt: u32,
+        dispatcher: DispatcherKind,
+        started: i64,
+        settled: Option<i64>,
+    ) -> DispatchRecord {
+        let t = |s: i64| chrono::DateTime::from_timestamp(s, 0).unwrap();
+        DispatchRecord {
+            attempt,
+            candidate_id: "claude".into(),
+            kind: policy::route::AttemptKind::Retry,
+            dispatcher,
+            scheduled_generation: 1,
+            invocation_generation: Some(1),
+            status: policy::api::DispatchStatus::Settled,
+            outcome: Some(policy::api::DispatchOutcome::Failed),
+            scheduled_at: t(started),
+            started_at: Some(t(started)),
+            settled_at: settled.map(t),
+        }
+    }
+
+    #[test]
+    fn an_agent_that_took_minutes_to_report_a_provider_error_is_said_to_have_retried_on_its_own() {
+        let t0 = 1_800_000_000;
+        let overloaded = Some(SemanticCode::ProviderOverloaded);
+        let acp = [dispatch(1, DispatcherKind::Acp, t0, Some(t0 + 190))];
+        let note = agent_own_retry_note(&failure(overloaded, 1, t0 + 190), &acp).unwrap();
+        assert!(
+            note.starts_with("The agent took 3 min 10 s to report this error."),
+            "{note}"
+        );
+        assert!(note.contains("Agents that retry on their own"), "{note}");
+        // Under a minute, it says nothing.
+        let quick = [dispatch(1, DispatcherKind::Acp, t0, Some(t0 + 59))];
+        assert_eq!(
+            agent_own_retry_note(&failure(overloaded, 1, t0 + 59), &quick),
+            None
+        );
+        // Not an agent Recourse ran, not this attempt, not a provider's error: nothing.
+        let http = [dispatch(1, DispatcherKind::Http, t0, Some(t0 + 190))];
+        assert_eq!(
+            agent_own_retry_note(&failure(overloaded, 1, t0 + 190), &http),
+            None
+        );
+        assert_eq!(
+            agent_own_retry_note(&failure(overloaded, 2, t0 + 190), &acp),
+            None
+        );
+        let died = Some(SemanticCode::AgentTransportLost);
+        assert_eq!(agent_own_retry_note(&failure(died, 1, t0 + 190), &acp), None);
+        assert_eq!(agent_own_retry_note(&failure(None, 1, t0 + 190), &acp), None);
+        // A success is no failure to explain.
+        let mut ok = failure(overloaded, 1, t0 + 190);
+        ok.event = EventKind::Succeeded;
+        assert_eq!(agent_own_retry_note(&ok, &acp), None);
+    }
+
+    #[test]
+    fn spans_read_in_the_largest_units() {
+        assert_eq!(span_text(45), "45 s");
+        assert_eq!(span_text(185), "3 min 05 s");
+        assert_eq!(span_text(3_725), "1 h 02 min");
+    }
 
     #[test]
     fn a_held_attempt_says_what_it_waits_for_and_until_when() {

@@ -12,8 +12,8 @@ use crate::{
         controls::FOCUS,
         live::use_route_events_and_updates,
         route_view::{
-            action_help, action_label, class_label, describe_code, next_outcome, state_label, DecisionView,
-            StateBadge,
+            action_help, action_label, agent_own_retry_note, class_label, describe_code, next_outcome,
+            state_label, DecisionView, StateBadge,
         },
         status::{ErrorPanel, Loading},
         time::{format_utc, Deadline},
@@ -157,6 +157,7 @@ fn RouteDetailView(
 ) -> impl IntoView {
     let timeline = detail.clone();
     let dispatches = detail.dispatches.clone();
+    let dispatches_for_history = detail.dispatches.clone();
     let current_attempt = detail.route.snapshot.attempt.map(|a| a.number);
     let r = detail.route;
     let s: RouteSnapshot = r.snapshot.clone();
@@ -290,13 +291,13 @@ fn RouteDetailView(
 
         <Timeline detail=timeline />
 
-        <History entries=detail.history />
+        <History entries=detail.history dispatches=dispatches_for_history />
     }
     .into_any()
 }
 
 #[component]
-fn History(entries: Vec<HistoryEntry>) -> impl IntoView {
+fn History(entries: Vec<HistoryEntry>, dispatches: Vec<policy::api::DispatchRecord>) -> impl IntoView {
     let count = entries.len();
     view! {
         <section aria-labelledby="history-heading" class="mt-6">
@@ -314,6 +315,7 @@ fn History(entries: Vec<HistoryEntry>) -> impl IntoView {
                             .into_iter()
                             .map(|e| {
                                 let from = e.from.map(state_label).unwrap_or("(new)");
+                                let own_retries = agent_own_retry_note(&e, &dispatches);
                                 view! {
                                     <li class="min-w-0 rounded-lg border border-slate-300 bg-white p-3">
                                         <p class="text-sm font-semibold text-slate-900">
@@ -330,6 +332,9 @@ fn History(entries: Vec<HistoryEntry>) -> impl IntoView {
                                                 e.profile_revision,
                                             )}
                                         </p>
+                                        {own_retries.map(|note| view! {
+                                            <p class="mt-2 text-sm text-slate-800" data-testid="agent-own-retries">{note}</p>
+                                        })}
                                         {e.decision.map(|d| view! { <div class="mt-2"><DecisionView decision=d /></div> })}
                                     </li>
                                 }
