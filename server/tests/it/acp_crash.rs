@@ -113,6 +113,28 @@ fn mid_prompt() -> Value {
     json!([{"grandchild": {"ignore_term": true}}, {"message": "working on it"}, {"hang": true}])
 }
 
+/// Waits until the agent is mid-prompt with its helper; their pids.
+fn mid_prompt_with_its_helper(agent: &FakeAgent) -> (i32, i32) {
+    until(
+        "the agent is mid-prompt with its helper",
+        Duration::from_secs(30),
+        || agent.received("session/prompt") == 1 && !agent.grandchildren().is_empty(),
+    );
+    (agent.pids()[0], agent.grandchildren()[0])
+}
+
+/// The route's started dispatch is ambiguous after the server came back: a person decides,
+/// and the agent was never prompted again nor started at boot.
+fn ambiguous_and_never_repeated(addr: &str, id: &str, agent: &FakeAgent) {
+    let (status, detail) = request(addr, "GET", &format!("/api/v1/routes/{id}"), None);
+    assert_eq!(status, 200);
+    let s = &detail["route"]["snapshot"];
+    assert_eq!(s["state"], "action_required", "{s}");
+    assert_eq!(s["action_reason"], "ambiguous_dispatch");
+    assert_eq!(agent.received("session/prompt"), 1, "never prompted again");
+    assert_eq!(agent.pids().len(), 1, "no agent started at boot");
+}
+
 #[test]
 fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguous_and_the_agent_stopped() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,12 +147,7 @@ fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguo
         ..
     } = start(dir.path(), mid_prompt());
     let args = args_of(&args);
-    until(
-        "the agent is mid-prompt with its helper",
-        Duration::from_secs(30),
-        || agent.received("session/prompt") == 1 && !agent.grandchildren().is_empty(),
-    );
-    let (pid, helper) = (agent.pids()[0], agent.grandchildren()[0]);
+    let (pid, helper) = mid_prompt_with_its_helper(&agent);
 
     server.kill().unwrap(); // SIGKILL: no shutdown code runs.
     server.wait().unwrap();
@@ -147,13 +164,7 @@ fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguo
         !running(helper),
         "and the helper in its group that ignores SIGTERM"
     );
-    let (status, detail) = request(&addr, "GET", &format!("/api/v1/routes/{id}"), None);
-    assert_eq!(status, 200);
-    let s = &detail["route"]["snapshot"];
-    assert_eq!(s["state"], "action_required", "{s}");
-    assert_eq!(s["action_reason"], "ambiguous_dispatch");
-    assert_eq!(agent.received("session/prompt"), 1, "never prompted again");
-    assert_eq!(agent.pids().len(), 1, "no agent started at boot");
+    ambiguous_and_never_repeated(&addr, &id, &agent);
 
     sigterm(&server);
     server.wait().unwrap();
@@ -186,12 +197,7 @@ fn a_stopped_server_stops_the_agent_it_had_mid_prompt_and_comes_back_with_the_di
         route: id,
         ..
     } = start(dir.path(), mid_prompt());
-    until(
-        "the agent is mid-prompt with its helper",
-        Duration::from_secs(30),
-        || agent.received("session/prompt") == 1 && !agent.grandchildren().is_empty(),
-    );
-    let (pid, helper) = (agent.pids()[0], agent.grandchildren()[0]);
+    let (pid, helper) = mid_prompt_with_its_helper(&agent);
 
     sigterm(&server);
     stopped(server);
@@ -203,13 +209,7 @@ fn a_stopped_server_stops_the_agent_it_had_mid_prompt_and_comes_back_with_the_di
 
     // The dispatch is ambiguous, as after a crash: a person decides.
     let (server, addr, _) = common::spawn_serve(&db, &args_of(&args), false);
-    let (status, detail) = request(&addr, "GET", &format!("/api/v1/routes/{id}"), None);
-    assert_eq!(status, 200);
-    let s = &detail["route"]["snapshot"];
-    assert_eq!(s["state"], "action_required", "{s}");
-    assert_eq!(s["action_reason"], "ambiguous_dispatch");
-    assert_eq!(agent.received("session/prompt"), 1, "never prompted again");
-    assert_eq!(agent.pids().len(), 1, "no agent started at boot");
+    ambiguous_and_never_repeated(&addr, &id, &agent);
     sigterm(&server);
     stopped(server);
 }
