@@ -152,9 +152,19 @@ impl FromRef<AppState> for LeptosOptions {
     }
 }
 
+/// The UI's routes, generated once per process. Generating them renders the app with resource
+/// loading suppressed through a process-wide flag (`leptos_server`'s `SuppressResourceLoad`), and
+/// a resource first polled while that flag is up never loads: a page rendering then on another
+/// thread hung forever. A process that builds several routers (the test binary; any embedder)
+/// must therefore not generate them again while pages render; the list is the same every time.
+fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<leptos_axum::AxumRouteListing>> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
 /// The whole application.
 pub fn router(state: AppState) -> Router {
-    let routes = generate_route_list(App);
+    let routes = route_list();
     let leptos = state.leptos.clone();
     let not_found = state.leptos.clone();
     let pages = crate::headers::with_page_csp(backend_context(state.backend.clone()));
