@@ -170,6 +170,15 @@ fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguo
     server.wait().unwrap();
 }
 
+/// Neither the agent nor the helper in its group (which ignores SIGTERM) outlived the server.
+fn gone_with_the_server(pid: i32, helper: i32) {
+    assert!(!running(pid), "the agent outlived the server");
+    assert!(
+        !running(helper),
+        "the helper in its group (it ignores SIGTERM) outlived the server"
+    );
+}
+
 /// Waits (bounded) for the server to exit after SIGTERM; it must exit cleanly.
 fn stopped(mut server: std::process::Child) {
     let end = Instant::now() + Duration::from_secs(60);
@@ -201,11 +210,7 @@ fn a_stopped_server_stops_the_agent_it_had_mid_prompt_and_comes_back_with_the_di
 
     sigterm(&server);
     stopped(server);
-    assert!(!running(pid), "the agent outlived the server");
-    assert!(
-        !running(helper),
-        "the helper in its group (it ignores SIGTERM) outlived the server"
-    );
+    gone_with_the_server(pid, helper);
 
     // The dispatch is ambiguous, as after a crash: a person decides.
     let (server, addr, _) = common::spawn_serve(&db, &args_of(&args), false);
@@ -241,9 +246,5 @@ fn a_server_stopped_right_after_a_success_leaves_no_agent_behind() {
 
     sigterm(&server);
     stopped(server);
-    assert!(!running(pid), "the agent outlived the server");
-    assert!(
-        !running(helper),
-        "the helper in its group (it ignores SIGTERM) outlived the server"
-    );
+    gone_with_the_server(pid, helper);
 }
