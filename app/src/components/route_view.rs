@@ -2,7 +2,7 @@
 //! a plain description, never provider text), the retry ordinal and maximum, the deadline, what
 //! happens next, and its history with the policy snapshot each decision used.
 
-use crate::components::time::format_utc;
+use crate::components::time::{format_utc, span_text};
 use leptos::prelude::*;
 use policy::{
     api::{DispatchRecord, DispatcherKind, HistoryEntry},
@@ -242,18 +242,6 @@ pub fn agent_own_retry_note(entry: &HistoryEntry, dispatches: &[DispatchRecord])
     })
 }
 
-/// A length of time as a person reads it: `45 s`, `3 min 05 s`, `1 h 02 min`.
-pub fn span_text(secs: i64) -> String {
-    let (h, m, s) = (secs / 3_600, secs % 3_600 / 60, secs % 60);
-    if h > 0 {
-        format!("{h} h {m:02} min")
-    } else if m > 0 {
-        format!("{m} min {s:02} s")
-    } else {
-        format!("{s} s")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,13 +333,6 @@ mod tests {
         let mut ok = failure(overloaded, 1, t0 + 190);
         ok.event = EventKind::Succeeded;
         assert_eq!(agent_own_retry_note(&ok, &acp), None);
-    }
-
-    #[test]
-    fn spans_read_in_the_largest_units() {
-        assert_eq!(span_text(45), "45 s");
-        assert_eq!(span_text(185), "3 min 05 s");
-        assert_eq!(span_text(3_725), "1 h 02 min");
     }
 
     #[test]

@@ -75,6 +75,18 @@ fn local_text(at: DateTime<Utc>) -> String {
     }
 }
 
+/// A length of time as a person reads it: `45 s`, `3 min 05 s`, `1 h 02 min`.
+pub fn span_text(secs: i64) -> String {
+    let (h, m, s) = (secs / 3_600, secs % 3_600 / 60, secs % 60);
+    if h > 0 {
+        format!("{h} h {m:02} min")
+    } else if m > 0 {
+        format!("{m} min {s:02} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
 /// How long until `deadline`, as a person reads it: `4 min 05 s`, `due now`.
 pub fn countdown_text(deadline_ms: i64, now_ms: i64) -> String {
     let left = deadline_ms - now_ms;
@@ -141,6 +153,13 @@ pub fn Deadline(#[prop(into)] at: Signal<Option<DateTime<Utc>>>) -> impl IntoVie
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn spans_read_in_the_largest_units() {
+        assert_eq!(span_text(45), "45 s");
+        assert_eq!(span_text(185), "3 min 05 s");
+        assert_eq!(span_text(3_725), "1 h 02 min");
+    }
 
     #[test]
     fn countdowns_read_like_a_person_writes_them() {
