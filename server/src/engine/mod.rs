@@ -39,6 +39,7 @@ mod error;
 mod events;
 mod leases;
 mod observe;
+pub mod outbox;
 mod pending;
 mod reconcile;
 pub mod replicas;

@@ -25,13 +25,14 @@
 //! Jobs travel in vectors: the jobs of one vector reach the writer together (a scheduler pass's
 //! due timers, say) and so share a group commit however the runtime schedules the submitters.
 
+use super::outbox::{DeliveryClaim, DeliveryWrites};
 use super::{
     dispatch::Launched,
     pending::Pending,
     tx::{self, Chain, Started, Stepped},
     Engine, EngineError, Input,
 };
-use crate::store::{DueTimer, Lease, Writer};
+use crate::store::{notify::Settlement, DueTimer, Lease, Writer};
 use chrono::{DateTime, Utc};
 use policy::input::ValidatedStartRoute;
 use std::sync::{atomic::Ordering, Weak};
@@ -98,6 +99,12 @@ pub(super) enum Job {
         op: LeaseOp,
         reply: oneshot::Sender<Result<Option<Lease>, EngineError>>,
     },
+    /// The notification worker settles attempts and claims due deliveries (`outbox.rs`).
+    Deliveries {
+        settle: Vec<Settlement>,
+        claim: Option<DeliveryClaim>,
+        reply: oneshot::Sender<Result<DeliveryWrites, EngineError>>,
+    },
 }
 
 /// What a runner does with its lease.
@@ -119,6 +126,7 @@ enum Done {
     Start(Result<(Started, Chain), EngineError>),
     Reconcile(Result<bool, EngineError>),
     Lease(Result<Option<Lease>, EngineError>),
+    Deliveries(Result<DeliveryWrites, EngineError>),
 }
 
 impl Done {
@@ -128,6 +136,7 @@ impl Done {
             Done::Start(r) => r.is_ok(),
             Done::Reconcile(r) => r.is_ok(),
             Done::Lease(r) => r.is_ok(),
+            Done::Deliveries(r) => r.is_ok(),
         }
     }
 }
@@ -138,7 +147,7 @@ impl Job {
         match self {
             Job::Step { route_id, .. } => Some(route_id),
             Job::Lease { route_id, .. } => Some(route_id),
-            Job::Start { .. } | Job::Reconcile { .. } | Job::Claim { .. } => None,
+            Job::Start { .. } | Job::Reconcile { .. } | Job::Claim { .. } | Job::Deliveries { .. } => None,
         }
     }
 
@@ -148,6 +157,7 @@ impl Job {
             Job::Start { .. } => Done::Start(Err(e)),
             Job::Reconcile { .. } => Done::Reconcile(Err(e)),
             Job::Claim { .. } | Job::Lease { .. } => Done::Lease(Err(e)),
+            Job::Deliveries { .. } => Done::Deliveries(Err(e)),
         }
     }
 
@@ -164,6 +174,9 @@ impl Job {
                 let _ = reply.send(r);
             }
             (Job::Claim { reply, .. } | Job::Lease { reply, .. }, Done::Lease(r)) => {
+                let _ = reply.send(r);
+            }
+            (Job::Deliveries { reply, .. }, Done::Deliveries(r)) => {
                 let _ = reply.send(r);
             }
             // `Done` is always built from its own job; a mismatch cannot happen. Dropping the
@@ -470,6 +483,23 @@ async fn run_job(
             ..
         } => Done::Lease(tx::claim(tx, pending, runner, route.as_deref(), *seconds, *acknowledge, now).await),
         Job::Lease { route_id, op, .. } => Done::Lease(tx::lease(tx, pending, route_id, op, now).await),
+        Job::Deliveries { settle, claim, .. } => Done::Deliveries(
+            async {
+                let mut settled = Vec::with_capacity(settle.len());
+                for s in settle {
+                    settled.push(tx.settle_delivery(s).await?);
+                }
+                let claimed = match claim {
+                    Some(c) => {
+                        tx.claim_deliveries(&c.token, now, policy::time::after(now, c.lease), c.limit)
+                            .await?
+                    }
+                    None => Vec::new(),
+                };
+                Ok(DeliveryWrites { settled, claimed })
+            }
+            .await,
+        ),
         Job::Reconcile { orphans_only, .. } => Done::Reconcile(
             async {
                 pending.flush(tx, now).await?;

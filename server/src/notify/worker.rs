@@ -3,7 +3,8 @@
 //! backoff with a cap, `policy::notify::DeliverySchedule`), or dead after the last attempt.
 //!
 //! - Woken by the engine after every commit that queued an event ([`crate::engine::Engine`]'s
-//!   outbox signal), and at least every [`POLL`] (other replicas' events, due retries).
+//!   outbox signal), by every attempt that ends, and at least every [`POLL`] (other replicas'
+//!   events, due retries).
 //! - At most [`IN_FLIGHT`] attempts at once; each bounded by its channel's timeout, so a
 //!   receiver that hangs holds one slot for that long and never the others: other channels
 //!   and other routes go on.
@@ -13,20 +14,24 @@
 //!   timeout), so a live worker never loses a delivery it is sending; a replica that dies
 //!   mid-delivery leaves a lease that runs out, and another replica sends it again with the
 //!   same `webhook-id`. On SQLite (one serving process) the next start gives every lease back.
-//! - Nothing here touches the writer: claims and settlements are short statements of their
-//!   own, so a transition never waits for a delivery.
+//! - Its writes are jobs of the engine's writer (`engine/outbox.rs`): the attempts that ended
+//!   since the last job are settled and the free slots claimed again in one job, which shares
+//!   its commit with the route steps queued beside it. A transition never waits for a
+//!   delivery, and deliveries cost the writer statements, not commits.
+//! - At a stop, attempts in flight get up to [`DRAIN`] to end and are settled; one still
+//!   running after that is sent again (same `webhook-id`) when its lease is given back.
 
 use super::{config::ChannelKind, outbox::Body, DeliveryError};
 use crate::{
-    engine::Engine,
+    engine::{outbox::DeliveryClaim, Engine},
     store::{
         new_id,
-        notify::{Claimed, Settle},
+        notify::{Claimed, Settle, Settlement},
         Dialect,
     },
 };
 use std::{future::Future, sync::Arc, time::Duration};
-use tokio::sync::Semaphore;
+use tokio::sync::mpsc;
 
 /// Longest the worker sleeps without looking at the outbox.
 pub const POLL: Duration = Duration::from_secs(1);
@@ -34,8 +39,10 @@ pub const POLL: Duration = Duration::from_secs(1);
 pub const IN_FLIGHT: usize = 32;
 /// How much longer than the longest channel timeout a lease lasts.
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
+/// How long a stop waits for the attempts in flight to end before it settles them.
+pub const DRAIN: Duration = Duration::from_secs(2);
 
-/// Runs the worker until `stop` resolves (attempts in flight finish or time out on their own).
+/// Runs the worker until `stop` resolves, then settles what ends within [`DRAIN`].
 pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
     let store = engine.store().clone();
     if store.dialect() == Dialect::Sqlite {
@@ -48,35 +55,63 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
             Err(e) => tracing::warn!(error = %e, "cannot give back the notification leases of the last run"),
         }
     }
-    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
     let clients = Clients::default();
+    let (ended, mut endings) = mpsc::unbounded_channel::<Settlement>();
+    // Attempts spawned whose ending has not been received yet.
+    let mut in_flight = 0usize;
+    let mut settle: Vec<Settlement> = Vec::new();
     tokio::pin!(stop);
     loop {
-        let free = u32::try_from(slots.available_permits()).unwrap_or(0);
-        let mut claimed_any = false;
-        if free > 0 {
-            match claim(&engine, free).await {
-                Ok((token, claimed)) => {
-                    claimed_any = claimed.len() as u32 == free;
-                    for c in claimed {
-                        let Ok(permit) = slots.clone().acquire_owned().await else {
-                            return;
-                        };
+        while let Ok(s) = endings.try_recv() {
+            settle.push(s);
+        }
+        in_flight -= settle.len().min(in_flight);
+        let free = IN_FLIGHT.saturating_sub(in_flight);
+        let claim = (free > 0).then(|| DeliveryClaim {
+            token: new_id("lease", engine.now()),
+            lease: lease(&engine),
+            limit: u32::try_from(free).unwrap_or(u32::MAX),
+        });
+        let mut full = false;
+        if !settle.is_empty() || claim.is_some() {
+            let token = claim.as_ref().map(|c| c.token.clone()).unwrap_or_default();
+            let batch = std::mem::take(&mut settle);
+            let shown: Vec<(String, i64)> = batch
+                .iter()
+                .map(|s| (s.claimed.channel_id.clone(), s.claimed.event_seq))
+                .collect();
+            match engine.write_deliveries(batch, claim).await {
+                Ok(written) => {
+                    for ((channel, event_seq), ok) in shown.iter().zip(&written.settled) {
+                        if !ok {
+                            tracing::warn!(
+                                channel = %channel,
+                                event_seq,
+                                "a notification delivery's lease ran out during its attempt; another worker has it"
+                            );
+                        }
+                    }
+                    full = free > 0 && written.claimed.len() == free;
+                    for c in written.claimed {
+                        in_flight += 1;
                         let engine = engine.clone();
                         let token = token.clone();
                         let client = clients.get(&engine);
+                        let ended = ended.clone();
                         tokio::spawn(async move {
-                            attempt(&engine, &client, &c, &token).await;
-                            drop(permit);
-                            // Its successor on the same route may be due now.
-                            engine.outbox_signal().notify_one();
+                            let _ = ended.send(attempt(&engine, &client, c, token).await);
                         });
                     }
                 }
-                Err(e) => tracing::warn!(error = %e, "cannot claim notification deliveries; trying again"),
+                // The settlements are not written: each delivery's lease runs out (or is given
+                // back at the next start) and it is sent again: at least once, never lost.
+                Err(e) => tracing::warn!(
+                    error = %e,
+                    "cannot write notification settlements and claims; those deliveries are sent again later"
+                ),
             }
         }
-        if claimed_any {
+        if full {
             continue;
         }
         let wait = match engine.store().next_delivery_due().await {
@@ -84,16 +119,39 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
             _ => POLL,
         };
         tokio::select! {
-            () = &mut stop => return,
+            () = &mut stop => break,
             () = engine.outbox_signal().notified() => {}
+            Some(s) = endings.recv() => settle.push(s),
             () = tokio::time::sleep(wait.max(Duration::from_millis(5))) => {}
+        }
+    }
+    // Stopping: no more claims; what is in flight gets `DRAIN` to end.
+    in_flight -= settle.len().min(in_flight);
+    let deadline = tokio::time::Instant::now() + DRAIN;
+    while in_flight > 0 {
+        tokio::select! {
+            Some(s) = endings.recv() => {
+                settle.push(s);
+                in_flight -= 1;
+            }
+            () = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    if in_flight > 0 {
+        tracing::info!(
+            deliveries = in_flight,
+            "notification deliveries still being sent at the stop are sent again after it"
+        );
+    }
+    if !settle.is_empty() {
+        if let Err(e) = engine.write_deliveries(settle, None).await {
+            tracing::warn!(error = %e, "cannot settle the notification deliveries sent before the stop; they are sent again");
         }
     }
 }
 
-/// Leases due deliveries for a fresh token.
-async fn claim(engine: &Engine, limit: u32) -> Result<(String, Vec<Claimed>), crate::store::StoreError> {
-    let now = engine.now();
+/// How long a claim's lease lasts: beyond the longest channel timeout.
+fn lease(engine: &Engine) -> chrono::TimeDelta {
     let config = engine.runners().current();
     let longest = config
         .notify
@@ -102,23 +160,11 @@ async fn claim(engine: &Engine, limit: u32) -> Result<(String, Vec<Claimed>), cr
         .map(|c| c.timeout)
         .max()
         .unwrap_or(Duration::ZERO);
-    let lease = chrono::TimeDelta::from_std(longest + LEASE_MARGIN).unwrap_or(chrono::TimeDelta::MAX);
-    let token = new_id("lease", now);
-    // SQLite: one writer at a time in this process (the engine's writer takes the same lock).
-    let _writer = if engine.store().dialect() == Dialect::Sqlite {
-        Some(engine.writer().await)
-    } else {
-        None
-    };
-    let claimed = engine
-        .store()
-        .claim_deliveries(&token, now, policy::time::after(now, lease), limit)
-        .await?;
-    Ok((token, claimed))
+    chrono::TimeDelta::from_std(longest + LEASE_MARGIN).unwrap_or(chrono::TimeDelta::MAX)
 }
 
-/// One attempt of one delivery, then its settlement.
-async fn attempt(engine: &Engine, client: &reqwest::Client, c: &Claimed, token: &str) {
+/// One attempt of one delivery, and how it ended (the worker settles it).
+async fn attempt(engine: &Engine, client: &reqwest::Client, c: Claimed, token: String) -> Settlement {
     let config = engine.runners().current();
     let notify = &config.notify;
     let sent = match serde_json::from_str::<Body>(&c.payload) {
@@ -181,20 +227,11 @@ async fn attempt(engine: &Engine, client: &reqwest::Client, c: &Claimed, token: 
             "notification attempt failed"
         );
     }
-    let _writer = if engine.store().dialect() == Dialect::Sqlite {
-        Some(engine.writer().await)
-    } else {
-        None
-    };
-    match engine.store().settle_delivery(c, token, &settle, now).await {
-        Ok(true) => {}
-        Ok(false) => tracing::warn!(
-            channel = %c.channel_id,
-            event_seq = c.event_seq,
-            "a notification delivery's lease ran out during its attempt; another worker has it"
-        ),
-        // The lease runs out and the delivery is claimed again: at least once, never lost.
-        Err(e) => tracing::warn!(error = %e, "cannot settle a notification delivery; it will be tried again"),
+    Settlement {
+        claimed: c,
+        token,
+        settle,
+        at: now,
     }
 }
 

@@ -14,7 +14,7 @@
 use super::{
     gen_i64, ms, non_negative, parse_ts,
     sql::{self, Bind, Dialect, Row},
-    ts, Store, StoreError, Writes,
+    ts, Store, StoreError, Tx, Writes,
 };
 use chrono::{DateTime, Utc};
 use policy::notify::{DeliveryStatus, DeliveryView, NotificationView, NotifyEventType};
@@ -108,11 +108,22 @@ fn decode_event(row: &Row) -> Result<NotifyEventType, StoreError> {
         .ok_or_else(|| StoreError::corrupt(EVENTS, seq.to_string(), format!("unknown type `{t}`")))
 }
 
-impl Store {
+/// A settlement to write: how one leased attempt ended.
+#[derive(Debug, Clone)]
+pub struct Settlement {
+    pub claimed: Claimed,
+    /// The lease the attempt was made under.
+    pub token: String,
+    pub settle: Settle,
+    /// When the attempt ended.
+    pub at: DateTime<Utc>,
+}
+
+impl Tx<'_> {
     /// Leases up to `limit` due deliveries (the head of each channel's queue per route) for
     /// `token` until `lease_until`; returns them oldest first.
-    pub async fn claim_deliveries(
-        &self,
+    pub(crate) async fn claim_deliveries(
+        &mut self,
         token: &str,
         now: DateTime<Utc>,
         lease_until: DateTime<Utc>,
@@ -140,45 +151,67 @@ impl Store {
             .bind(now_ms)
             .bind(now_ms)
             .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(self.ex())
             .await?;
-        let mut out = Vec::with_capacity(rows.len());
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut leased = Vec::with_capacity(rows.len());
         for row in rows {
             let seq: i64 = row.try_get("event_seq")?;
             let channel_id: String = row.try_get("channel_id")?;
             let attempts = non_negative(DELIVERIES, &seq.to_string(), "attempts", row.try_get("attempts")?)?;
-            let event = sql::query("SELECT payload, created_ms FROM notify_events WHERE seq = ?")
-                .bind(seq)
-                .fetch_one(&self.pool)
-                .await?;
+            leased.push((seq, channel_id, u32::try_from(attempts).unwrap_or(u32::MAX)));
+        }
+        // The events' bodies in one read (a claim takes at most a few dozen).
+        let mut seqs: Vec<i64> = leased.iter().map(|(seq, _, _)| *seq).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        let marks = vec!["?"; seqs.len()].join(", ");
+        let mut read = sql::query(format!(
+            "SELECT seq, payload, created_ms FROM notify_events WHERE seq IN ({marks})"
+        ));
+        for seq in &seqs {
+            read = read.bind(*seq);
+        }
+        let mut bodies = std::collections::HashMap::with_capacity(seqs.len());
+        for row in read.fetch_all(self.ex()).await? {
+            let seq: i64 = row.try_get("seq")?;
+            let payload: String = row.try_get("payload")?;
+            let created_ms: i64 = row.try_get("created_ms")?;
+            bodies.insert(seq, (payload, created_ms));
+        }
+        let mut out = Vec::with_capacity(leased.len());
+        for (seq, channel_id, attempts) in leased {
+            let Some((payload, created_ms)) = bodies.get(&seq) else {
+                return Err(StoreError::corrupt(
+                    DELIVERIES,
+                    seq.to_string(),
+                    "its event is missing",
+                ));
+            };
             out.push(Claimed {
                 event_seq: seq,
                 channel_id,
-                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-                payload: event.try_get("payload")?,
-                created_ms: event.try_get("created_ms")?,
+                attempts,
+                payload: payload.clone(),
+                created_ms: *created_ms,
             });
         }
         out.sort_by_key(|c| c.event_seq);
         Ok(out)
     }
 
-    /// Settles a leased delivery after one attempt; `false` when the lease is not `token`'s
+    /// Settles a leased delivery after one attempt; `false` when the lease is not its token's
     /// any more (it ran out and another worker took the delivery: nothing is written).
-    pub async fn settle_delivery(
-        &self,
-        claimed: &Claimed,
-        token: &str,
-        settle: &Settle,
-        now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
-        let attempts = i64::from(claimed.attempts.saturating_add(1));
-        let (status, due, error) = match settle {
+    pub(crate) async fn settle_delivery(&mut self, s: &Settlement) -> Result<bool, StoreError> {
+        let attempts = i64::from(s.claimed.attempts.saturating_add(1));
+        let (status, due, error) = match &s.settle {
             Settle::Delivered => (DeliveryStatus::Delivered, None, None),
             Settle::Retry { due_ms, error } => (DeliveryStatus::Pending, Some(*due_ms), Some(error.as_str())),
             Settle::Dead { error } => (DeliveryStatus::Dead, None, Some(error.as_str())),
         };
-        let settled_at = (status != DeliveryStatus::Pending).then(|| ts(now));
+        let settled_at = (status != DeliveryStatus::Pending).then(|| ts(s.at));
         let done = sql::query(
             "UPDATE notify_deliveries SET status = ?, attempts = ?, due_ms = COALESCE(?, due_ms), \
              lease_owner = NULL, lease_until_ms = NULL, last_error = ?, settled_at = ? \
@@ -189,14 +222,16 @@ impl Store {
         .bind(due)
         .bind(error)
         .bind(settled_at)
-        .bind(claimed.event_seq)
-        .bind(&claimed.channel_id)
-        .bind(token)
-        .execute(&self.pool)
+        .bind(s.claimed.event_seq)
+        .bind(&s.claimed.channel_id)
+        .bind(&s.token)
+        .execute(self.ex())
         .await?;
         Ok(done > 0)
     }
+}
 
+impl Store {
     /// Gives back every lease (SQLite at start: the file has one serving process, so every
     /// lease was the previous process's, and what it was sending when it stopped is sent again).
     pub async fn release_delivery_leases(&self) -> Result<u64, StoreError> {
