@@ -40,6 +40,8 @@ pub enum Mode {
     Hang,
     /// Holds the first request that arrives until the client goes away; accepts the others.
     HoldFirst,
+    /// Holds every request until [`Receiver::open_gate`], then accepts it.
+    Gated,
 }
 
 /// One request as it arrived.
@@ -69,6 +71,7 @@ pub struct Receiver {
     /// A notice per request that arrives (with its `webhook-id`).
     pub arrivals: broadcast::Sender<String>,
     stop: Arc<Notify>,
+    gate: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Receiver {
@@ -90,6 +93,7 @@ impl Receiver {
             })),
             arrivals,
             stop: Arc::new(Notify::new()),
+            gate: Arc::new(tokio::sync::watch::channel(false).0),
         };
         let app = Router::new()
             .route("/hook", post(receive))
@@ -119,6 +123,11 @@ impl Receiver {
 
     pub fn accepted(&self) -> Vec<Delivery> {
         self.inner.lock().unwrap().accepted.clone()
+    }
+
+    /// Lets the requests a [`Mode::Gated`] receiver holds (and every later one) be accepted.
+    pub fn open_gate(&self) {
+        self.gate.send_replace(true);
     }
 
     /// Stops listening (new connections are refused).
@@ -206,6 +215,11 @@ async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> 
         Mode::Hang => {
             std::future::pending::<()>().await;
             StatusCode::OK.into_response()
+        }
+        Mode::Gated => {
+            let _ = r.gate.subscribe().wait_for(|open| *open).await;
+            r.inner.lock().unwrap().accepted.push(delivery);
+            StatusCode::NO_CONTENT.into_response()
         }
     }
 }

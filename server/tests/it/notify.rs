@@ -496,3 +496,47 @@ async fn receivers_on_addresses_the_operator_did_not_allow_get_no_request() {
         "no request reached the loopback receiver"
     );
 }
+
+#[tokio::test]
+async fn a_stopping_worker_settles_the_delivery_it_was_sending_before_it_returns() {
+    let gated = Receiver::start(Mode::Gated).await;
+    let h = quiet_harness(&config(&[("gated", &gated)], 3)).await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = tokio::spawn(server::notify::worker::run(h.engine.clone(), async move {
+        let _ = stopped.await;
+    }));
+    let p = profile(
+        &h,
+        0,
+        json!([{"events": ["route.needs_person"], "channels": ["gated"]}]),
+    )
+    .await;
+    let r = h.start(&p, "inv-1").await;
+    let mut arrivals = gated.arrivals.subscribe();
+    evidence(&h, &r, unknown_error()).await;
+    // The receiver holds the request: the attempt is in flight when the stop comes.
+    tokio::time::timeout(LIMIT, arrivals.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    stop.send(()).unwrap();
+    // The test runs on one thread: yielding lets the worker see the stop.
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        !worker.is_finished(),
+        "the worker returned while the attempt it had started was still waiting for its answer"
+    );
+    gated.open_gate();
+    tokio::time::timeout(LIMIT, worker).await.unwrap().unwrap();
+    // Settled before the worker returned: not left leased, to be sent again after the stop.
+    let rows = deliveries(&h, "").await;
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(
+        (rows[0]["status"].as_str(), rows[0]["attempts"].as_u64()),
+        (Some("delivered"), Some(1)),
+        "{rows:#?}"
+    );
+    assert_eq!(gated.accepted().len(), 1);
+}
