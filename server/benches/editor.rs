@@ -11,7 +11,9 @@
 //! (behind `recourse acp` it includes the agent's start, which the direct client paid at
 //! `session/new`); then `RECOURSE_BENCH_TURNS` turns each (default 20): median, p90, min and the
 //! median difference. Then the RSS of `recourse acp` (VmRSS and its peak, VmHWM) with its session
-//! open and its agent running.
+//! open and its agent running, split into anonymous memory (heap, stacks) and the pages of the
+//! binary and other files, with its PSS (shared pages divided among the processes mapping them:
+//! `recourse serve` runs the same binary here).
 //!
 //! Needs the published agents (`RECOURSE_AGENTS_DIR`, as `./dev test` sets it); without them it
 //! says so and exits. `cargo bench -p server --bench editor` (release), or
@@ -170,7 +172,16 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
 }
 
 fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
+    proc_kib(&format!("/proc/{pid}/status"), field)
+}
+
+/// A field of `/proc/PID/smaps_rollup` (the process's mappings summed), in KiB.
+fn rollup_kib(pid: u32, field: &str) -> u64 {
+    proc_kib(&format!("/proc/{pid}/smaps_rollup"), field)
+}
+
+fn proc_kib(path: &str, field: &str) -> u64 {
+    std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
         .find(|l| l.starts_with(field))
@@ -359,10 +370,19 @@ async fn main() {
     println!("  direct:               {dm:8.1} / {d90:8.1} / {dmin:8.1} ms");
     println!("  through recourse acp: {rm:8.1} / {r90:8.1} / {rmin:8.1} ms");
     println!("  added (median):       {:8.1} ms", rm - dm);
+    let mib = |field| status_kib(editor_pid, field) as f64 / 1024.0;
+    let rollup = |field| rollup_kib(editor_pid, field) as f64 / 1024.0;
     println!(
-        "recourse acp, one session open and its agent running: RSS {:.1} MiB (peak {:.1} MiB)",
-        status_kib(editor_pid, "VmRSS:") as f64 / 1024.0,
-        status_kib(editor_pid, "VmHWM:") as f64 / 1024.0
+        "recourse acp, one session open and its agent running: RSS {:.1} MiB (peak {:.1} MiB): \
+         heap and stacks {:.1}, the binary's pages and other files {:.1} (clean pages shared with \
+         other processes {:.1}); PSS {:.1} MiB; {} threads",
+        mib("VmRSS:"),
+        mib("VmHWM:"),
+        mib("RssAnon:"),
+        mib("RssFile:") + mib("RssShmem:"),
+        rollup("Shared_Clean:"),
+        rollup("Pss:"),
+        status_kib(editor_pid, "Threads:")
     );
     drop((direct_turns, recourse_turns));
     let _ = editor.start_kill();
