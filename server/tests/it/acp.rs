@@ -876,3 +876,80 @@ async fn a_refusal_and_an_error_at_session_new_are_failures_with_their_evidence(
     }
     assert_eq!(unauth.received("session/prompt"), 0, "never prompted");
 }
+
+/// What the server logs while a test runs on this thread (the test's runtime has one thread,
+/// so the engine's tasks log here too), one JSON object per line.
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn lines(&self) -> Vec<Value> {
+        String::from_utf8_lossy(&self.0.lock().unwrap())
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn an_auth_method_the_agent_does_not_offer_is_not_sent_and_said_once_per_attempt_in_the_log() {
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let _log = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .json()
+            .with_max_level(tracing::Level::WARN)
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+    let d = agents_dir();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([{"prompt": [{"message": "All done."}, end_turn()],
+                "initialize": {"authMethods": [{"id": "claude-login", "name": "Log in"}]}}]),
+    );
+    let toml = main
+        .toml("")
+        .replace("provider_id =", "auth_method = \"api-key\"\nprovider_id =");
+    let h = Harness::with_config(tempfile::tempdir().unwrap(), &toml).await;
+    let p = h
+        .profile(json!({"name": "ok", "targets": [main.target("main")],
+          "policy": {"version": 1, "candidates": [candidate("main", disabled(), disabled())]}}))
+        .await;
+    let work =
+        json!({"prompt": [{"type": "text", "text": "Fix the build"}], "cwd": main.root.to_str().unwrap()});
+    let r = h.start_work(&p, "inv-1", work).await;
+    h.wait_route(&r, LIMIT, |s| s["state"] == "active" && s["attempt"].is_null())
+        .await;
+    settled(&h, &main).await;
+    // The session ran without `authenticate`: the agent never offered the configured method.
+    assert_eq!(main.received("authenticate"), 0);
+    assert_eq!(main.received("session/prompt"), 1);
+    let said: Vec<Value> = logs
+        .lines()
+        .into_iter()
+        .filter(|l| {
+            l["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("does not offer the configured auth_method"))
+        })
+        .collect();
+    assert_eq!(said.len(), 1, "once for the one attempt: {said:#?}");
+    let f = &said[0]["fields"];
+    assert_eq!(f["route_id"], r.as_str());
+    assert_eq!(f["auth_method"], "api-key");
+    assert_eq!(f["agent"], "claude");
+    assert!(f["offered"].as_str().unwrap().contains("claude-login"), "{f}");
+}
