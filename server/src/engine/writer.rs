@@ -485,10 +485,7 @@ async fn run_job(
         Job::Lease { route_id, op, .. } => Done::Lease(tx::lease(tx, pending, route_id, op, now).await),
         Job::Deliveries { settle, claim, .. } => Done::Deliveries(
             async {
-                let mut settled = Vec::with_capacity(settle.len());
-                for s in settle {
-                    settled.push(tx.settle_delivery(s).await?);
-                }
+                let settled = tx.settle_deliveries(settle).await?;
                 let claimed = match claim {
                     Some(c) => {
                         tx.claim_deliveries(&c.token, now, policy::time::after(now, c.lease), c.limit)

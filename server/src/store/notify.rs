@@ -202,32 +202,54 @@ impl Tx<'_> {
         Ok(out)
     }
 
-    /// Settles a leased delivery after one attempt; `false` when the lease is not its token's
-    /// any more (it ran out and another worker took the delivery: nothing is written).
-    pub(crate) async fn settle_delivery(&mut self, s: &Settlement) -> Result<bool, StoreError> {
-        let attempts = i64::from(s.claimed.attempts.saturating_add(1));
-        let (status, due, error) = match &s.settle {
-            Settle::Delivered => (DeliveryStatus::Delivered, None, None),
-            Settle::Retry { due_ms, error } => (DeliveryStatus::Pending, Some(*due_ms), Some(error.as_str())),
-            Settle::Dead { error } => (DeliveryStatus::Dead, None, Some(error.as_str())),
-        };
-        let settled_at = (status != DeliveryStatus::Pending).then(|| ts(s.at));
-        let done = sql::query(
-            "UPDATE notify_deliveries SET status = ?, attempts = ?, due_ms = COALESCE(?, due_ms), \
-             lease_owner = NULL, lease_until_ms = NULL, last_error = ?, settled_at = ? \
-             WHERE event_seq = ? AND channel_id = ? AND lease_owner = ? AND status = 'pending'",
-        )
-        .bind(status.as_str())
-        .bind(attempts)
-        .bind(due)
-        .bind(error)
-        .bind(settled_at)
-        .bind(s.claimed.event_seq)
-        .bind(&s.claimed.channel_id)
-        .bind(&s.token)
-        .execute(self.ex())
-        .await?;
-        Ok(done > 0)
+    /// Settles leased deliveries after one attempt each, in one statement; per settlement, in
+    /// order, `false` when its lease is not its token's any more (it ran out and another worker
+    /// took the delivery: nothing is written for it).
+    pub(crate) async fn settle_deliveries(&mut self, all: &[Settlement]) -> Result<Vec<bool>, StoreError> {
+        if all.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One row of values per settlement (`column1` ... `column8` on both backends).
+        let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; all.len()].join(", ");
+        let mut update = sql::query(format!(
+            "UPDATE notify_deliveries SET status = v.column4, attempts = v.column5, \
+             due_ms = COALESCE(v.column6, notify_deliveries.due_ms), lease_owner = NULL, \
+             lease_until_ms = NULL, last_error = v.column7, settled_at = v.column8 \
+             FROM (VALUES {rows}) AS v \
+             WHERE notify_deliveries.event_seq = v.column1 AND notify_deliveries.channel_id = v.column2 \
+               AND notify_deliveries.lease_owner = v.column3 AND notify_deliveries.status = 'pending' \
+             RETURNING notify_deliveries.event_seq, notify_deliveries.channel_id"
+        ));
+        for s in all {
+            let attempts = i64::from(s.claimed.attempts.saturating_add(1));
+            let (status, due, error) = match &s.settle {
+                Settle::Delivered => (DeliveryStatus::Delivered, None, None),
+                Settle::Retry { due_ms, error } => {
+                    (DeliveryStatus::Pending, Some(*due_ms), Some(error.clone()))
+                }
+                Settle::Dead { error } => (DeliveryStatus::Dead, None, Some(error.clone())),
+            };
+            let settled_at = (status != DeliveryStatus::Pending).then(|| ts(s.at));
+            update = update
+                .bind(s.claimed.event_seq)
+                .bind(s.claimed.channel_id.clone())
+                .bind(s.token.clone())
+                .bind(status.as_str())
+                .bind(attempts)
+                .bind(due)
+                .bind(error)
+                .bind(settled_at);
+        }
+        let mut written = std::collections::HashSet::with_capacity(all.len());
+        for row in update.fetch_all(self.ex()).await? {
+            let seq: i64 = row.try_get("event_seq")?;
+            let channel: String = row.try_get("channel_id")?;
+            written.insert((seq, channel));
+        }
+        Ok(all
+            .iter()
+            .map(|s| written.contains(&(s.claimed.event_seq, s.claimed.channel_id.clone())))
+            .collect())
     }
 }
 
