@@ -94,20 +94,22 @@ impl Tx<'_> {
         keys: &[String],
         now: DateTime<Utc>,
     ) -> Result<Vec<String>, StoreError> {
-        let mut closed = Vec::new();
-        for key in keys {
-            let done = sql::query(
-                "UPDATE circuits SET state = 'closed', open_until_ms = NULL, failures = 0, code = NULL, \
-                 probe_route_id = NULL, updated_at = ? WHERE key = ? AND state <> 'closed'",
-            )
-            .bind(ts(now))
-            .bind(key)
-            .execute(&mut *self.conn)
-            .await?;
-            if done > 0 {
-                closed.push(key.clone());
-            }
+        if keys.is_empty() {
+            return Ok(Vec::new());
         }
+        // One statement for all of them (a success closes its provider's, account's and model's).
+        let marks = vec!["?"; keys.len()].join(", ");
+        let mut update = sql::query(format!(
+            "UPDATE circuits SET state = 'closed', open_until_ms = NULL, failures = 0, code = NULL, \
+             probe_route_id = NULL, updated_at = ? WHERE key IN ({marks}) AND state <> 'closed' RETURNING key"
+        ))
+        .bind(ts(now));
+        for key in keys {
+            update = update.bind(key);
+        }
+        let closed: Vec<String> = update.scalars(&mut *self.conn).await?;
+        // In the order of `keys`, as before.
+        let closed = keys.iter().filter(|k| closed.contains(k)).cloned().collect();
         Ok(closed)
     }
 
