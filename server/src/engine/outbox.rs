@@ -27,9 +27,9 @@ pub struct DeliveryClaim {
 /// What one worker job wrote.
 #[derive(Debug, Default)]
 pub struct DeliveryWrites {
-    /// Per settlement, in order: `false` when its lease was not its token's any more (another
-    /// worker has the delivery; nothing was written for it).
-    pub settled: Vec<bool>,
+    /// The settlements not written, as (channel, event): their lease was not their token's any
+    /// more (another worker has the delivery).
+    pub lost: Vec<(String, i64)>,
     /// What the claim leased, oldest first.
     pub claimed: Vec<Claimed>,
 }

@@ -485,7 +485,7 @@ async fn run_job(
         Job::Lease { route_id, op, .. } => Done::Lease(tx::lease(tx, pending, route_id, op, now).await),
         Job::Deliveries { settle, claim, .. } => Done::Deliveries(
             async {
-                let settled = tx.settle_deliveries(settle).await?;
+                let lost = tx.settle_deliveries(settle).await?;
                 let claimed = match claim {
                     Some(c) => {
                         tx.claim_deliveries(&c.token, now, policy::time::after(now, c.lease), c.limit)
@@ -493,7 +493,7 @@ async fn run_job(
                     }
                     None => Vec::new(),
                 };
-                Ok(DeliveryWrites { settled, claimed })
+                Ok(DeliveryWrites { lost, claimed })
             }
             .await,
         ),

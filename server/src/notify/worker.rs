@@ -64,8 +64,8 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
     loop {
         while let Ok(s) = endings.try_recv() {
             settle.push(s);
+            in_flight -= 1;
         }
-        in_flight -= settle.len().min(in_flight);
         let free = IN_FLIGHT.saturating_sub(in_flight);
         let claim = (free > 0).then(|| DeliveryClaim {
             token: new_id("lease", engine.now()),
@@ -75,21 +75,14 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
         let mut full = false;
         if !settle.is_empty() || claim.is_some() {
             let token = claim.as_ref().map(|c| c.token.clone()).unwrap_or_default();
-            let batch = std::mem::take(&mut settle);
-            let shown: Vec<(String, i64)> = batch
-                .iter()
-                .map(|s| (s.claimed.channel_id.clone(), s.claimed.event_seq))
-                .collect();
-            match engine.write_deliveries(batch, claim).await {
+            match engine.write_deliveries(std::mem::take(&mut settle), claim).await {
                 Ok(written) => {
-                    for ((channel, event_seq), ok) in shown.iter().zip(&written.settled) {
-                        if !ok {
-                            tracing::warn!(
-                                channel = %channel,
-                                event_seq,
-                                "a notification delivery's lease ran out during its attempt; another worker has it"
-                            );
-                        }
+                    for (channel, event_seq) in &written.lost {
+                        tracing::warn!(
+                            channel = %channel,
+                            event_seq,
+                            "a notification delivery's lease ran out during its attempt; another worker has it"
+                        );
                     }
                     full = free > 0 && written.claimed.len() == free;
                     for c in written.claimed {
@@ -121,12 +114,14 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
         tokio::select! {
             () = &mut stop => break,
             () = engine.outbox_signal().notified() => {}
-            Some(s) = endings.recv() => settle.push(s),
+            Some(s) = endings.recv() => {
+                settle.push(s);
+                in_flight -= 1;
+            }
             () = tokio::time::sleep(wait.max(Duration::from_millis(5))) => {}
         }
     }
     // Stopping: no more claims; what is in flight gets `DRAIN` to end.
-    in_flight -= settle.len().min(in_flight);
     let deadline = tokio::time::Instant::now() + DRAIN;
     while in_flight > 0 {
         tokio::select! {

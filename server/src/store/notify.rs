@@ -202,10 +202,13 @@ impl Tx<'_> {
         Ok(out)
     }
 
-    /// Settles leased deliveries after one attempt each, in one statement; per settlement, in
-    /// order, `false` when its lease is not its token's any more (it ran out and another worker
-    /// took the delivery: nothing is written for it).
-    pub(crate) async fn settle_deliveries(&mut self, all: &[Settlement]) -> Result<Vec<bool>, StoreError> {
+    /// Settles leased deliveries after one attempt each, in one statement; the ones not written,
+    /// as (channel, event), because their lease is not their token's any more (it ran out and
+    /// another worker took the delivery).
+    pub(crate) async fn settle_deliveries(
+        &mut self,
+        all: &[Settlement],
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         if all.is_empty() {
             return Ok(Vec::new());
         }
@@ -248,7 +251,8 @@ impl Tx<'_> {
         }
         Ok(all
             .iter()
-            .map(|s| written.contains(&(s.claimed.event_seq, s.claimed.channel_id.clone())))
+            .filter(|s| !written.contains(&(s.claimed.event_seq, s.claimed.channel_id.clone())))
+            .map(|s| (s.claimed.channel_id.clone(), s.claimed.event_seq))
             .collect())
     }
 }
