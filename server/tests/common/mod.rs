@@ -19,6 +19,7 @@ pub mod backend;
 pub mod editor;
 pub mod fake_agent;
 pub mod gateway;
+pub mod logs;
 pub mod power;
 pub mod provider;
 pub mod receiver;

@@ -877,41 +877,9 @@ async fn a_refusal_and_an_error_at_session_new_are_failures_with_their_evidence(
     assert_eq!(unauth.received("session/prompt"), 0, "never prompted");
 }
 
-/// What the server logs while a test runs on this thread (the test's runtime has one thread,
-/// so the engine's tasks log here too), one JSON object per line.
-#[derive(Clone, Default)]
-struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn lines(&self) -> Vec<Value> {
-        String::from_utf8_lossy(&self.0.lock().unwrap())
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
-    }
-}
-
 #[tokio::test]
 async fn an_auth_method_the_agent_does_not_offer_is_not_sent_and_said_once_per_attempt_in_the_log() {
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let _log = tracing::subscriber::set_default(
-        tracing_subscriber::fmt()
-            .json()
-            .with_max_level(tracing::Level::WARN)
-            .with_writer(move || writer.clone())
-            .finish(),
-    );
+    let (logs, _log) = common::logs::warnings();
     let d = agents_dir();
     let main = FakeAgent::new(
         d.path(),
