@@ -15,7 +15,9 @@
 //!
 //! Each gateway call is a route: its start committed before the provider is called, its success
 //! and its completion committed after the answer (in the background). N is 200 and C 16;
-//! `RECOURSE_BENCH_QUICK=1` for a smaller run.
+//! `RECOURSE_BENCH_QUICK=1` for a smaller run. `RECOURSE_BENCH_STATEMENTS=1` first counts the
+//! SQL statements one call costs (sqlx's statement log, every call of 20 settled before the
+//! next) and prints one call's statements.
 
 #![allow(clippy::print_stdout, unreachable_pub)]
 
@@ -73,6 +75,16 @@ async fn call(client: &reqwest::Client, url: &str, token: Option<&str>, body: &s
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
+    let statements = std::env::var_os("RECOURSE_BENCH_STATEMENTS").map(|_| {
+        let log = common::logs::Logs::default();
+        let writer = log.clone();
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter("sqlx::query=debug")
+            .with_writer(move || writer.clone())
+            .init();
+        log
+    });
     let n = if quick() { 40 } else { 200 };
     let clients = if quick() { 4 } else { 16 };
     let sustained = if quick() { 200 } else { 2_000 };
@@ -100,6 +112,9 @@ async fn main() {
     for _ in 0..10 {
         call(&client, &direct_whole, None, &whole).await;
         call(&client, &gateway, Some(&token), &whole).await;
+    }
+    if let Some(log) = statements.as_ref() {
+        count_statements(log, &client, &gateway, &token, &whole).await;
     }
 
     println!("1. non-streamed calls, OpenAI style ({n} each, interleaved)");
@@ -156,4 +171,30 @@ async fn main() {
         "  (writer: {} group commits of {} steps, {} single; the durable setting: PRAGMA synchronous = {:?})",
         stats.group_commits, stats.grouped_jobs, stats.single_jobs, stats.synchronous
     );
+}
+
+/// The statements of 20 calls, each settled (its success, completion and audit row written)
+/// before the next: their mean, and the statements of the last call.
+async fn count_statements(log: &common::logs::Logs, client: &reqwest::Client, url: &str, token: &str, body: &str) {
+    let settle = || tokio::time::sleep(Duration::from_millis(100));
+    settle().await;
+    let mut counts = Vec::new();
+    let mut last = Vec::new();
+    for _ in 0..20 {
+        let before = log.lines().len();
+        call(client, url, Some(token), body).await;
+        settle().await;
+        let lines = log.lines();
+        counts.push(lines.len() - before);
+        last = lines[before..].to_vec();
+    }
+    let mean = counts.iter().sum::<usize>() as f64 / counts.len() as f64;
+    println!("0. SQL statements per non-streamed call: mean {mean:.1} of 20 (min {}, max {}); the last call's:",
+        counts.iter().min().unwrap(), counts.iter().max().unwrap());
+    for line in last {
+        let field = |name: &str| line["fields"][name].as_str().unwrap_or("").to_owned();
+        let statement: String = field("db.statement").split_whitespace().collect::<Vec<_>>().join(" ");
+        let summary = if statement.is_empty() { field("summary") } else { statement };
+        println!("   {}", summary.chars().take(150).collect::<String>());
+    }
 }

@@ -23,7 +23,7 @@ use crate::{
         scope::{self, RouteUse},
         Actor, Principal,
     },
-    engine::{EngineError, Input},
+    engine::{EngineError, Input, StartOptions},
     failure::Failure,
     guard::json_only,
     profiles,
@@ -202,8 +202,11 @@ async fn start_route(
 ) -> ApiResult<Response> {
     let request = ValidatedStartRoute::parse(&request)?;
     scope::start(&p, request.profile_id(), request.caller_kind())?;
-    let summary = s.engine.start_route(request).await?;
-    s.auth.audit_route_start(&actor, &summary).await;
+    let options = StartOptions {
+        by: Some(actor.to_audit()),
+        profile: None,
+    };
+    let summary = s.engine.start(request, options).await?;
     Ok((StatusCode::CREATED, Json(summary)).into_response())
 }
 

@@ -1,12 +1,14 @@
 //! The audit log: who did what, when, from where, and what changed. Rows are appended after
 //! the change they record has committed (the change and its row are two writes: if the append
-//! fails, the change stands and the failure is logged as an error). Details never hold a
+//! fails, the change stands and the failure is logged as an error). A route's start is the
+//! exception: its `route.start` row is written in the start's own transaction (the engine's
+//! `StartOptions::by`), so the two commit together. Details never hold a
 //! password, a password hash or a token's secret; a policy edit's detail is its diff
 //! ([`diff`]): the changed JSON paths with the values before and after.
 
 use super::{Actor, Auth};
 use crate::store::audit::AuditInsert;
-use policy::api::{ActionOutcome, ManualActionRequest, Profile, RouteSummary};
+use policy::api::{ActionOutcome, ManualActionRequest, Profile};
 use serde_json::{json, Map, Value};
 
 impl Auth {
@@ -46,17 +48,6 @@ impl Auth {
         };
         self.audit(actor, action, Some(id), diff(&as_json(before), &as_json(after)))
             .await;
-    }
-
-    /// A route started for a caller.
-    pub async fn audit_route_start(&self, actor: &Actor, route: &RouteSummary) {
-        self.audit(
-            actor,
-            "route.start",
-            Some(&route.id),
-            json!({"profile_id": route.profile_id, "caller": route.caller}),
-        )
-        .await;
     }
 
     /// A person's manual action, and whether it applied.

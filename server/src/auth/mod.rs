@@ -216,6 +216,15 @@ pub struct Actor {
 }
 
 impl Actor {
+    /// The actor as the engine's writer records it (a route start's audit row).
+    pub fn to_audit(&self) -> crate::store::audit::AuditActor {
+        crate::store::audit::AuditActor {
+            kind: self.kind,
+            name: self.name.clone(),
+            address: self.address.clone(),
+        }
+    }
+
     pub fn of(principal: Option<&Principal>, address: Option<String>) -> Actor {
         match principal {
             None => Actor {

@@ -89,16 +89,13 @@ impl Auth {
         let invalid = AuthError::Unauthenticated {
             message: "The token is unknown, expired or revoked.",
         };
-        let Some(row) = self.store().token_by_secret_hash(&token::digest(secret)).await? else {
+        let Some((row, account)) = self.store().token_by_secret_hash(&token::digest(secret)).await? else {
             return Err(invalid);
         };
         let now = self.now();
         if row.revoked.is_some() || row.expires <= now {
             return Err(invalid);
         }
-        let Some(account) = self.store().account(&row.account_id).await? else {
-            return Err(invalid);
-        };
         // The demo account's tokens hold only while this server runs `--demo`: started
         // without it, the demo account is nobody, like an unknown token.
         if account.disabled || (account.demo && !self.settings().demo) {
@@ -117,8 +114,8 @@ impl Auth {
             }
         }
         Ok(Principal {
-            account_id: account.id,
-            account: account.name,
+            account_id: row.account_id,
+            account: row.account,
             role: account.role,
             via: Via::Token {
                 id: row.id,

@@ -238,7 +238,11 @@ impl Engine {
             return None;
         };
         let dispatcher = self.dispatchers.get(target.dispatcher)?.clone();
-        let work = if dispatcher.wants_work() {
+        let work = if !dispatcher.wants_work() {
+            None
+        } else if let Some(work) = context.work {
+            Some(work)
+        } else {
             match self.store.route_work(route_id).await {
                 Ok(work) => work,
                 Err(e) => {
@@ -246,8 +250,6 @@ impl Engine {
                     None
                 }
             }
-        } else {
-            None
         };
         let request = LaunchRequest {
             route_id: route_id.to_owned(),
@@ -291,6 +293,7 @@ impl Engine {
                 .and_then(|p| super::tx::target_of(&p, &route.state.candidate().id).cloned())
                 .map(|t| super::leases::launched_as(route.caller.kind, t)),
             invocation_id: route.caller.invocation_id,
+            work: None,
         })
     }
 }

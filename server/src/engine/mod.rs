@@ -55,7 +55,7 @@ use crate::{
     config::Runners,
     metrics::Metrics,
     replica::ReplicaId,
-    store::{Dialect, DueTimer, Store},
+    store::{audit::AuditActor, Dialect, DueTimer, Store},
 };
 use chrono::{DateTime, Utc};
 use classifier::{Envelope, Verdict};
@@ -123,6 +123,22 @@ pub enum Input {
         expected_generation: u64,
         work: Option<Box<Work>>,
     },
+    /// A one-prompt caller's work is done once the attempt started at `after` succeeded (a
+    /// gateway call whose client got the answer): completes the route if that success left it
+    /// active with no attempt in flight; changes nothing otherwise. Submitted with the success
+    /// in one delivery, so both commit together.
+    Finish { after: u64 },
+}
+
+/// What a route's start carries beside its request.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// Who starts it: the start's transaction writes its `route.start` audit row, so the route
+    /// and the row commit together (and the row costs no commit of its own).
+    pub by: Option<AuditActor>,
+    /// The profile as its submitter just read it, for the check that its candidates can run
+    /// the work (read again when it is another one). The start's transaction reads its own.
+    pub profile: Option<Profile>,
 }
 
 /// The result of a submitted input.
@@ -494,23 +510,44 @@ impl Engine {
 
     /// Starts routed work on a profile for a caller.
     pub async fn start_route(&self, request: ValidatedStartRoute) -> Result<RouteSummary, EngineError> {
+        self.start(request, StartOptions::default()).await
+    }
+
+    /// Starts routed work as [`Engine::start_route`] does, with the start's audit row and the
+    /// profile its submitter read already (see [`StartOptions`]).
+    pub async fn start(
+        &self,
+        request: ValidatedStartRoute,
+        options: StartOptions,
+    ) -> Result<RouteSummary, EngineError> {
         let engine = self.arc();
-        tokio::spawn(async move { engine.start_here(request).await })
+        tokio::spawn(async move { engine.start_here(request, options).await })
             .await
             .map_err(|_| EngineError::Task)?
     }
 
-    async fn start_here(&self, request: ValidatedStartRoute) -> Result<RouteSummary, EngineError> {
-        let profile = self
-            .store
-            .profile(request.profile_id())
-            .await?
-            .ok_or_else(|| EngineError::ProfileNotFound(request.profile_id().to_owned()))?;
+    async fn start_here(
+        &self,
+        request: ValidatedStartRoute,
+        options: StartOptions,
+    ) -> Result<RouteSummary, EngineError> {
+        let profile = match options.profile.filter(|p| p.id == request.profile_id()) {
+            Some(profile) => profile,
+            None => self
+                .store
+                .profile(request.profile_id())
+                .await?
+                .ok_or_else(|| EngineError::ProfileNotFound(request.profile_id().to_owned()))?,
+        };
         let runs = runs(request.caller_kind());
         self.check_work(profile, request.work().cloned(), runs).await?;
         let ((route, profile, transition), chain) = {
             let (reply, answer) = oneshot::channel();
-            self.enqueue(vec![Job::Start { request, reply }])?;
+            self.enqueue(vec![Job::Start {
+                request,
+                by: options.by,
+                reply,
+            }])?;
             answer.await.map_err(|_| EngineError::Task)??
         };
         self.after_commit(&route.id, None, &transition, EventKind::Started, false);

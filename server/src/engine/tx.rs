@@ -12,18 +12,19 @@ use super::{
     EngineError, Input,
 };
 use crate::store::{
+    audit::{AuditActor, AuditInsert},
     due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, Lease, RouteRow, TimerKind, Tx, Writes,
 };
 use crate::{metrics::FailureCause, notify::outbox::Change};
 use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
 use policy::{
-    api::{CallerKind, CandidateTarget, DispatchOutcome, DispatcherKind, Profile},
+    api::{CallerKind, CandidateTarget, DispatchOutcome, DispatcherKind, Profile, Work},
     document::ValidatedPolicyDocument,
     input::ValidatedStartRoute,
     route::{
         start, step, DispatchState, EventKind, FailureReport, RouteEffect, RouteEvent, RouteState,
-        Transition, TransitionError,
+        StateName, Transition, TransitionError,
     },
 };
 
@@ -59,6 +60,9 @@ pub(crate) enum TxOutcome {
 pub(crate) struct LaunchContext {
     pub(crate) target: Option<CandidateTarget>,
     pub(crate) invocation_id: String,
+    /// The route's work, when the step that asked for the launch had it in hand (a route's
+    /// start); `None`: the dispatcher that wants it reads it.
+    pub(crate) work: Option<Work>,
 }
 
 /// The dispatch a committed step asked to begin (its generation), already begun in the same
@@ -395,6 +399,7 @@ pub(crate) async fn start_route(
     tx: &mut Tx<'_>,
     pending: &mut Pending,
     request: &ValidatedStartRoute,
+    by: Option<&AuditActor>,
     now: DateTime<Utc>,
 ) -> Result<(Started, Chain), EngineError> {
     let profile = tx
@@ -444,6 +449,20 @@ pub(crate) async fn start_route(
     if let Some(pin) = request.pin() {
         writes.put_pin(&id, pin);
     }
+    if let Some(actor) = by {
+        let detail = serde_json::json!({"profile_id": route.profile_id, "caller": route.caller});
+        writes.audit(
+            AuditInsert {
+                actor_kind: actor.kind,
+                actor: actor.name.as_deref(),
+                address: actor.address.as_deref(),
+                action: "route.start",
+                target: Some(&id),
+                detail: &detail,
+            },
+            now,
+        );
+    }
     writes.history(HistoryInsert {
         route_id: &id,
         at: now,
@@ -487,7 +506,11 @@ pub(crate) async fn start_route(
         release_holds: false,
         launch: None,
     };
-    let (_, chained) = chain(tx, pending, route.clone(), &profile, started_outcome, now).await?;
+    let (_, mut chained) = chain(tx, pending, route.clone(), &profile, started_outcome, now).await?;
+    // The attempt it launches runs the work this start stores: no need to read it back.
+    if let Some((_, TxOutcome::Committed { launch: Some(l), .. })) = chained.as_mut() {
+        l.work = request.work().cloned();
+    }
     Ok(((route, profile, transition), chained))
 }
 
@@ -542,6 +565,14 @@ pub(crate) async fn transact(
         } => {
             new_work = work;
             (RouteEvent::WorkSubmitted { expected_generation }, None)
+        }
+        Input::Finish { after } => {
+            let idle = prev.state_name() == StateName::Active && prev.attempt().is_none();
+            if !idle || prev.generation() <= after {
+                return Ok(unchanged(prev));
+            }
+            let expected_generation = prev.generation();
+            (RouteEvent::Complete { expected_generation }, None)
         }
         Input::Evidence(env) => {
             let mut env = *env;
@@ -675,6 +706,7 @@ pub(crate) async fn transact(
                     .cloned()
                     .map(|t| super::leases::launched_as(route.caller.kind, t)),
                 invocation_id: route.caller.invocation_id.clone(),
+                work: None,
             })
         });
     Ok(TxOutcome::Committed {

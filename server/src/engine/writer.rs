@@ -32,7 +32,7 @@ use super::{
     tx::{self, Chain, Started, Stepped},
     Engine, EngineError, Input,
 };
-use crate::store::{notify::Settlement, DueTimer, Lease, Writer};
+use crate::store::{audit::AuditActor, notify::Settlement, DueTimer, Lease, Writer};
 use chrono::{DateTime, Utc};
 use policy::input::ValidatedStartRoute;
 use std::sync::{atomic::Ordering, Weak};
@@ -73,6 +73,8 @@ pub(super) enum Job {
     },
     Start {
         request: ValidatedStartRoute,
+        /// Who starts it, for the audit row written with it.
+        by: Option<AuditActor>,
         reply: oneshot::Sender<Result<(Started, Chain), EngineError>>,
     },
     /// Restart reconciliation's global part: restore missing wait timers and give back the
@@ -474,7 +476,7 @@ async fn run_job(
                 .await
             }
         }),
-        Job::Start { request, .. } => Done::Start(tx::start_route(tx, pending, request, now).await),
+        Job::Start { request, by, .. } => Done::Start(tx::start_route(tx, pending, request, by.as_ref(), now).await),
         Job::Claim {
             runner,
             seconds,

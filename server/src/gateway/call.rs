@@ -8,8 +8,9 @@
 //! 3. It holds while `policy::gateway::judge` says so, on every snapshot of its route, and
 //!    answers as soon as an attempt's answer reaches it (a whole body, or a stream from its
 //!    first content event, passed through as it arrives) or the judge answers an error.
-//! 4. After a success it completes the route once the success is committed (a utility call is
-//!    one prompt). After an error answer the route keeps its state, for a person or for itself.
+//! 4. A success whose answer reached the call completes the route in the success's own commit
+//!    (the http dispatcher reports both: `Input::Finish`; a utility call is one prompt). After
+//!    an error answer the route keeps its state, for a person or for itself.
 //!    A client that goes away before its answer ended abandons the route ([`Leave`]), which
 //!    cancels the running attempt.
 //!
@@ -25,7 +26,7 @@ use crate::{
     auth::{Actor, Principal, Via},
     engine::{
         dispatch::http::{Asking, Live, Registration},
-        Engine, EngineError, Input, RouteStreamEvent,
+        Engine, EngineError, Input, RouteStreamEvent, StartOptions,
     },
     web::AppState,
 };
@@ -46,10 +47,6 @@ use tokio::{
     sync::{broadcast, broadcast::error::RecvError, mpsc},
     time::Instant,
 };
-
-/// How long, after a success was answered, the call waits for the route to commit it before it
-/// leaves the route as it is (a person can complete it).
-const SETTLE_WAIT: Duration = Duration::from_secs(60);
 
 /// Client headers passed on to the provider, per style (only what changes what the provider
 /// accepts: Claude Code's request bodies use beta features).
@@ -116,17 +113,15 @@ pub(super) async fn hold(
     let events = engine.subscribe();
     let give_up_at = engine.now() + TimeDelta::seconds(i64::try_from(max_wait).unwrap_or(i64::MAX));
     let start = request.into_start(&profile.id, &invocation_id, style);
-    let summary = match engine.start_route(start).await {
+    // Audited as every route start is, in the start's own transaction.
+    let options = StartOptions {
+        by: Some(actor.to_audit()),
+        profile: Some(profile),
+    };
+    let summary = match engine.start(start, options).await {
         Ok(summary) => summary,
         Err(e) => return reply::error(style, &reply::engine_error(e), None),
     };
-    // Audited as every route start is, off the call's path, and under the engine's writer lock
-    // so the row never meets the writer task in SQLite's busy loop.
-    let (auth, audited, writer) = (s.auth.clone(), summary.clone(), engine.clone());
-    tokio::spawn(async move {
-        let _writer = writer.writer().await;
-        auth.audit_route_start(&actor, &audited).await;
-    });
     let mut call = Call {
         leave: Leave {
             engine: engine.clone(),
@@ -141,7 +136,7 @@ pub(super) async fn hold(
         give_up_at,
         ends_at: Instant::now() + Duration::from_secs(MAX_GATEWAY_CALL_SECONDS),
         live,
-        events: Some(events),
+        events,
         _registration: registration,
         _slot: slot,
     };
@@ -168,8 +163,8 @@ struct Call {
     give_up_at: DateTime<Utc>,
     ends_at: Instant,
     live: mpsc::Receiver<Live>,
-    /// The engine's route events (taken by the work after a success).
-    events: Option<broadcast::Receiver<RouteStreamEvent>>,
+    /// The engine's route events.
+    events: broadcast::Receiver<RouteStreamEvent>,
     leave: Leave,
     _registration: Registration,
     _slot: Slot,
@@ -212,9 +207,7 @@ impl Call {
 
     /// Waits for the next thing that happens to the call.
     async fn step(&mut self) -> Step {
-        let Some(events) = self.events.as_mut() else {
-            return Step::Live(self.live.recv().await);
-        };
+        let events = &mut self.events;
         tokio::select! {
             // The dispatcher hands an answer over before it reports the attempt: take it first.
             biased;
@@ -310,22 +303,12 @@ impl Call {
             Answer::Whole { candidate, body } => {
                 self.leave.armed = false;
                 let headers = self.headers(Some(&candidate));
-                self.settle_later();
                 reply::json(body, Some(&headers))
             }
             Answer::Opened { attempt, candidate } => {
                 let headers = self.headers(Some(&candidate));
                 reply::stream(self.into_stream(attempt), &headers)
             }
-        }
-    }
-
-    /// After a success: completes the route once the success is committed, in the background.
-    fn settle_later(&mut self) {
-        if let Some(events) = self.events.take() {
-            let engine = self.engine.clone();
-            let route_id = self.route_id.clone();
-            tokio::spawn(complete_when_settled(engine, route_id, events));
         }
     }
 
@@ -351,7 +334,6 @@ impl Call {
                 Step::Live(Some(Live::Event(bytes))) => return (Some(bytes), false),
                 Step::Live(Some(Live::Finished)) => {
                     self.leave.armed = false;
-                    self.settle_later();
                     return (None, true);
                 }
                 Step::Live(Some(Live::Broken) | None) => {
@@ -449,52 +431,6 @@ async fn abandon(engine: &Engine, route_id: &str) {
             Err(e) => {
                 tracing::warn!(route_id, error = %e, "gateway client went away; its route could not be abandoned");
                 return;
-            }
-        }
-    }
-}
-
-/// Completes the route once its success is committed; leaves it alone if it moved elsewhere.
-async fn complete_when_settled(
-    engine: Arc<Engine>,
-    route_id: String,
-    mut events: broadcast::Receiver<RouteStreamEvent>,
-) {
-    let until = Instant::now() + SETTLE_WAIT;
-    let Ok(summary) = engine.route_summary(&route_id).await else {
-        return;
-    };
-    let mut snapshot = summary.snapshot;
-    loop {
-        match (snapshot.state, &snapshot.attempt) {
-            (StateName::Active, None) => {
-                let event = RouteEvent::Complete {
-                    expected_generation: snapshot.generation,
-                };
-                if let Err(e) = engine.submit(&route_id, Input::Event(event)).await {
-                    tracing::debug!(route_id, error = %e, "a gateway call's route was not completed");
-                }
-                return;
-            }
-            // The success is not committed yet.
-            (StateName::Active | StateName::Retrying, Some(_)) => {}
-            _ => return,
-        }
-        loop {
-            match tokio::time::timeout_at(until, events.recv()).await {
-                Ok(Ok(e)) if e.route_id == route_id => {
-                    snapshot = e.payload.snapshot;
-                    break;
-                }
-                Ok(Ok(_)) => {}
-                Ok(Err(RecvError::Lagged(_))) => match engine.route_summary(&route_id).await {
-                    Ok(s) => {
-                        snapshot = s.snapshot;
-                        break;
-                    }
-                    Err(_) => return,
-                },
-                Ok(Err(RecvError::Closed)) | Err(_) => return,
             }
         }
     }

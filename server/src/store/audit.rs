@@ -1,7 +1,7 @@
 //! The audit log: append-only (SQLite triggers refuse every UPDATE and DELETE of its rows).
 
-use super::sql;
-use super::{json, parse_ts, to_json, ts, Store, StoreError};
+use super::sql::{self, Bind};
+use super::{json, parse_ts, to_json, ts, writes::Writes, Store, StoreError};
 use chrono::{DateTime, Utc};
 use policy::auth::{ActorKind, AuditEntry};
 
@@ -16,12 +16,40 @@ pub struct AuditInsert<'a> {
     pub detail: &'a serde_json::Value,
 }
 
+/// Who did something, owned: what a route start carries to the writer, whose transaction
+/// writes the start's audit row with the route.
+#[derive(Debug, Clone)]
+pub struct AuditActor {
+    pub kind: ActorKind,
+    pub name: Option<String>,
+    pub address: Option<String>,
+}
+
+const INSERT: &str = "INSERT INTO audit_log (at, actor_kind, actor, address, action, target, detail) \
+                      VALUES (?, ?, ?, ?, ?, ?, ?)";
+
+impl Writes {
+    /// Appends the row with the transaction's other writes (no round trip of its own).
+    pub(crate) fn audit(&mut self, entry: AuditInsert<'_>, now: DateTime<Utc>) {
+        let text = |s: Option<&str>| Bind::Text(s.map(str::to_owned));
+        self.push_binds(
+            INSERT,
+            vec![
+                text(Some(&ts(now))),
+                text(Some(entry.actor_kind.as_str())),
+                text(entry.actor),
+                text(entry.address),
+                text(Some(entry.action)),
+                text(entry.target),
+                text(Some(&to_json(entry.detail))),
+            ],
+        );
+    }
+}
+
 impl Store {
     pub async fn append_audit(&self, entry: AuditInsert<'_>, now: DateTime<Utc>) -> Result<(), StoreError> {
-        sql::query(
-            "INSERT INTO audit_log (at, actor_kind, actor, address, action, target, detail) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
+        sql::query(INSERT)
         .bind(ts(now))
         .bind(entry.actor_kind.as_str())
         .bind(entry.actor)

@@ -21,6 +21,14 @@ pub struct TokenRow {
     pub revoked: Option<DateTime<Utc>>,
 }
 
+/// What a token's request needs of the account it acts for, read with the token.
+#[derive(Debug, Clone)]
+pub struct TokenHolder {
+    pub role: String,
+    pub disabled: bool,
+    pub demo: bool,
+}
+
 impl TokenRow {
     pub fn view(&self) -> TokenView {
         TokenView {
@@ -109,15 +117,25 @@ impl Store {
     }
 
     /// The token whose secret hashes to `secret_hash`, revoked or expired ones included (the
-    /// caller decides).
-    pub async fn token_by_secret_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError> {
+    /// caller decides), with what its request needs of its account: one read per request.
+    pub async fn token_by_secret_hash(
+        &self,
+        secret_hash: &str,
+    ) -> Result<Option<(TokenRow, TokenHolder)>, StoreError> {
         let row = sql::query(format!(
-            "SELECT {COLUMNS} FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.secret_hash = ?"
+            "SELECT {COLUMNS}, a.role AS account_role, a.disabled AS account_disabled, a.demo AS account_demo \
+             FROM api_tokens t JOIN accounts a ON a.id = t.account_id WHERE t.secret_hash = ?"
         ))
         .bind(secret_hash)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(token).transpose()
+        let Some(row) = row else { return Ok(None) };
+        let holder = TokenHolder {
+            role: row.try_get("account_role")?,
+            disabled: row.try_get::<i64, _>("account_disabled")? != 0,
+            demo: row.try_get::<i64, _>("account_demo")? != 0,
+        };
+        Ok(Some((token(&row)?, holder)))
     }
 
     /// Tokens, newest first: every account's, or one account's.

@@ -608,6 +608,7 @@ async fn logins_tokens_and_policy_edits_are_in_the_append_only_audit_log() {
     assert_eq!(status, StatusCode::OK, "{body}");
     login(&h, ADMIN, "wrong password!!").await;
     sign_in(&h, ADMIN, ADMIN_PASSWORD).await;
+    let route = h.start(&p, "audited-start").await;
 
     let log = h.get("/api/v1/audit").await;
     let rows = log.as_array().unwrap();
@@ -619,9 +620,17 @@ async fn logins_tokens_and_policy_edits_are_in_the_append_only_audit_log() {
         "profile.update",
         "session.login_failed",
         "session.login",
+        "route.start",
     ] {
         assert!(actions.contains(&want), "{want} in {actions:?}");
     }
+    // A route's start: written in the start's own transaction, with who and what.
+    let start = rows.iter().find(|r| r["action"] == "route.start").unwrap();
+    assert_eq!(start["actor_kind"], "token");
+    assert_eq!(start["actor"], format!("{ADMIN}/tests"));
+    assert_eq!(start["target"], route.as_str());
+    assert_eq!(start["detail"]["profile_id"], p.as_str());
+    assert_eq!(start["detail"]["caller"]["invocation_id"], "audited-start");
     let update = rows.iter().find(|r| r["action"] == "profile.update").unwrap();
     assert_eq!(update["actor_kind"], "token");
     assert_eq!(update["actor"], format!("{ADMIN}/tests"));

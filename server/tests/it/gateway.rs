@@ -42,6 +42,7 @@ async fn an_overloaded_first_endpoint_is_absorbed_by_a_switch_and_the_client_get
     let ok = anthropic_ok("green");
     rig.fake.script("backup", vec![ok.clone()]);
     let p = rig.profile("fast", &["main", "backup"]).await;
+    let grouped_before = rig.h.engine.write_stats().grouped_jobs;
     let a = rig
         .post(
             "/v1/messages",
@@ -80,6 +81,22 @@ async fn an_overloaded_first_endpoint_is_absorbed_by_a_switch_and_the_client_get
     let events = history_events(&route);
     assert!(events.contains(&"failed->switching".to_owned()), "{events:?}");
     assert!(events.contains(&"complete->completed".to_owned()), "{events:?}");
+    // Its success and its completion are one commit (one delivery to the writer, committed as
+    // a group; a completion submitted after the success was committed would be a job alone).
+    let grouped = rig.h.engine.write_stats().grouped_jobs - grouped_before;
+    assert!(grouped >= 2, "the success and the completion were not committed together ({grouped} grouped)");
+    // Audited as every route start is: the token that called, the route, its profile.
+    let log = rig.h.get("/api/v1/audit").await;
+    let start = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["action"] == "route.start" && row["target"] == r.as_str())
+        .cloned()
+        .expect("the call's route start is in the audit log");
+    assert_eq!(start["actor_kind"], "token");
+    assert_eq!(start["detail"]["profile_id"], p.as_str());
+    assert_eq!(start["detail"]["caller"]["kind"], "utility");
     let (status, _) = rig
         .h
         .call(

@@ -132,6 +132,25 @@ impl Reporter {
             .await
     }
 
+    /// Reports a success whose answer the caller already has, with the route's completion (a
+    /// one-prompt caller: [`Input::Finish`]) in the same delivery, so one commit holds both.
+    /// The success's own result is returned.
+    pub(crate) async fn report_finished(&self, report: Report) -> Result<Applied, EngineError> {
+        let engine = self.engine.upgrade().ok_or(EngineError::Task)?;
+        let inputs = vec![
+            (self.route_id.clone(), report.into_input(self.generation)),
+            (
+                self.route_id.clone(),
+                Input::Finish {
+                    after: self.generation,
+                },
+            ),
+        ];
+        let mut results = engine.submit_all(inputs).await;
+        results.truncate(1);
+        results.pop().unwrap_or(Err(EngineError::Task))
+    }
+
     /// Reports a failure whose prompt generation's output is held by a provider-native session a
     /// retry can load (the `acp` dispatcher, for an agent that advertised `loadSession`): the
     /// envelope carries the resume fact for this attempt's generation, which only this path

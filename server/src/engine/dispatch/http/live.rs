@@ -142,6 +142,12 @@ impl Sink {
         self.delivered
     }
 
+    /// Whether the client has the answer and is still there to finish it: its call still
+    /// listens (a client that went away dropped its call, which abandons the route).
+    pub(super) fn answered(&self) -> bool {
+        self.delivered && !self.listener.tx.is_closed()
+    }
+
     async fn send(&self, live: Live) {
         // A listener that went away: its call abandons the route, which cancels this attempt.
         let _ = self.listener.tx.send(live).await;

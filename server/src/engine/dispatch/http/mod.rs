@@ -210,7 +210,15 @@ impl Dispatcher for Http {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .remove(&task_key);
-                if let Err(e) = r.reporter.report(report).await {
+                // A live call whose client has the whole answer is done: its route completes
+                // with the success (a gateway call is one prompt).
+                let finished = matches!(report, Report::Succeeded { .. })
+                    && sink.as_ref().is_some_and(Sink::answered);
+                let reported = match finished {
+                    true => r.reporter.report_finished(report).await,
+                    false => r.reporter.report(report).await,
+                };
+                if let Err(e) = reported {
                     tracing::debug!(route_id = r.route_id, attempt = r.attempt, error = %e, "http report not applied");
                 }
             });
