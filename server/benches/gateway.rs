@@ -11,7 +11,9 @@
 //! 2. the median time to the first streamed byte of N streamed calls, direct and through the
 //!    gateway, and the difference (goal: at most 5 ms);
 //! 3. sustained calls per second with C clients for a fixed number of calls, direct and through
-//!    the gateway, and their ratio (goal: at least 0.5).
+//!    the gateway, and their ratio (goal: at least 0.5); with the CPU time the whole process
+//!    (client, provider and server) spent per call in each, which bounds the rate on this
+//!    machine's cores.
 //!
 //! Each gateway call is a route: its start committed before the provider is called, its success
 //! and its completion committed after the answer (in the background). N is 200 and C 16;
@@ -148,6 +150,7 @@ async fn main() {
         ("gateway", gateway.clone(), Some(token.clone())),
     ] {
         let start = Instant::now();
+        let cpu = cpu_time();
         let per_client = sustained / clients;
         let mut tasks = Vec::new();
         for _ in 0..clients {
@@ -161,8 +164,10 @@ async fn main() {
         for t in tasks {
             t.await.unwrap();
         }
-        let rate = (per_client * clients) as f64 / start.elapsed().as_secs_f64();
-        println!("  {name:<10} {rate:>9.0} calls/s");
+        let calls = (per_client * clients) as f64;
+        let rate = calls / start.elapsed().as_secs_f64();
+        let cpu_per_call = (cpu_time() - cpu).as_secs_f64() * 1e6 / calls;
+        println!("  {name:<10} {rate:>9.0} calls/s   CPU {cpu_per_call:>6.0} us per call (client, provider and server together)");
         rates.push(rate);
     }
     println!("  ratio      {:>9.2} (goal >= 0.5)", rates[1] / rates[0]);
@@ -197,4 +202,18 @@ async fn count_statements(log: &common::logs::Logs, client: &reqwest::Client, ur
         let summary = if statement.is_empty() { field("summary") } else { statement };
         println!("   {}", summary.chars().take(150).collect::<String>());
     }
+}
+
+/// CPU time of every thread of this process so far (`/proc/self/task/*/schedstat`, first field:
+/// nanoseconds on a CPU); zero where it cannot be read. Threads that ended are not counted.
+fn cpu_time() -> Duration {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Duration::ZERO;
+    };
+    let ns: u64 = tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
+        .sum();
+    Duration::from_nanos(ns)
 }
