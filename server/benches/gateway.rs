@@ -180,7 +180,13 @@ async fn main() {
 
 /// The statements of 20 calls, each settled (its success, completion and audit row written)
 /// before the next: their mean, and the statements of the last call.
-async fn count_statements(log: &common::logs::Logs, client: &reqwest::Client, url: &str, token: &str, body: &str) {
+async fn count_statements(
+    log: &common::logs::Logs,
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    body: &str,
+) {
     let settle = || tokio::time::sleep(Duration::from_millis(100));
     settle().await;
     let mut counts = Vec::new();
@@ -194,12 +200,22 @@ async fn count_statements(log: &common::logs::Logs, client: &reqwest::Client, ur
         last = lines[before..].to_vec();
     }
     let mean = counts.iter().sum::<usize>() as f64 / counts.len() as f64;
-    println!("0. SQL statements per non-streamed call: mean {mean:.1} of 20 (min {}, max {}); the last call's:",
-        counts.iter().min().unwrap(), counts.iter().max().unwrap());
+    println!(
+        "0. SQL statements per non-streamed call: mean {mean:.1} of 20 (min {}, max {}); the last call's:",
+        counts.iter().min().unwrap(),
+        counts.iter().max().unwrap()
+    );
     for line in last {
         let field = |name: &str| line["fields"][name].as_str().unwrap_or("").to_owned();
-        let statement: String = field("db.statement").split_whitespace().collect::<Vec<_>>().join(" ");
-        let summary = if statement.is_empty() { field("summary") } else { statement };
+        let statement: String = field("db.statement")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let summary = if statement.is_empty() {
+            field("summary")
+        } else {
+            statement
+        };
         println!("   {}", summary.chars().take(150).collect::<String>());
     }
 }

@@ -127,7 +127,9 @@ pub enum Input {
     /// gateway call whose client got the answer): completes the route if that success left it
     /// active with no attempt in flight; changes nothing otherwise. Submitted with the success
     /// in one delivery, so both commit together.
-    Finish { after: u64 },
+    Finish {
+        after: u64,
+    },
 }
 
 /// What a route's start carries beside its request.

@@ -23,8 +23,8 @@ use policy::{
     document::ValidatedPolicyDocument,
     input::ValidatedStartRoute,
     route::{
-        start, step, DispatchState, EventKind, FailureReport, RouteEffect, RouteEvent, RouteState,
-        StateName, Transition, TransitionError,
+        start, step, DispatchState, EventKind, FailureReport, RouteEffect, RouteEvent, RouteState, StateName,
+        Transition, TransitionError,
     },
 };
 

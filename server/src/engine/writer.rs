@@ -476,7 +476,9 @@ async fn run_job(
                 .await
             }
         }),
-        Job::Start { request, by, .. } => Done::Start(tx::start_route(tx, pending, request, by.as_ref(), now).await),
+        Job::Start { request, by, .. } => {
+            Done::Start(tx::start_route(tx, pending, request, by.as_ref(), now).await)
+        }
         Job::Claim {
             runner,
             seconds,

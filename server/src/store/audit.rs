@@ -50,15 +50,15 @@ impl Writes {
 impl Store {
     pub async fn append_audit(&self, entry: AuditInsert<'_>, now: DateTime<Utc>) -> Result<(), StoreError> {
         sql::query(INSERT)
-        .bind(ts(now))
-        .bind(entry.actor_kind.as_str())
-        .bind(entry.actor)
-        .bind(entry.address)
-        .bind(entry.action)
-        .bind(entry.target)
-        .bind(to_json(entry.detail))
-        .execute(&self.pool)
-        .await?;
+            .bind(ts(now))
+            .bind(entry.actor_kind.as_str())
+            .bind(entry.actor)
+            .bind(entry.address)
+            .bind(entry.action)
+            .bind(entry.target)
+            .bind(to_json(entry.detail))
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 

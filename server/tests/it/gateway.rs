@@ -84,7 +84,10 @@ async fn an_overloaded_first_endpoint_is_absorbed_by_a_switch_and_the_client_get
     // Its success and its completion are one commit (one delivery to the writer, committed as
     // a group; a completion submitted after the success was committed would be a job alone).
     let grouped = rig.h.engine.write_stats().grouped_jobs - grouped_before;
-    assert!(grouped >= 2, "the success and the completion were not committed together ({grouped} grouped)");
+    assert!(
+        grouped >= 2,
+        "the success and the completion were not committed together ({grouped} grouped)"
+    );
     // Audited as every route start is: the token that called, the route, its profile.
     let log = rig.h.get("/api/v1/audit").await;
     let start = log

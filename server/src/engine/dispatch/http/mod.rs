@@ -212,8 +212,8 @@ impl Dispatcher for Http {
                     .remove(&task_key);
                 // A live call whose client has the whole answer is done: its route completes
                 // with the success (a gateway call is one prompt).
-                let finished = matches!(report, Report::Succeeded { .. })
-                    && sink.as_ref().is_some_and(Sink::answered);
+                let finished =
+                    matches!(report, Report::Succeeded { .. }) && sink.as_ref().is_some_and(Sink::answered);
                 let reported = match finished {
                     true => r.reporter.report_finished(report).await,
                     false => r.reporter.report(report).await,
