@@ -202,13 +202,6 @@ impl Store {
         .transpose()
     }
 
-    /// Routes with a resumable session.
-    pub(crate) async fn resumable_routes(&self) -> Result<Vec<String>, StoreError> {
-        Ok(sql::query("SELECT route_id FROM resumable_sessions")
-            .scalars(&self.pool)
-            .await?)
-    }
-
     /// Forgets the route's resumable session.
     pub(crate) async fn forget_resumable_session(&self, route_id: &str) -> Result<(), StoreError> {
         sql::query("DELETE FROM resumable_sessions WHERE route_id = ?")

@@ -338,3 +338,105 @@ async fn a_persons_skip_during_the_resumable_wait_starts_no_other_candidate_unti
     })
     .await;
 }
+
+/// Waits (polling the database, which any engine may have written) until `engine`'s view of the
+/// route satisfies `done`.
+async fn poll_route(
+    engine: &server::engine::Engine,
+    id: &str,
+    done: impl Fn(&policy::wire::RouteSnapshot) -> bool,
+) -> policy::wire::RouteSnapshot {
+    let end = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let s = engine.route_summary(id).await.unwrap().snapshot;
+        if done(&s) {
+            return s;
+        }
+        assert!(
+            tokio::time::Instant::now() < end,
+            "route {id} never got there: {s:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn another_engine_on_the_database_resumes_a_session_recorded_after_it_first_launched() {
+    // Two engines on one database: replicas on PostgreSQL, or a route taken up by another
+    // process. The second one launches an agent before the first records a resumable session,
+    // then runs the retry: it must load that session, not start a new one and replay the prompt.
+    let d = tempfile::tempdir().unwrap();
+    let main = FakeAgent::new(
+        d.path(),
+        "claude",
+        "anthropic",
+        json!([output_then_overload(true), resumed_success()]),
+    );
+    let backup = FakeAgent::new(d.path(), "gemini", "google", json!([{}]));
+    let warm = FakeAgent::new(d.path(), "codex", "openai", json!([{}]));
+    let agents = config(&[&main, &backup, &warm], true);
+    let h = Harness::with_config(tempfile::tempdir().unwrap(), &agents).await;
+    let p = h
+        .profile(
+            json!({"name": "resume", "targets": [main.target("main"), backup.target("backup")],
+          "policy": {"version": 1, "candidates": [
+            candidate("main", class_policy(2, 5, 0, "skip"), disabled()),
+            candidate("backup", disabled(), disabled())]}}),
+        )
+        .await;
+    let w = h
+        .profile(json!({"name": "warm", "targets": [warm.target("w")],
+          "policy": {"version": 1, "candidates": [candidate("w", disabled(), disabled())]}}))
+        .await;
+    let other = server::engine::Engine::with_runners(
+        server::store::Store::new(h.pool.clone()),
+        std::sync::Arc::new(h.clock.clone()),
+        server::config::Runners::new(server::config::RunnerConfig::parse(&agents).unwrap()),
+    );
+    let request = policy::api::StartRouteRequest {
+        profile_id: w,
+        caller: policy::api::Caller {
+            kind: policy::api::CallerKind::Workflow,
+            reference: "warm".into(),
+            invocation_id: "inv-warm".into(),
+        },
+        title: None,
+        work: Some(serde_json::from_value(warm.work("Say hello")).unwrap()),
+        pin: None,
+    };
+    let started = other
+        .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())
+        .await
+        .unwrap();
+    poll_route(&other, &started.id, |s| s.attempt.is_none()).await;
+    settled(&h).await;
+
+    let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
+    h.wait_route(&r, LIMIT, |s| s["state"] == "retry_wait").await;
+    settled(&h).await;
+    assert_eq!(resumable_rows(&h).await, 1);
+    // The retry wait ends on the other engine's scheduler: it runs the retry.
+    h.clock.advance(chrono::TimeDelta::seconds(5));
+    server::scheduler::tick(&other).await.unwrap();
+    let s = poll_route(&other, &r, |s| {
+        s.state == policy::route::StateName::Active && s.attempt.is_none()
+    })
+    .await;
+    assert_eq!(s.candidate_id, "main");
+    settled(&h).await;
+    let first = main.messages("session/prompt")[0]["params"]["sessionId"].clone();
+    let loads = main.messages("session/load");
+    assert_eq!(
+        loads.len(),
+        1,
+        "the retry loaded the session that holds the output"
+    );
+    assert_eq!(loads[0]["params"]["sessionId"], first);
+    assert_eq!(
+        main.received("session/new"),
+        1,
+        "no second session replayed the prompt"
+    );
+    assert!(backup.pids().is_empty(), "no other agent got the prompt");
+    assert_eq!(resumable_rows(&h).await, 0, "a success ends the guarantee");
+}

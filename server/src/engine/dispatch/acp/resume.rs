@@ -39,8 +39,7 @@ use policy::{
 };
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use std::{collections::HashSet, sync::Arc};
-use tokio::sync::Mutex;
+use std::sync::Arc;
 
 /// Where a launch stands towards the route's resumable session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,56 +52,39 @@ pub(super) enum Standing {
     Blocked,
 }
 
-/// The routes with a resumable session, kept in memory (loaded once from the store) so a
-/// launch of a route without one costs no query.
+/// The routes' resumable sessions, read from the store at every launch that could meet one.
+///
+/// Nothing is kept in memory: several processes may run one database's routes (replicas on
+/// PostgreSQL, a route taken up after another replica died), and a record another process
+/// wrote after this one last looked must still hold here, or a retry would start a new
+/// session and replay the prompt. A route's first attempt needs no query: no attempt before it
+/// can have left output behind.
 pub(crate) struct Resumes {
     store: Store,
-    routes: Mutex<Option<HashSet<String>>>,
 }
 
 impl Resumes {
     pub(crate) fn new(store: Store) -> Arc<Resumes> {
-        Arc::new(Resumes {
-            store,
-            routes: Mutex::new(None),
-        })
-    }
-
-    async fn has(&self, route_id: &str) -> Result<bool, ()> {
-        let mut routes = self.routes.lock().await;
-        if routes.is_none() {
-            let loaded = self.store.resumable_routes().await.map_err(|e| {
-                tracing::error!(error = %e, "cannot read the resumable sessions");
-            })?;
-            *routes = Some(loaded.into_iter().collect());
-        }
-        Ok(routes.as_ref().is_some_and(|r| r.contains(route_id)))
+        Arc::new(Resumes { store })
     }
 
     /// Records the route's resumable session (before the failure is reported).
     pub(super) async fn keep(&self, row: &ResumableRow, at: chrono::DateTime<chrono::Utc>) -> bool {
-        let mut routes = self.routes.lock().await;
         if let Err(e) = self.store.keep_resumable_session(row, at).await {
             tracing::error!(error = %e, route_id = row.route_id, "cannot record a resumable session");
             return false;
         }
-        if let Some(r) = routes.as_mut() {
-            r.insert(row.route_id.clone());
-        }
         true
     }
 
-    /// Forgets the route's resumable session.
-    pub(super) async fn forget(&self, route_id: &str) {
-        if !matches!(self.has(route_id).await, Ok(false)) {
-            let mut routes = self.routes.lock().await;
-            if let Err(e) = self.store.forget_resumable_session(route_id).await {
-                tracing::error!(error = %e, route_id, "cannot forget a resumable session");
-                return;
-            }
-            if let Some(r) = routes.as_mut() {
-                r.remove(route_id);
-            }
+    /// Forgets the route's resumable session (after a success of attempt `attempt`; a first
+    /// attempt's route has none).
+    pub(super) async fn forget(&self, route_id: &str, attempt: u32) {
+        if attempt <= 1 {
+            return;
+        }
+        if let Err(e) = self.store.forget_resumable_session(route_id).await {
+            tracing::error!(error = %e, route_id, "cannot forget a resumable session");
         }
     }
 
@@ -110,23 +92,25 @@ impl Resumes {
     /// that runs no agent session). Fails closed: a record or a route that cannot be read
     /// blocks the launch.
     pub(super) async fn standing(&self, r: &LaunchRequest, agent: Option<&str>) -> Standing {
-        match self.has(&r.route_id).await {
-            Ok(false) => return Standing::Fresh,
-            Ok(true) => {}
-            Err(()) => return Standing::Blocked,
+        if r.attempt <= 1 {
+            return Standing::Fresh;
         }
-        let (record, route) = match (
-            self.store.resumable_session(&r.route_id).await,
-            self.store.route_and_profile(&r.route_id).await,
-        ) {
-            (Ok(None), _) => return Standing::Fresh,
-            (Ok(Some(record)), Ok(Some((route, _)))) => (record, route),
-            (Ok(Some(_)), Ok(None)) => return Standing::Fresh,
-            _ => return Standing::Blocked,
+        let record = match self.store.resumable_session(&r.route_id).await {
+            Ok(None) => return Standing::Fresh,
+            Ok(Some(record)) => record,
+            Err(e) => {
+                tracing::error!(error = %e, route_id = r.route_id, "cannot read the resumable session");
+                return Standing::Blocked;
+            }
+        };
+        let route = match self.store.route_and_profile(&r.route_id).await {
+            Ok(Some((route, _))) => route,
+            Ok(None) => return Standing::Fresh,
+            Err(_) => return Standing::Blocked,
         };
         if route.state.cycle().number() != record.cycle {
             // A new cycle: a person decided, or the route succeeded since.
-            self.forget(&r.route_id).await;
+            self.forget(&r.route_id, r.attempt).await;
             return Standing::Fresh;
         }
         let retry = route

@@ -142,7 +142,7 @@ pub(super) async fn attempt(
         .ok()
         .map(|env| classifier::classify(&env, now));
     if end == End::Answered && t.stop_reason() == Some("end_turn") && !failure_signal(verdict.as_ref()) {
-        resumes.forget(&r.route_id).await;
+        resumes.forget(&r.route_id, r.attempt).await;
         finish(&r, &stop, Report::Succeeded { result: None }, false).await;
     } else if let Some(session_id) = resumable(&agent, &t, verdict.as_ref()) {
         // The output is held by a session the agent can load: if the policy would retry this
