@@ -236,6 +236,13 @@ pub struct Profile {
     pub updated_at: DateTime<Utc>,
 }
 
+impl Profile {
+    /// The target of the candidate `candidate_id`, if the profile has one for it.
+    pub fn target(&self, candidate_id: &str) -> Option<&CandidateTarget> {
+        self.targets.iter().find(|t| t.id == candidate_id)
+    }
+}
+
 fn is_dynamic(kind: &ProfileKind) -> bool {
     *kind == ProfileKind::Dynamic
 }

@@ -64,6 +64,15 @@ pub fn check_optional_line(text: &str, what: &str, max: usize) -> Result<(), Fie
     Ok(())
 }
 
+/// Whether `name` is an environment variable's name as the server's configuration names one (a
+/// letter or `_`, then letters, digits and `_`; at most [`crate::limits::MAX_ENV_NAME_CHARS`]).
+pub fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= crate::limits::MAX_ENV_NAME_CHARS
+}
+
 /// A provider or model identifier: at most [`MAX_IDENTIFIER_CHARS`] characters of
 /// [`crate::limits::IDENTIFIER_PATTERN`] (it becomes part of a circuit key and is shown in the UI).
 pub fn check_identifier(text: &str, what: &str) -> Result<(), FieldError> {

@@ -40,6 +40,10 @@ pub const MAX_PROFILE_DESCRIPTION_CHARS: usize = 2_000;
 /// Longest safe identifier (a provider or model id), in characters. Identifiers are the
 /// characters of [`IDENTIFIER_PATTERN`]: they become circuit keys, so nothing else may reach one.
 pub const MAX_IDENTIFIER_CHARS: usize = 128;
+
+/// Longest name of an environment variable the server's configuration may name (an endpoint's
+/// key, an agent's passed variables, a channel's secret).
+pub const MAX_ENV_NAME_CHARS: usize = 128;
 /// The characters a provider or model identifier may hold (a regular expression, published in the
 /// OpenAPI document): ASCII letters and digits and `. _ - : / @ +`, starting with a letter or digit.
 pub const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$";

@@ -2,7 +2,7 @@
 //! handlers in [`crate::api`] call the same services, and errors map through the same
 //! [`crate::failure::Failure`], so the two surfaces cannot drift.
 //!
-//! Who is asking: the rules layer ([`crate::auth::layer::enforce`]) already let the page or
+//! Who is asking: the rules layer ([`crate::web::enforce::enforce`]) already let the page or
 //! server function in, and put the request's [`Principal`] and [`Actor`] on it; Leptos hands
 //! the request to its server functions and pages as context, and writes read them from there
 //! for the checks that depend on the route ([`crate::auth::scope`]) and for the audit log. A

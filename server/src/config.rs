@@ -24,6 +24,7 @@
 
 use crate::notify::config::{NotifyConfig, NotifySection};
 use policy::input::check_identifier;
+use policy::input::is_env_name;
 use serde::Deserialize;
 use std::{
     collections::HashSet,
@@ -426,13 +427,6 @@ fn secret_name(name: &str) -> bool {
         ]
         .iter()
         .any(|w| upper.contains(w))
-}
-
-pub(crate) fn is_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && name.len() <= 128
 }
 
 fn base_url_ok(url: &str) -> bool {

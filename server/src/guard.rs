@@ -25,7 +25,7 @@
 //! (`AuthSettings::allowed_hosts`): on a loopback address, `localhost`, `*.localhost`,
 //! 127.0.0.0/8 and `[::1]` (any port) plus each `--allowed-host`; others get 421.
 
-use crate::web::AppState;
+use crate::state::AppState;
 use axum::{
     body::Body,
     extract::{Request, State},

@@ -62,6 +62,7 @@ pub mod replica;
 pub mod revalidate;
 pub mod scheduler;
 pub mod serve;
+pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod trial;

@@ -7,7 +7,7 @@
 //! `view_routes` like the routes it counts (`crate::auth::rules`), so a scraper sends an API
 //! token. None of them echoes anything of the request.
 
-use crate::{db::MigrationStatus, web::AppState};
+use crate::{db::MigrationStatus, state::AppState};
 use axum::{
     extract::State,
     http::{header, HeaderValue, StatusCode},

@@ -5,7 +5,7 @@ use super::{extract::AuditQuery, json_body};
 use crate::{
     auth::{Actor, AuthError, Principal, Via},
     guard::json_only,
-    web::AppState,
+    state::AppState,
 };
 use axum::{
     body::Bytes,

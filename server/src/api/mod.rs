@@ -27,7 +27,7 @@ use crate::{
     failure::Failure,
     guard::json_only,
     profiles,
-    web::AppState,
+    state::AppState,
 };
 use axum::{
     extract::State,
@@ -56,10 +56,9 @@ use serde::Deserialize;
 use std::convert::Infallible;
 use tokio::sync::broadcast::error::RecvError;
 
-/// The `/api/v1` routes (and `/api/openapi.json`).
+/// The `/api/v1` routes (the web layer adds `/api/openapi.json`, which describes them).
 pub fn routes(test_clock: bool) -> Router<AppState> {
     let mut r = Router::new()
-        .route("/api/openapi.json", get(crate::openapi::document))
         .route(
             "/api/v1/profiles",
             json_only(get(list_profiles).post(create_profile)),

@@ -8,7 +8,7 @@ use crate::{
     auth::Principal,
     guard::json_only,
     notify::{self, Reader},
-    web::AppState,
+    state::AppState,
 };
 use axum::{
     extract::State,

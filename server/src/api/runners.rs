@@ -15,8 +15,8 @@ use crate::{
     engine::dispatch::Report,
     failure::Failure,
     guard::json_only,
+    state::AppState,
     store::Lease,
-    web::AppState,
 };
 use axum::{
     extract::State,

@@ -9,7 +9,7 @@
 //!   database on every request, so disabling an account, changing its role or password, or
 //!   revoking a token takes effect on the next request.
 //! - What each endpoint, server function and page needs is ONE table, [`rules`], applied by
-//!   one route layer ([`layer::enforce`]); a route without an entry is refused. Checks that
+//!   one route layer ([`crate::web::enforce::enforce`]); a route without an entry is refused. Checks that
 //!   depend on the route or profile (an Office-only caller steers only Office routes; a
 //!   profile-scoped token reaches only its profiles) run in the handlers through
 //!   [`scope`], after the route is read.
@@ -35,7 +35,6 @@
 pub mod accounts;
 pub mod audit;
 pub mod bootstrap;
-pub mod layer;
 pub mod limit;
 pub mod password;
 pub mod rules;

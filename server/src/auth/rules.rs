@@ -1,6 +1,6 @@
 //! Who may call what: ONE table. Every REST route, page and form endpoint is listed by method
 //! and route template (as axum matched it), every server function by name. The route layer
-//! ([`super::layer::enforce`]) looks each request up here; a route that is not listed is
+//! ([`crate::web::enforce::enforce`]) looks each request up here; a route that is not listed is
 //! refused (403, and an error in the log), and the permission-matrix test fails for any
 //! endpoint of the OpenAPI document or server function without an entry.
 //!

@@ -24,9 +24,6 @@ use std::{
     ffi::OsString, os::unix::process::ExitStatusExt, path::PathBuf, process::ExitCode, time::Duration,
 };
 
-/// The hidden subcommand that runs the guard.
-pub(crate) const ARG: &str = "__agent-guard";
-
 /// How long the agent gets between the group's SIGTERM and its SIGKILL.
 const GRACE: Duration = Duration::from_secs(3);
 

@@ -12,7 +12,7 @@
 //! every other route is held or sees the candidate as not yet eligible. The lease goes back when
 //! the holder leaves the candidate, stops or ends; any success closes the circuit.
 
-use super::{pending::Pending, tx::target_of, EngineError};
+use super::{pending::Pending, EngineError};
 use crate::{
     config::RunnerConfig,
     store::{RouteRow, Tx},
@@ -28,7 +28,7 @@ use policy::{
 
 /// The circuit keys of a candidate of `profile` (none without a target or a provider).
 fn keys_of(profile: &Profile, candidate_id: &str) -> Vec<String> {
-    target_of(profile, candidate_id).map_or_else(Vec::new, |t| {
+    profile.target(candidate_id).map_or_else(Vec::new, |t| {
         circuit::keys(t.provider_id.as_deref(), t.model_id.as_deref())
     })
 }
@@ -46,7 +46,9 @@ pub(super) async fn options(
     let mut out = Vec::with_capacity(profile.policy.candidates.len());
     for c in &profile.policy.candidates {
         let keys = keys_of(profile, &c.id);
-        let runnable = target_of(profile, &c.id).is_none_or(|t| runner_configured(t, &pending.config))
+        let runnable = profile
+            .target(&c.id)
+            .is_none_or(|t| runner_configured(t, &pending.config))
             && pin.is_none_or(|p| p == c.id);
         let eligibility = if !runnable {
             // Its agent or endpoint left the configuration, or the route is pinned to another:
@@ -136,7 +138,7 @@ pub(super) async fn maintain(
     let mut release = false;
     let mut moved = Vec::new();
     let tell = crate::notify::outbox::wants_circuits(profile);
-    let target = target_of(profile, &prev.candidate().id);
+    let target = profile.target(&prev.candidate().id);
     if kind == EventKind::Succeeded {
         let keys = keys_of(profile, &prev.candidate().id);
         if !keys.is_empty() {

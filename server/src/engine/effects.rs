@@ -290,8 +290,8 @@ impl Engine {
             .ok_or_else(|| EngineError::RouteNotFound(route_id.to_owned()))?;
         Ok(LaunchContext {
             target: profile
-                .and_then(|p| super::tx::target_of(&p, &route.state.candidate().id).cloned())
-                .map(|t| super::leases::launched_as(route.caller.kind, t)),
+                .and_then(|p| p.target(&route.state.candidate().id).cloned())
+                .map(|t| super::dispatch::launched_as(route.caller.kind, t)),
             invocation_id: route.caller.invocation_id,
             work: None,
         })

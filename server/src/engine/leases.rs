@@ -19,31 +19,9 @@
 //! above: an acknowledged attempt whose runner is gone (killed with the editor) runs out and
 //! stops for a person as ambiguous.
 
-use super::{
-    dispatch::Report,
-    writer::{Job, LeaseOp},
-    Applied, Engine, EngineError,
-};
+use super::{dispatch::Report, tx::LeaseOp, writer::Job, Applied, Engine, EngineError};
 use crate::store::Lease;
-use policy::api::{CallerKind, CandidateTarget, DispatcherKind};
 use tokio::sync::oneshot;
-
-/// The dispatcher that runs an attempt of a route whose caller is `caller` on a candidate whose
-/// dispatcher is `target`: the candidate's, unless the caller runs the route's attempts itself
-/// (then it is leased: `external`).
-pub(crate) fn dispatcher_for(caller: CallerKind, target: DispatcherKind) -> DispatcherKind {
-    if caller.runs_attempts() {
-        DispatcherKind::External
-    } else {
-        target
-    }
-}
-
-/// The target an attempt is launched with: the candidate's, with the dispatcher that runs it.
-pub(crate) fn launched_as(caller: CallerKind, mut target: CandidateTarget) -> CandidateTarget {
-    target.dispatcher = dispatcher_for(caller, target.dispatcher);
-    target
-}
 
 impl Engine {
     /// Claims the oldest started `external` attempt nobody holds for `runner`, for `seconds`.

@@ -8,31 +8,10 @@
 //! route steps queued beside them: what it settles and claims while routes move costs a few
 //! statements, not commits. Alone (nothing else queued) it is one transaction, as before.
 
+pub use super::writer::{DeliveryClaim, DeliveryWrites};
 use super::{writer::Job, Engine, EngineError};
-use crate::store::notify::{Claimed, Settlement};
-use chrono::TimeDelta;
+use crate::store::notify::Settlement;
 use tokio::sync::oneshot;
-
-/// Deliveries to lease for the worker.
-#[derive(Debug, Clone)]
-pub struct DeliveryClaim {
-    /// The lease's token (the settlements of these deliveries carry it).
-    pub token: String,
-    /// How long the lease lasts from the transaction's time.
-    pub lease: TimeDelta,
-    /// Most deliveries to lease.
-    pub limit: u32,
-}
-
-/// What one worker job wrote.
-#[derive(Debug, Default)]
-pub struct DeliveryWrites {
-    /// The settlements not written, as (channel, event): their lease was not their token's any
-    /// more (another worker has the delivery).
-    pub lost: Vec<(String, i64)>,
-    /// What the claim leased, oldest first.
-    pub claimed: Vec<Claimed>,
-}
 
 impl Engine {
     /// Writes `settle` (in order), then leases what `claim` asks for, in one transaction (the

@@ -95,7 +95,7 @@ impl Pending {
     /// `change` causes under its profile's rules (`crate::notify::outbox::queue`), and notes
     /// them so the delivery worker is woken once the transaction commits.
     pub(crate) fn tell(&mut self, change: &crate::notify::outbox::Change<'_>) {
-        let told = crate::notify::outbox::queue(&mut self.writes, &self.config, change);
+        let told = crate::notify::outbox::queue(&mut self.writes, &self.config.notify, change);
         self.observed.notified(told);
     }
 

@@ -28,6 +28,17 @@ use policy::{
     },
 };
 
+/// What a runner does with its lease.
+#[derive(Debug, Clone)]
+pub(super) struct LeaseOp {
+    pub(super) attempt: u32,
+    pub(super) lease_id: String,
+    pub(super) seconds: u64,
+    /// `true`: the acknowledgement (the runner starts the work now); `false`: a heartbeat of
+    /// an acknowledged lease.
+    pub(super) ack: bool,
+}
+
 /// What one step did.
 // (Short-lived and moved once; boxing `Committed` buys nothing.)
 #[allow(clippy::large_enum_variant)]
@@ -74,11 +85,6 @@ pub(crate) type Stepped = (TxOutcome, Chain);
 
 /// A new route's row, its profile and its first transition.
 pub(crate) type Started = (RouteRow, Profile, Transition);
-
-/// The target of a candidate in a profile.
-pub(crate) fn target_of<'a>(profile: &'a Profile, candidate_id: &str) -> Option<&'a CandidateTarget> {
-    profile.targets.iter().find(|t| t.id == candidate_id)
-}
 
 // ------------------------------------------------------------------------------------------------
 // Job bodies
@@ -351,7 +357,7 @@ pub(crate) async fn lease(
     tx: &mut Tx<'_>,
     pending: &mut Pending,
     route_id: &str,
-    op: &super::writer::LeaseOp,
+    op: &LeaseOp,
     now: DateTime<Utc>,
 ) -> Result<Option<Lease>, EngineError> {
     pending.flush(tx, now).await?;
@@ -517,8 +523,10 @@ pub(crate) async fn start_route(
 /// The dispatcher that runs the state's attempt: its candidate's, unless the caller runs the
 /// route's attempts itself (they are leased: `external`).
 fn dispatcher_of(caller: CallerKind, profile: &Profile, state: &RouteState) -> DispatcherKind {
-    let target = target_of(profile, &state.candidate().id).map_or(DispatcherKind::External, |t| t.dispatcher);
-    super::leases::dispatcher_for(caller, target)
+    let target = profile
+        .target(&state.candidate().id)
+        .map_or(DispatcherKind::External, |t| t.dispatcher);
+    super::dispatch::dispatcher_for(caller, target)
 }
 
 /// The transition owner's body: classify evidence against the route's current generation and
@@ -702,9 +710,10 @@ pub(crate) async fn transact(
         .any(|e| matches!(e, RouteEffect::Launch { .. }))
         .then(|| {
             Box::new(LaunchContext {
-                target: target_of(profile, &transition.next.candidate().id)
+                target: profile
+                    .target(&transition.next.candidate().id)
                     .cloned()
-                    .map(|t| super::leases::launched_as(route.caller.kind, t)),
+                    .map(|t| super::dispatch::launched_as(route.caller.kind, t)),
                 invocation_id: route.caller.invocation_id.clone(),
                 work: None,
             })

@@ -25,14 +25,18 @@
 //! Jobs travel in vectors: the jobs of one vector reach the writer together (a scheduler pass's
 //! due timers, say) and so share a group commit however the runtime schedules the submitters.
 
-use super::outbox::{DeliveryClaim, DeliveryWrites};
 use super::{
     dispatch::Launched,
     pending::Pending,
-    tx::{self, Chain, Started, Stepped},
+    tx::{self, Chain, LeaseOp, Started, Stepped},
     Engine, EngineError, Input,
 };
-use crate::store::{audit::AuditActor, notify::Settlement, DueTimer, Lease, Writer};
+use crate::store::{
+    audit::AuditActor,
+    notify::{Claimed, Settlement},
+    DueTimer, Lease, Writer,
+};
+use chrono::TimeDelta;
 use chrono::{DateTime, Utc};
 use policy::input::ValidatedStartRoute;
 use std::sync::{atomic::Ordering, Weak};
@@ -109,15 +113,25 @@ pub(super) enum Job {
     },
 }
 
-/// What a runner does with its lease.
+/// Deliveries to lease for the worker.
 #[derive(Debug, Clone)]
-pub(super) struct LeaseOp {
-    pub(super) attempt: u32,
-    pub(super) lease_id: String,
-    pub(super) seconds: u64,
-    /// `true`: the acknowledgement (the runner starts the work now); `false`: a heartbeat of
-    /// an acknowledged lease.
-    pub(super) ack: bool,
+pub struct DeliveryClaim {
+    /// The lease's token (the settlements of these deliveries carry it).
+    pub token: String,
+    /// How long the lease lasts from the transaction's time.
+    pub lease: TimeDelta,
+    /// Most deliveries to lease.
+    pub limit: u32,
+}
+
+/// What one worker job wrote.
+#[derive(Debug, Default)]
+pub struct DeliveryWrites {
+    /// The settlements not written, as (channel, event): their lease was not their token's any
+    /// more (another worker has the delivery).
+    pub lost: Vec<(String, i64)>,
+    /// What the claim leased, oldest first.
+    pub claimed: Vec<Claimed>,
 }
 
 /// A job's result, before it is sent back.

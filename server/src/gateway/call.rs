@@ -28,7 +28,7 @@ use crate::{
         dispatch::http::{Asking, Live, Registration},
         Engine, EngineError, Input, RouteStreamEvent, StartOptions,
     },
-    web::AppState,
+    state::AppState,
 };
 use axum::{
     body::Bytes,

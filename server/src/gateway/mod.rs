@@ -38,7 +38,7 @@ use crate::{
     auth::{Actor, Principal},
     config::{ApiStyle, RunnerConfig},
     engine::{Engine, EngineError},
-    web::AppState,
+    state::AppState,
 };
 use axum::{
     body::Body,

@@ -168,7 +168,7 @@ impl NotifyConfig {
             match &c.kind {
                 ChannelKind::Webhook(w) => {
                     if let Some(name) = &w.secret_env {
-                        if let Err(why) = super::webhook::secret_from_env(name) {
+                        if let Err(why) = super::secret::secret_from_env(name) {
                             problems.push(format!("channel[{i}].secret_env: {why}"));
                         }
                     }
@@ -359,7 +359,7 @@ fn timeout(seconds: u64, at: &dyn Fn(&str) -> String, problems: &mut Vec<String>
 
 fn env_name(name: &Option<String>, field: &str, at: &dyn Fn(&str) -> String, problems: &mut Vec<String>) {
     if let Some(n) = name {
-        if !crate::config::is_env_name(n) {
+        if !policy::input::is_env_name(n) {
             problems.push(format!("{}: not an environment variable name", at(field)));
         }
     }

@@ -30,6 +30,7 @@ pub mod config;
 pub mod email;
 pub mod message;
 pub mod outbox;
+pub mod secret;
 pub mod webhook;
 pub mod worker;
 

@@ -15,10 +15,8 @@
 //! profile, caller, candidate, class, code, deadline and generation; never evidence text, an
 //! excerpt or a secret. It is stored as sent, so each retry of a webhook carries the same bytes.
 
-use crate::{
-    config::RunnerConfig,
-    store::{new_id, Writes},
-};
+use super::config::NotifyConfig;
+use crate::store::{new_id, Writes};
 use chrono::{DateTime, SecondsFormat, Utc};
 use policy::{
     api::{Caller, Profile},
@@ -55,7 +53,7 @@ pub(crate) fn wants_circuits(profile: &Profile) -> bool {
 /// Queues the notifications `change` causes under its profile's rules: the events and their
 /// deliveries, in `writes`, inside the writer's transaction. Returns how many events it queued
 /// (the worker is woken after the commit when any were).
-pub(crate) fn queue(writes: &mut Writes, config: &RunnerConfig, change: &Change<'_>) -> usize {
+pub(crate) fn queue(writes: &mut Writes, config: &NotifyConfig, change: &Change<'_>) -> usize {
     let rules = &change.profile.notifications;
     if rules.is_empty() {
         return 0;
@@ -66,13 +64,13 @@ pub(crate) fn queue(writes: &mut Writes, config: &RunnerConfig, change: &Change<
     for n in &notables {
         let channels: Vec<&str> = channels_for(rules, n)
             .into_iter()
-            .filter(|c| config.notify.has_channel(c))
+            .filter(|c| config.has_channel(c))
             .collect();
         if channels.is_empty() {
             continue;
         }
         let id = new_id("msg", change.now);
-        let body = Body::of(&id, n, change, config.notify.public_url.as_deref());
+        let body = Body::of(&id, n, change, config.public_url.as_deref());
         let in_app = channels.contains(&IN_APP_CHANNEL);
         writes.notify_event(crate::store::NotifyInsert {
             id: &id,

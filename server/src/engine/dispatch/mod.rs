@@ -28,7 +28,7 @@ pub(crate) mod simulated;
 use chrono::{DateTime, Utc};
 use classifier::Envelope;
 use policy::{
-    api::{CandidateTarget, DispatcherKind, Work},
+    api::{CallerKind, CandidateTarget, DispatcherKind, Work},
     route::{DispatchState, RouteEvent},
 };
 use serde::{Deserialize, Serialize};
@@ -63,6 +63,23 @@ pub(crate) struct LaunchRequest {
     pub(crate) now: DateTime<Utc>,
     /// The way back to the route, for a dispatcher that reports later.
     pub(crate) reporter: Reporter,
+}
+
+/// The dispatcher that runs an attempt of a route whose caller is `caller` on a candidate whose
+/// dispatcher is `target`: the candidate's, unless the caller runs the route's attempts itself
+/// (then it is leased: `external`).
+pub(crate) fn dispatcher_for(caller: CallerKind, target: DispatcherKind) -> DispatcherKind {
+    if caller.runs_attempts() {
+        DispatcherKind::External
+    } else {
+        target
+    }
+}
+
+/// The target an attempt is launched with: the candidate's, with the dispatcher that runs it.
+pub(crate) fn launched_as(caller: CallerKind, mut target: CandidateTarget) -> CandidateTarget {
+    target.dispatcher = dispatcher_for(caller, target.dispatcher);
+    target
 }
 
 /// What an attempt came to, as a dispatcher reports it.

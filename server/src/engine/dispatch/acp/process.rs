@@ -158,6 +158,10 @@ pub(super) fn spawn(agent: &AgentConfig, cwd: &Path) -> Result<Spawned, SpawnErr
     spawn_with(agent, cwd, None)
 }
 
+/// The hidden subcommand of `recourse` that runs an agent under its guard (`crate::editor::guard`,
+/// `cli.rs` names it too).
+pub(crate) const GUARD_ARG: &str = "__agent-guard";
+
 /// Starts the agent in `cwd` (checked under its roots again, resolved), through `guard` when
 /// given: a program that leads the group, takes the agent's place in it and stops the whole
 /// group when its own parent dies (`recourse acp`'s agent guard, `crate::editor::guard`), so an
@@ -171,7 +175,7 @@ pub(crate) fn spawn_with(
     let mut command = match guard {
         Some(guard) => {
             let mut c = Command::new(guard);
-            c.arg(crate::editor::guard::ARG)
+            c.arg(GUARD_ARG)
                 .arg(&agent.command)
                 .args(&agent.args);
             c

@@ -15,8 +15,8 @@
 //! block; `message_start` and `ping` are not.
 
 use super::{
-    call::{Assembler, Frame},
     sse::SseEvent,
+    sse::{Assembler, Frame},
 };
 use policy::api::Work;
 use reqwest::header::{HeaderName, HeaderValue};

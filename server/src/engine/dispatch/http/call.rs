@@ -17,7 +17,7 @@
 
 use super::{
     live::Sink,
-    sse::{SseEvent, SseReader},
+    sse::{Assembler, Frame, SseReader},
 };
 use crate::config::ApiStyle;
 use policy::classification::{Phase, PromptDelivery};
@@ -31,28 +31,6 @@ pub(super) const ERROR_BODY_BYTES: usize = 64 * 1024;
 /// The smallest bound on one server-sent event (an event is bounded by the larger of this
 /// and `max_response_bytes`).
 const MIN_EVENT_BYTES: usize = 64 * 1024;
-
-/// Assembles a streamed answer into the message the non-streaming call returns.
-pub(super) trait Assembler: Send {
-    /// Takes one event.
-    fn push(&mut self, event: SseEvent) -> Frame;
-    /// Whether result content has arrived.
-    fn has_content(&self) -> bool;
-    /// Bytes of result content kept so far.
-    fn kept_bytes(&self) -> usize;
-    /// How the stream says it is complete (for evidence).
-    fn end_marker(&self) -> &'static str;
-    fn finish(self: Box<Self>) -> Value;
-}
-
-/// What one event means for the stream.
-pub(super) enum Frame {
-    More,
-    /// The end marker: the answer is complete.
-    End,
-    /// A mid-stream error; the event's data as the provider sent it.
-    Error(String),
-}
 
 /// The call's three timeouts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

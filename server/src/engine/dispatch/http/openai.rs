@@ -11,8 +11,8 @@
 //! tool call; a role-only first chunk is not content.
 
 use super::{
-    call::{Assembler, Frame},
     sse::SseEvent,
+    sse::{Assembler, Frame},
 };
 use policy::api::Work;
 use reqwest::header::{HeaderName, HeaderValue, AUTHORIZATION};

@@ -6,9 +6,11 @@
 //! names the event, `data:` lines are joined with `\n`; a blank line ends the event. `id:` and
 //! `retry:` are read and ignored (a one-shot call never reconnects). One space after the colon
 //! is dropped. The reader holds at most `max_event_bytes` of an unfinished event, so a
-//! provider (or anything in between) cannot make it grow without bound.
+//! provider (or anything in between) cannot make it grow without bound. [`Assembler`] is what
+//! each API style gives the reader's events to, to assemble the streamed answer.
 
 use memchr::memchr2;
+use serde_json::Value;
 
 /// One event as the provider sent it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +138,28 @@ impl SseReader {
             _ => {}
         }
     }
+}
+
+/// Assembles a streamed answer into the message the non-streaming call returns.
+pub(super) trait Assembler: Send {
+    /// Takes one event.
+    fn push(&mut self, event: SseEvent) -> Frame;
+    /// Whether result content has arrived.
+    fn has_content(&self) -> bool;
+    /// Bytes of result content kept so far.
+    fn kept_bytes(&self) -> usize;
+    /// How the stream says it is complete (for evidence).
+    fn end_marker(&self) -> &'static str;
+    fn finish(self: Box<Self>) -> Value;
+}
+
+/// What one event means for the stream.
+pub(super) enum Frame {
+    More,
+    /// The end marker: the answer is complete.
+    End,
+    /// A mid-stream error; the event's data as the provider sent it.
+    Error(String),
 }
 
 #[cfg(test)]

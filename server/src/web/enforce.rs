@@ -1,15 +1,14 @@
 //! The HTTP edge of authentication: the session layer, the ONE enforcement layer that applies
-//! [`super::rules`] to every routed request (and to the fallback), the `Secure` flag over TLS,
+//! [`crate::auth::rules`] to every routed request (and to the fallback), the `Secure` flag over TLS,
 //! and the login page's form endpoints (`POST /login`, `POST /logout`), which work without
 //! the page's script.
 
-use super::{
+use crate::auth::{
     rules::{self, Access, Surface},
-    session::COOKIE,
+    session::{self, COOKIE},
     Actor, Auth, AuthError, Principal,
 };
-use crate::store::Sessions;
-use crate::web::AppState;
+use crate::{state::AppState, store::Sessions};
 use axum::{
     extract::{ConnectInfo, MatchedPath, Request, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
@@ -24,7 +23,7 @@ use tower_sessions::{cookie::SameSite, Expiry, Session, SessionManagerLayer};
 
 /// Sessions on the store's pool: cookie `recourse_session`, HttpOnly, SameSite=Lax, path `/`;
 /// the row expires after 8 h without a write (the injected clock decides expiry first, see
-/// [`super::session`]). `Secure` is added per response by [`secure_cookie`].
+/// [`crate::auth::session`]). `Secure` is added per response by [`secure_cookie`].
 pub fn session_layer(auth: &Auth) -> SessionManagerLayer<Sessions> {
     SessionManagerLayer::new(auth.store().session_store())
         .with_name(COOKIE)
@@ -33,7 +32,7 @@ pub fn session_layer(auth: &Auth) -> SessionManagerLayer<Sessions> {
         .with_secure(false)
         .with_path("/")
         .with_expiry(Expiry::OnInactivity(
-            tower_sessions::cookie::time::Duration::seconds(super::session::IDLE.num_seconds()),
+            tower_sessions::cookie::time::Duration::seconds(session::IDLE.num_seconds()),
         ))
 }
 

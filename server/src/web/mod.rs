@@ -14,7 +14,7 @@
 //! SSR and client calls of a server function go through different handlers.
 //!
 //! Every routed request (and the fallback) passes the ONE authentication and permission layer
-//! ([`crate::auth::layer::enforce`], applying [`crate::auth::rules`]); static assets are routed
+//! ([`enforce::enforce`], applying [`crate::auth::rules`]); static assets are routed
 //! after it and are public. Sessions come from tower-sessions on the same SQLite pool.
 //!
 //! Every request passes the request guard ([`crate::guard`]: writes only from this server's
@@ -22,16 +22,13 @@
 //! (`policy::limits::MAX_REQUEST_BODY_BYTES`, 413 beyond). [`Shutdown`] tells long-lived
 //! responses (the event stream) that the server is stopping, so a graceful stop ends them.
 
-use crate::{
-    auth::{Auth, AuthSettings},
-    backend::EngineBackend,
-    clock::ManualClock,
-    engine::Engine,
-};
+pub mod enforce;
+
+pub use crate::state::{AppState, Shutdown};
 use app::{backend::Backend, shell, App};
 use axum::{
     body::Body,
-    extract::{FromRef, Request, State},
+    extract::{Request, State},
     http::StatusCode,
     middleware,
     response::{IntoResponse, Response},
@@ -39,84 +36,13 @@ use axum::{
     Router,
 };
 use axum::{extract::DefaultBodyLimit, handler::HandlerWithoutStateExt};
-use leptos::{config::LeptosOptions, prelude::provide_context};
+use leptos::prelude::provide_context;
 use leptos_axum::{
     generate_route_list, handle_server_fns_with_context, render_app_to_stream_with_context, LeptosRoutes,
 };
 use std::{future::Future, sync::Arc};
-use tokio::{net::TcpListener, sync::watch};
+use tokio::net::TcpListener;
 use tower_http::{compression::CompressionLayer, trace::TraceLayer};
-
-/// Everything a request handler may need. Cheap to clone: everything is shared.
-#[derive(Clone)]
-pub struct AppState {
-    pub leptos: LeptosOptions,
-    pub engine: Arc<Engine>,
-    pub backend: Arc<dyn Backend>,
-    /// Set only by `recourse serve --test-clock` and tests: enables `POST /api/v1/test/clock`.
-    pub test_clock: Option<ManualClock>,
-    /// Fires when the server begins to stop.
-    pub shutdown: Shutdown,
-    /// Accounts, sessions, tokens, permissions and the audit log.
-    pub auth: Auth,
-}
-
-impl AppState {
-    pub fn new(engine: Arc<Engine>, leptos: LeptosOptions, test_clock: Option<ManualClock>) -> AppState {
-        let auth = Auth::new(
-            engine.store().clone(),
-            engine.clock().clone(),
-            AuthSettings::default(),
-        );
-        AppState {
-            leptos,
-            backend: Arc::new(EngineBackend::new(engine.clone(), auth.clone())),
-            engine,
-            test_clock,
-            shutdown: Shutdown::new(),
-            auth,
-        }
-    }
-
-    /// The same state with these authentication settings (`serve`'s flags; tests' limits).
-    pub fn with_auth(mut self, settings: AuthSettings) -> AppState {
-        self.auth = Auth::new(self.engine.store().clone(), self.engine.clock().clone(), settings);
-        self.backend = Arc::new(EngineBackend::new(self.engine.clone(), self.auth.clone()));
-        self
-    }
-}
-
-/// "The server is stopping", for responses that would otherwise never end. Cheap to clone;
-/// every clone sees the same signal.
-#[derive(Clone, Debug)]
-pub struct Shutdown {
-    tx: Arc<watch::Sender<bool>>,
-}
-
-impl Shutdown {
-    pub fn new() -> Shutdown {
-        Shutdown {
-            tx: Arc::new(watch::channel(false).0),
-        }
-    }
-
-    /// Says the server is stopping (idempotent).
-    pub fn trigger(&self) {
-        self.tx.send_replace(true);
-    }
-
-    /// Resolves once [`Shutdown::trigger`] was called (at once if it already was).
-    pub async fn wait(&self) {
-        let mut rx = self.tx.subscribe();
-        let _ = rx.wait_for(|stopping| *stopping).await;
-    }
-}
-
-impl Default for Shutdown {
-    fn default() -> Self {
-        Shutdown::new()
-    }
-}
 
 /// The one closure that provides the backend port to pages and server functions, and, to the
 /// page renderer, the pieces of a split UI build (see [`lazy_pieces`]).
@@ -146,12 +72,6 @@ fn lazy_pieces() -> Option<leptos::WasmSplitManifest> {
     ))))
 }
 
-impl FromRef<AppState> for LeptosOptions {
-    fn from_ref(state: &AppState) -> Self {
-        state.leptos.clone()
-    }
-}
-
 /// The UI's routes, generated once per process. Generating them renders the app with resource
 /// loading suppressed through a process-wide flag (`leptos_server`'s `SuppressResourceLoad`), and
 /// a resource first polled while that flag is up never loads: a page rendering then on another
@@ -168,7 +88,7 @@ pub fn router(state: AppState) -> Router {
     let leptos = state.leptos.clone();
     let not_found = state.leptos.clone();
     let pages = crate::headers::with_page_csp(backend_context(state.backend.clone()));
-    let enforce = middleware::from_fn_with_state(state.clone(), crate::auth::layer::enforce);
+    let enforce = middleware::from_fn_with_state(state.clone(), enforce::enforce);
     // The fallback (unknown paths: the not-found page) is enforced too: `route_layer` covers
     // routes only.
     let fallback =
@@ -177,26 +97,27 @@ pub fn router(state: AppState) -> Router {
             .service(HandlerWithoutStateExt::into_service(
                 render_app_to_stream_with_context(pages.clone(), move || shell(not_found.clone())),
             ));
-    let sessions = crate::auth::layer::session_layer(&state.auth);
+    let sessions = enforce::session_layer(&state.auth);
     Router::new()
         .route("/healthz", get(crate::ops::healthz))
         .route("/readyz", get(crate::ops::readyz))
         .route("/metrics", get(crate::ops::metrics))
         .merge(crate::api::routes(state.test_clock.is_some()))
+        .route("/api/openapi.json", get(crate::openapi::document))
         .merge(crate::gateway::routes())
         .route(
             "/api/{*fn_name}",
             crate::guard::json_only(get(server_fn).post(server_fn)),
         )
         .leptos_routes_with_context(&state, routes, pages.clone(), move || shell(leptos.clone()))
-        .merge(crate::auth::layer::form_routes())
+        .merge(enforce::form_routes())
         .route_layer(enforce)
         .route_layer(axum::middleware::from_fn(server_fn_status))
         .merge(crate::assets::routes())
         .fallback_service(fallback)
         .layer(DefaultBodyLimit::max(policy::limits::MAX_REQUEST_BODY_BYTES))
         .layer(sessions)
-        .layer(middleware::from_fn(crate::auth::layer::secure_cookie))
+        .layer(middleware::from_fn(enforce::secure_cookie))
         .layer(middleware::from_fn(crate::guard::writes))
         // Outside the sessions: a foreign `Host` never reaches a session or a demo sign-in.
         .layer(middleware::from_fn_with_state(state.clone(), crate::guard::hosts))
