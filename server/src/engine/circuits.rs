@@ -137,7 +137,7 @@ pub(super) async fn maintain(
         && matches!(next.state_name(), N::RetryWait | N::WaitingForReset | N::Retrying);
     let mut release = false;
     let mut moved = Vec::new();
-    let tell = crate::notify::outbox::wants_circuits(profile);
+    let tell = crate::engine::outbox::wants_circuits(profile);
     let target = profile.target(&prev.candidate().id);
     if kind == EventKind::Succeeded {
         let keys = keys_of(profile, &prev.candidate().id);

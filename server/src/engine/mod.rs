@@ -33,6 +33,7 @@
 //! and warns in the log if its commits would not be synced.
 
 mod circuits;
+pub mod deliveries;
 pub mod dispatch;
 mod effects;
 mod error;

@@ -92,10 +92,10 @@ impl Pending {
     }
 
     /// The outbox's one entry: queues, beside the transition's own writes, the notifications
-    /// `change` causes under its profile's rules (`crate::notify::outbox::queue`), and notes
+    /// `change` causes under its profile's rules (`crate::engine::outbox::queue`), and notes
     /// them so the delivery worker is woken once the transaction commits.
-    pub(crate) fn tell(&mut self, change: &crate::notify::outbox::Change<'_>) {
-        let told = crate::notify::outbox::queue(&mut self.writes, &self.config.notify, change);
+    pub(crate) fn tell(&mut self, change: &crate::engine::outbox::Change<'_>) {
+        let told = crate::engine::outbox::queue(&mut self.writes, &self.config.notify, change);
         self.observed.notified(told);
     }
 

@@ -15,7 +15,7 @@ use crate::store::{
     audit::{AuditActor, AuditInsert},
     due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, Lease, RouteRow, TimerKind, Tx, Writes,
 };
-use crate::{metrics::FailureCause, notify::outbox::Change};
+use crate::{engine::outbox::Change, metrics::FailureCause};
 use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
 use policy::{

@@ -105,7 +105,7 @@ pub(super) enum Job {
         op: LeaseOp,
         reply: oneshot::Sender<Result<Option<Lease>, EngineError>>,
     },
-    /// The notification worker settles attempts and claims due deliveries (`outbox.rs`).
+    /// The notification worker settles attempts and claims due deliveries (`deliveries.rs`).
     Deliveries {
         settle: Vec<Settlement>,
         claim: Option<DeliveryClaim>,

@@ -9,9 +9,11 @@
 
 use super::{
     address::{resolve_checked, AllowList},
-    config::{EmailConfig, SmtpSecurity},
-    outbox::Body,
     DeliveryError,
+};
+use crate::{
+    config::notify::{EmailConfig, SmtpSecurity},
+    engine::outbox::Body,
 };
 use lettre::{
     message::{header::ContentType, Mailbox},

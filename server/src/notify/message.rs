@@ -2,7 +2,7 @@
 //! subject) and an e-mail's body. Built from the event's data only (ids, states, codes,
 //! instants), so no evidence text or secret can reach a message.
 
-use super::outbox::Body;
+use crate::engine::outbox::Body;
 use policy::notify::{NotifyEventType, WaitKind};
 
 /// The route as messages name it: its title, if the caller gave one, and its id.

@@ -26,11 +26,8 @@
 //! receiver that fails, hangs or redirects is retried with backoff and holds up nothing else.
 
 pub mod address;
-pub mod config;
 pub mod email;
 pub mod message;
-pub mod outbox;
-pub mod secret;
 pub mod webhook;
 pub mod worker;
 
@@ -105,7 +102,7 @@ pub async fn list(
     let store = engine.store();
     let items = store
         .notifications(reader.account_id, reader.within, before, limit, |payload| {
-            serde_json::from_str::<outbox::Body>(payload).map_or_else(
+            serde_json::from_str::<crate::engine::outbox::Body>(payload).map_or_else(
                 |_| "(unreadable notification)".to_owned(),
                 |b| message::summary(&b),
             )

@@ -13,10 +13,14 @@
 
 use super::{
     address::{check_url, Refused},
-    config::{WebhookConfig, WebhookFormat},
-    outbox::Body,
-    secret::secret_from_env,
     DeliveryError,
+};
+use crate::{
+    config::{
+        notify::{WebhookConfig, WebhookFormat},
+        secret::secret_from_env,
+    },
+    engine::outbox::Body,
 };
 use std::time::Duration;
 

@@ -21,9 +21,10 @@
 //! - At a stop, attempts in flight get up to [`DRAIN`] to end and are settled; one still
 //!   running after that is sent again (same `webhook-id`) when its lease is given back.
 
-use super::{config::ChannelKind, outbox::Body, DeliveryError};
+use super::DeliveryError;
+use crate::{config::notify::ChannelKind, engine::outbox::Body};
 use crate::{
-    engine::{outbox::DeliveryClaim, Engine},
+    engine::{deliveries::DeliveryClaim, Engine},
     store::{
         new_id,
         notify::{Claimed, Settle, Settlement},

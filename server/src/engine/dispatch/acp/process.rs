@@ -175,9 +175,7 @@ pub(crate) fn spawn_with(
     let mut command = match guard {
         Some(guard) => {
             let mut c = Command::new(guard);
-            c.arg(GUARD_ARG)
-                .arg(&agent.command)
-                .args(&agent.args);
+            c.arg(GUARD_ARG).arg(&agent.command).args(&agent.args);
             c
         }
         None => {

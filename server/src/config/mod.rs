@@ -16,13 +16,17 @@
 //!   the key, and timeouts.
 //!
 //! - `[[channel]]` and `[notify]`: where notifications may go (webhooks, e-mail) and how their
-//!   deliveries are retried (`crate::notify::config`). Profiles' rules name channels by id.
+//!   deliveries are retried (`notify`). Profiles' rules name channels by id.
 //!
 //! Profiles name an agent or an endpoint by id (`targets[i].runner`); an unknown id is a
 //! field-path 422 when the profile is written. The UI offers only what is configured here.
 //! A running attempt keeps the configuration it started with (an `Arc` snapshot).
 
-use crate::notify::config::{NotifyConfig, NotifySection};
+pub mod networks;
+pub mod notify;
+pub mod secret;
+
+use self::notify::{NotifyConfig, NotifySection};
 use policy::input::check_identifier;
 use policy::input::is_env_name;
 use serde::Deserialize;
@@ -375,7 +379,7 @@ impl RunnerConfig {
             }
             endpoints.push(e);
         }
-        let notify = crate::notify::config::parse(file.notify, file.channel, &mut problems);
+        let notify = self::notify::parse(file.notify, file.channel, &mut problems);
         if problems.is_empty() {
             Ok(RunnerConfig {
                 agents,
@@ -682,7 +686,7 @@ mod example {
     fn the_shipped_example_is_a_valid_configuration() {
         let dir = tempfile::tempdir().unwrap();
         let text =
-            include_str!("../../recourse.example.toml").replace("/srv/work", dir.path().to_str().unwrap());
+            include_str!("../../../recourse.example.toml").replace("/srv/work", dir.path().to_str().unwrap());
         let c = RunnerConfig::parse(&text).unwrap_or_else(|p| panic!("{p:?}"));
         assert_eq!(
             (c.agents.len(), c.endpoints.len()),

@@ -34,7 +34,7 @@
 //! A webhook's URL is treated as a secret too (a Slack URL is one): it is never logged or
 //! shown, only the channel's id.
 
-use super::address::AllowList;
+use super::networks::AllowList;
 use policy::{input::check_identifier, notify::IN_APP_CHANNEL};
 use serde::Deserialize;
 use std::{collections::HashSet, time::Duration};
@@ -413,7 +413,7 @@ fn email(m: EmailEntry, at: &dyn Fn(&str) -> String, problems: &mut Vec<String>)
     if !host_ok {
         problems.push(format!("{}: a host name or an IP address", at("host")));
     }
-    if m.security == SmtpSecurity::None && !super::address::is_loopback_host(&m.host) {
+    if m.security == SmtpSecurity::None && !super::networks::is_loopback_host(&m.host) {
         problems.push(format!(
             "{}: \"none\" (no TLS) only for a relay on this machine (localhost or a loopback address); use \"starttls\" or \"tls\"",
             at("security")
