@@ -29,7 +29,7 @@ use policy::{
     limits::MAX_RETRY_DELAY_SECONDS,
     route::{
         start, step, ActionReason, CandidateOption, DispatchState, Eligibility, FailureReport, ManualAction,
-        RouteEvent, RouteState, RouteStatus, StateName, TransitionError,
+        RouteEffect, RouteEvent, RouteState, RouteStatus, StateName, TransitionError,
     },
     schedule::retry_delay_seconds,
 };
@@ -705,6 +705,23 @@ proptest! {
                 continue;
             }
             prop_assert_eq!(t.next.generation(), g + 1, "every change advances the generation by one");
+            // The timer a change arms is its effect's: a wait's deadline or a hold's end, at the
+            // new generation; a change to a state with neither arms nothing (the server keeps
+            // the route's one timer row from this effect alone).
+            let armed: Vec<_> = t
+                .effects
+                .iter()
+                .filter_map(|e| match e {
+                    RouteEffect::ArmTimer { deadline, generation } => Some((*deadline, *generation)),
+                    _ => None,
+                })
+                .collect();
+            let due = t.next.deadline().or_else(|| t.next.hold().map(|h| h.until));
+            prop_assert_eq!(
+                armed,
+                due.map(|d| (d, t.next.generation())).into_iter().collect::<Vec<_>>(),
+                "{:?} in {:?}", event.kind(), state.status()
+            );
 
             // A racing event issued for the generation that just moved never commits.
             for rival in [Some(event.clone()), world.event(&state, &racer, g)].into_iter().flatten() {

@@ -691,7 +691,7 @@ pub(crate) async fn transact(
         now,
     )
     .map(|outcome| (outcome, cause));
-    maintain_timer(writes, route_id, &prev, &transition.next);
+    maintain_timer(writes, route_id, &prev, &transition);
     if let Some(work) = &new_work {
         writes.put_work(route_id, work, now);
     }
@@ -728,20 +728,21 @@ pub(crate) async fn transact(
     })
 }
 
-/// Keeps the route's one timer row in step with `next`: a wait's deadline, a held attempt's
-/// re-check, or none. A step from a state that can have had no row (no deadline, no hold, no
-/// attempt in flight whose report may be scheduled) skips the statement.
-fn maintain_timer(writes: &mut Writes, route_id: &str, prev: &RouteState, next: &RouteState) {
-    if let Some(d) = next.deadline() {
-        writes.upsert_timer(route_id, TimerKind::Deadline, next.generation(), due_ms(d), None);
-    } else if let Some(hold) = next.hold() {
-        writes.upsert_timer(
-            route_id,
-            TimerKind::CircuitHold,
-            next.generation(),
-            due_ms(hold.until),
-            None,
-        );
+/// Keeps the route's one timer row in step with the transition: the timer its `ArmTimer` effect
+/// arms (a wait's deadline, or a held attempt's re-check, at the new generation: the effect is
+/// the one source of the due time), or none. A step from a state that can have had no row (no
+/// deadline, no hold, no attempt in flight whose report may be scheduled) skips the statement.
+fn maintain_timer(writes: &mut Writes, route_id: &str, prev: &RouteState, t: &Transition) {
+    let armed = t.effects.iter().find_map(|e| match e {
+        RouteEffect::ArmTimer { deadline, generation } => Some((*deadline, *generation)),
+        _ => None,
+    });
+    if let Some((due, generation)) = armed {
+        let kind = match t.next.hold() {
+            Some(_) => TimerKind::CircuitHold,
+            None => TimerKind::Deadline,
+        };
+        writes.upsert_timer(route_id, kind, generation, due_ms(due), None);
     } else if prev.deadline().is_some() || prev.hold().is_some() || prev.attempt().is_some() {
         writes.delete_timer(route_id);
     }
