@@ -81,6 +81,51 @@ async fn settled(h: &Harness) {
     }
 }
 
+/// The resuming agent (real output, then overloaded; a retry that loads its session and
+/// finishes) and a backup that must never run.
+fn resuming_agents(dir: &std::path::Path) -> (FakeAgent, FakeAgent) {
+    let main = FakeAgent::new(
+        dir,
+        "claude",
+        "anthropic",
+        json!([output_then_overload(true), resumed_success()]),
+    );
+    (main, FakeAgent::new(dir, "gemini", "google", json!([{}])))
+}
+
+/// A profile that retries `main` on a transient error (twice, 5 s apart), then skips to
+/// `backup`.
+fn retry_then_backup(main: &FakeAgent, backup: &FakeAgent) -> Value {
+    json!({"name": "resume", "targets": [main.target("main"), backup.target("backup")],
+      "policy": {"version": 1, "candidates": [
+        candidate("main", class_policy(2, 5, 0, "skip"), disabled()),
+        candidate("backup", disabled(), disabled())]}})
+}
+
+/// The retry loaded the first attempt's session and prompted in it again: no second session
+/// replayed the prompt, no other agent got it, and the success ended the record.
+async fn resumed_in_the_same_session(h: &Harness, main: &FakeAgent, backup: &FakeAgent) {
+    let first = main.messages("session/prompt")[0]["params"]["sessionId"].clone();
+    let loads = main.messages("session/load");
+    assert_eq!(
+        loads.len(),
+        1,
+        "the retry loaded the session that holds the output"
+    );
+    assert_eq!(loads[0]["params"]["sessionId"], first);
+    assert_eq!(
+        main.received("session/new"),
+        1,
+        "no second session replayed the prompt"
+    );
+    let prompts = main.messages("session/prompt");
+    assert_eq!(prompts.len(), 2);
+    assert_eq!(prompts[1]["params"]["sessionId"], first);
+    assert_eq!(prompts[1]["params"]["prompt"], prompts[0]["params"]["prompt"]);
+    assert!(backup.pids().is_empty(), "no other agent got the prompt");
+    assert_eq!(resumable_rows(h).await, 0, "a success ends the guarantee");
+}
+
 fn decision(s: &Value) -> (Value, Value) {
     (
         s["decision"]["kind"].clone(),
@@ -91,22 +136,9 @@ fn decision(s: &Value) -> (Value, Value) {
 #[tokio::test]
 async fn output_then_a_capacity_error_retries_in_the_very_session_that_holds_the_output() {
     let d = tempfile::tempdir().unwrap();
-    let main = FakeAgent::new(
-        d.path(),
-        "claude",
-        "anthropic",
-        json!([output_then_overload(true), resumed_success()]),
-    );
-    let backup = FakeAgent::new(d.path(), "gemini", "google", json!([{}]));
+    let (main, backup) = resuming_agents(d.path());
     let h = harness(&[&main, &backup]).await;
-    let p = h
-        .profile(
-            json!({"name": "resume", "targets": [main.target("main"), backup.target("backup")],
-          "policy": {"version": 1, "candidates": [
-            candidate("main", class_policy(2, 5, 0, "skip"), disabled()),
-            candidate("backup", disabled(), disabled())]}}),
-        )
-        .await;
+    let p = h.profile(retry_then_backup(&main, &backup)).await;
     let mut updates = h.engine.subscribe_updates();
     let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
     let s = h.wait_route(&r, LIMIT, |s| s["state"] == "retry_wait").await;
@@ -124,18 +156,7 @@ async fn output_then_a_capacity_error_retries_in_the_very_session_that_holds_the
         .await;
     assert_eq!(s["candidate_id"], "main", "{s}");
     settled(&h).await;
-    // The retry loaded the first attempt's session and prompted in it; no new session.
-    let first = main.messages("session/prompt")[0]["params"]["sessionId"].clone();
-    let loads = main.messages("session/load");
-    assert_eq!(loads.len(), 1);
-    assert_eq!(loads[0]["params"]["sessionId"], first);
-    assert_eq!(main.received("session/new"), 1);
-    let prompts = main.messages("session/prompt");
-    assert_eq!(prompts.len(), 2);
-    assert_eq!(prompts[1]["params"]["sessionId"], first);
-    assert_eq!(prompts[1]["params"]["prompt"], prompts[0]["params"]["prompt"]);
-    assert!(backup.pids().is_empty(), "no other agent got the prompt");
-    assert_eq!(resumable_rows(&h).await, 0, "a success ends the guarantee");
+    resumed_in_the_same_session(&h, &main, &backup).await;
     // The history the load replayed is not new output: only the new chunk went live.
     let mut live = Vec::new();
     while let Ok(u) = updates.try_recv() {
@@ -366,24 +387,11 @@ async fn another_engine_on_the_database_resumes_a_session_recorded_after_it_firs
     // process. The second one launches an agent before the first records a resumable session,
     // then runs the retry: it must load that session, not start a new one and replay the prompt.
     let d = tempfile::tempdir().unwrap();
-    let main = FakeAgent::new(
-        d.path(),
-        "claude",
-        "anthropic",
-        json!([output_then_overload(true), resumed_success()]),
-    );
-    let backup = FakeAgent::new(d.path(), "gemini", "google", json!([{}]));
+    let (main, backup) = resuming_agents(d.path());
     let warm = FakeAgent::new(d.path(), "codex", "openai", json!([{}]));
     let agents = config(&[&main, &backup, &warm], true);
     let h = Harness::with_config(tempfile::tempdir().unwrap(), &agents).await;
-    let p = h
-        .profile(
-            json!({"name": "resume", "targets": [main.target("main"), backup.target("backup")],
-          "policy": {"version": 1, "candidates": [
-            candidate("main", class_policy(2, 5, 0, "skip"), disabled()),
-            candidate("backup", disabled(), disabled())]}}),
-        )
-        .await;
+    let p = h.profile(retry_then_backup(&main, &backup)).await;
     let w = h
         .profile(json!({"name": "warm", "targets": [warm.target("w")],
           "policy": {"version": 1, "candidates": [candidate("w", disabled(), disabled())]}}))
@@ -424,19 +432,5 @@ async fn another_engine_on_the_database_resumes_a_session_recorded_after_it_firs
     .await;
     assert_eq!(s.candidate_id, "main");
     settled(&h).await;
-    let first = main.messages("session/prompt")[0]["params"]["sessionId"].clone();
-    let loads = main.messages("session/load");
-    assert_eq!(
-        loads.len(),
-        1,
-        "the retry loaded the session that holds the output"
-    );
-    assert_eq!(loads[0]["params"]["sessionId"], first);
-    assert_eq!(
-        main.received("session/new"),
-        1,
-        "no second session replayed the prompt"
-    );
-    assert!(backup.pids().is_empty(), "no other agent got the prompt");
-    assert_eq!(resumable_rows(&h).await, 0, "a success ends the guarantee");
+    resumed_in_the_same_session(&h, &main, &backup).await;
 }
