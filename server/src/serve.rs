@@ -9,8 +9,9 @@ use crate::{
     engine::Engine,
     metrics::Metrics,
     replica::ReplicaId,
+    state::{AppState, Shutdown},
     store::Store,
-    web::{self, AppState},
+    web,
 };
 use anyhow::Context;
 use leptos::config::{get_configuration, Env, LeptosOptions};
@@ -217,7 +218,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
 /// Every ten minutes: deletes abandoned session rows and forgets login-limit keys that have
 /// refilled, until the server stops.
-async fn auth_housekeeping(auth: crate::auth::Auth, stopping: web::Shutdown) {
+async fn auth_housekeeping(auth: crate::auth::Auth, stopping: Shutdown) {
     use tower_sessions::ExpiredDeletion;
     let store = auth.store().session_store();
     let mut every = tokio::time::interval(std::time::Duration::from_secs(600));
@@ -235,7 +236,7 @@ async fn auth_housekeeping(auth: crate::auth::Auth, stopping: web::Shutdown) {
 
 /// Every five seconds: folds the metrics' recorded histogram samples into their buckets, so
 /// their memory stays flat however rarely Prometheus scrapes.
-async fn metrics_upkeep(engine: Arc<Engine>, stopping: web::Shutdown) {
+async fn metrics_upkeep(engine: Arc<Engine>, stopping: Shutdown) {
     let mut every = tokio::time::interval(std::time::Duration::from_secs(5));
     loop {
         tokio::select! {

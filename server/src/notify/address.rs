@@ -9,7 +9,7 @@
 //! written in the URL is checked before the request ([`check_url`]). E-mail connects to the
 //! address it checked, by number ([`resolve_checked`]).
 
-pub use crate::config::networks::{AllowList, Refused};
+use crate::config::networks::{AllowList, Refused};
 use std::{
     net::{IpAddr, SocketAddr},
     sync::Arc,

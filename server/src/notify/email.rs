@@ -7,12 +7,12 @@
 //! host is resolved, the address checked, and the connection made to that address by number,
 //! while TLS still verifies the configured host name.
 
-use super::{
-    address::{resolve_checked, AllowList},
-    DeliveryError,
-};
+use super::{address::resolve_checked, DeliveryError};
 use crate::{
-    config::notify::{EmailConfig, SmtpSecurity},
+    config::{
+        networks::AllowList,
+        notify::{EmailConfig, SmtpSecurity},
+    },
     engine::outbox::Body,
 };
 use lettre::{

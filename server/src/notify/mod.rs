@@ -52,7 +52,7 @@ pub enum DeliveryError {
     #[error("the connection failed")]
     Transport,
     #[error("{0}")]
-    Refused(#[from] address::Refused),
+    Refused(#[from] crate::config::networks::Refused),
     #[error("the channel's secret is not usable: {0}")]
     Secret(&'static str),
     #[error("the mail server refused the message")]
@@ -67,7 +67,7 @@ pub enum DeliveryError {
 
 /// The HTTP client webhooks are sent with: no redirects, no proxy, no retries of its own,
 /// HTTP/1.1, and a resolver that hands it only addresses `allow` accepts.
-pub(crate) fn client(allow: address::AllowList) -> reqwest::Client {
+pub(crate) fn client(allow: crate::config::networks::AllowList) -> reqwest::Client {
     // Err: a provider is installed already; it serves as well.
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()

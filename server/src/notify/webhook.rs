@@ -11,12 +11,10 @@
 //! no proxy from the environment, and connects only to addresses [`super::address`] checked.
 //! Any answer but a 2xx is a failure; what the receiver said is never kept.
 
-use super::{
-    address::{check_url, Refused},
-    DeliveryError,
-};
+use super::{address::check_url, DeliveryError};
 use crate::{
     config::{
+        networks::{AllowList, Refused},
         notify::{WebhookConfig, WebhookFormat},
         secret::secret_from_env,
     },
@@ -29,7 +27,7 @@ pub(crate) async fn send(
     client: &reqwest::Client,
     hook: &WebhookConfig,
     timeout: Duration,
-    allow: &super::address::AllowList,
+    allow: &AllowList,
     stored: &str,
     body: &Body,
     timestamp: i64,

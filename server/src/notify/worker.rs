@@ -233,7 +233,7 @@ async fn attempt(engine: &Engine, client: &reqwest::Client, c: Claimed, token: S
 
 /// The webhook client, rebuilt when the allowed networks change (a reload).
 #[derive(Default)]
-struct Clients(std::sync::Mutex<Option<(super::address::AllowList, reqwest::Client)>>);
+struct Clients(std::sync::Mutex<Option<(crate::config::networks::AllowList, reqwest::Client)>>);
 
 impl Clients {
     fn get(&self, engine: &Engine) -> reqwest::Client {

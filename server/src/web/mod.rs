@@ -24,7 +24,7 @@
 
 pub mod enforce;
 
-pub use crate::state::{AppState, Shutdown};
+use crate::state::AppState;
 use app::{backend::Backend, shell, App};
 use axum::{
     body::Body,

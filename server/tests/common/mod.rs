@@ -37,7 +37,8 @@ use server::{
     auth::{Actor, Auth},
     clock::{Clock, ManualClock},
     engine::Engine,
-    web::{router, AppState},
+    state::AppState,
+    web::router,
 };
 use std::{
     collections::HashMap,

@@ -1069,7 +1069,7 @@ async fn a_stored_scoped_admin_token_administers_nothing() {
 
 /// The router of a second server on the harness's database, started with `--demo`.
 async fn demo_server(h: &Harness) -> axum::Router {
-    let state = server::web::AppState::new(h.engine.clone(), leptos_options(), None).with_auth(
+    let state = server::state::AppState::new(h.engine.clone(), leptos_options(), None).with_auth(
         server::auth::AuthSettings {
             demo: true,
             ..Default::default()
@@ -1131,7 +1131,7 @@ async fn the_demo_accounts_sessions_and_tokens_end_with_demo_mode() {
 /// A router on the harness's database that answers only loopback names and `allowed` (what
 /// `serve` sets up on a loopback address), with or without `--demo`.
 async fn host_checked(h: &Harness, demo: bool, allowed: &[&str]) -> axum::Router {
-    let state = server::web::AppState::new(h.engine.clone(), leptos_options(), None).with_auth(
+    let state = server::state::AppState::new(h.engine.clone(), leptos_options(), None).with_auth(
         server::auth::AuthSettings {
             demo,
             allowed_hosts: Some(allowed.iter().map(|a| a.to_string()).collect()),

@@ -11,7 +11,8 @@ use server::{
     db,
     engine::Engine,
     serve,
-    web::{router, AppState},
+    state::AppState,
+    web::router,
 };
 use std::sync::Arc;
 use tower::ServiceExt;

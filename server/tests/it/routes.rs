@@ -299,7 +299,7 @@ async fn when_the_decision_cannot_be_written_nothing_is_armed_or_dispatched_and_
         .unwrap();
     assert_eq!(dispatches, 1);
     // And the API says so with 503.
-    let ro_app = server::web::router(server::web::AppState::new(ro.clone(), leptos_options(), None));
+    let ro_app = server::web::router(server::state::AppState::new(ro.clone(), leptos_options(), None));
     let g = s["generation"].clone();
     let req = axum::http::Request::builder()
         .method(Method::POST)

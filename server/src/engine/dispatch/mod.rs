@@ -163,9 +163,8 @@ impl Reporter {
                 },
             ),
         ];
-        let mut results = engine.submit_all(inputs).await;
-        results.truncate(1);
-        results.pop().unwrap_or(Err(EngineError::Task))
+        let results = engine.submit_all(inputs).await;
+        results.into_iter().next().unwrap_or(Err(EngineError::Task))
     }
 
     /// Reports a failure whose prompt generation's output is held by a provider-native session a
