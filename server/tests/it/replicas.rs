@@ -51,18 +51,27 @@ async fn replicas(dir: &tempfile::TempDir, n: usize) -> (Vec<Arc<Engine>>, Pool,
 /// it holds `route_history` in SHARE mode, which lets reads through but no insert, so a
 /// replica that fires timers claims them (its first statement), locks their routes, steps them
 /// and then waits to write their history rows, holding its claims, until the barrier goes.
-struct Barrier(PgConnection);
+///
+/// It watches the replicas on a second connection, outside that transaction: PostgreSQL reads
+/// `pg_stat_activity` once per transaction, so polling it inside the barrier's would never see
+/// a connection a replica opened after the first look (its writer's, taken when it first
+/// fires).
+struct Barrier {
+    hold: PgConnection,
+    watch: PgConnection,
+}
 
 impl Barrier {
     /// Raised once every write in progress has committed.
     async fn raise(url: &str) -> Barrier {
-        let mut conn = PgConnection::connect(url).await.unwrap();
-        sqlx::query("BEGIN").execute(&mut conn).await.unwrap();
+        let mut hold = PgConnection::connect(url).await.unwrap();
+        sqlx::query("BEGIN").execute(&mut hold).await.unwrap();
         sqlx::query("LOCK TABLE route_history IN SHARE MODE")
-            .execute(&mut conn)
+            .execute(&mut hold)
             .await
             .unwrap();
-        Barrier(conn)
+        let watch = PgConnection::connect(url).await.unwrap();
+        Barrier { hold, watch }
     }
 
     /// Waits (bounded) until every one of `names` (`application_name`s) has a connection that
@@ -77,7 +86,7 @@ impl Barrier {
                  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted \
                    AND l.relation = CAST('timers' AS regclass) AND l.mode = 'RowShareLock')",
             )
-            .fetch_all(&mut self.0)
+            .fetch_all(&mut self.watch)
             .await
             .unwrap();
             if names.iter().all(|n| holding.contains(n)) {
@@ -89,7 +98,7 @@ impl Barrier {
                      left(query, 100)) FROM pg_stat_activity WHERE datname = current_database() \
                      AND pid <> pg_backend_pid() ORDER BY application_name",
                 )
-                .fetch_all(&mut self.0)
+                .fetch_all(&mut self.watch)
                 .await
                 .unwrap();
                 panic!(
@@ -102,8 +111,9 @@ impl Barrier {
     }
 
     async fn lower(mut self) {
-        sqlx::query("ROLLBACK").execute(&mut self.0).await.unwrap();
-        let _ = self.0.close().await;
+        sqlx::query("ROLLBACK").execute(&mut self.hold).await.unwrap();
+        let _ = self.hold.close().await;
+        let _ = self.watch.close().await;
     }
 }
 
