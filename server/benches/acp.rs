@@ -205,14 +205,15 @@ async fn attempts(dir: &std::path::Path) {
         json!([{"prompt": [{"message": "Done."}, {"respond": {"stopReason": "end_turn"}}]}]),
         OnEof::Exits,
     );
-    let overloaded = json!([{"exit_on_eof": true, "prompt": [{"error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
+    let overloaded = json!([{"prompt": [{"error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}]}]);
     let errs: Vec<FakeAgent> = (0..runs)
         .map(|i| {
-            FakeAgent::new(
+            FakeAgent::on_eof(
                 dir,
                 &format!("err{i}"),
                 &format!("bench-err-{i}"),
                 overloaded.clone(),
+                OnEof::Exits,
             )
         })
         .collect();

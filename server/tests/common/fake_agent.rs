@@ -76,8 +76,9 @@ pub struct FakeAgent {
 impl FakeAgent {
     /// An agent `id` in `dir` whose process number n plays `attempts[n-1]` (the last one again
     /// past the end), staying after stdin EOF unless an attempt says `exit_on_eof`.
+    /// (The fake agent stays unless told otherwise: an attempt's own `exit_on_eof` is kept.)
     pub fn new(dir: &Path, id: &str, provider: &str, attempts: Value) -> FakeAgent {
-        FakeAgent::on_eof(dir, id, provider, attempts, OnEof::Stays)
+        FakeAgent::scripted(dir, id, provider, attempts)
     }
 
     /// [`FakeAgent::new`] whose every attempt does `eof` when its stdin closes.
@@ -85,6 +86,10 @@ impl FakeAgent {
         for a in attempts.as_array_mut().into_iter().flatten() {
             a["exit_on_eof"] = json!(eof == OnEof::Exits);
         }
+        FakeAgent::scripted(dir, id, provider, attempts)
+    }
+
+    fn scripted(dir: &Path, id: &str, provider: &str, attempts: Value) -> FakeAgent {
         let root = dir.join("work");
         std::fs::create_dir_all(&root).unwrap();
         let script = dir.join(format!("{id}-script.json"));
