@@ -123,6 +123,9 @@ pub(super) struct Sink {
     opened: bool,
     /// The listener heard the answer (whole, or the stream opened).
     delivered: bool,
+    /// The listener took the whole answer (the body, or the stream's end) while it still
+    /// listened; what its call does after that (it ends once it answered) cannot undo it.
+    complete: bool,
 }
 
 impl Sink {
@@ -134,6 +137,7 @@ impl Sink {
             held: Vec::new(),
             opened: false,
             delivered: false,
+            complete: false,
         }
     }
 
@@ -142,26 +146,29 @@ impl Sink {
         self.delivered
     }
 
-    /// Whether the client has the answer and is still there to finish it: its call still
-    /// listens (a client that went away dropped its call, which abandons the route).
+    /// Whether the client's call took the whole answer. Not when the client went away before
+    /// (its call was dropped, which abandons the route). A call that has the whole answer
+    /// ends soon after, so whether it still listens when the attempt reports says nothing.
     pub(super) fn answered(&self) -> bool {
-        self.delivered && !self.listener.tx.is_closed()
+        self.complete
     }
 
-    async fn send(&self, live: Live) {
-        // A listener that went away: its call abandons the route, which cancels this attempt.
-        let _ = self.listener.tx.send(live).await;
+    /// Whether the listener took it. One that went away: its call abandons the route, which
+    /// cancels this attempt.
+    async fn send(&self, live: Live) -> bool {
+        self.listener.tx.send(live).await.is_ok()
     }
 
     /// A whole answer, complete and checked.
     pub(super) async fn whole(&mut self, body: &str) {
         self.delivered = true;
-        self.send(Live::Whole {
-            attempt: self.attempt,
-            candidate: self.candidate.clone(),
-            body: body.to_owned(),
-        })
-        .await;
+        self.complete = self
+            .send(Live::Whole {
+                attempt: self.attempt,
+                candidate: self.candidate.clone(),
+                body: body.to_owned(),
+            })
+            .await;
     }
 
     /// One stream event, after the assembler took it; `content` says whether result content
@@ -198,7 +205,7 @@ impl Sink {
         if !self.opened {
             self.open().await;
         }
-        self.send(Live::Finished).await;
+        self.complete = self.send(Live::Finished).await;
     }
 
     /// The stream failed: the listener hears it only if it was opened (before that, the
@@ -248,6 +255,34 @@ mod tests {
             calls.listener("inv-1").is_none(),
             "dropping the registration ends it"
         );
+        // The call took the whole answer, then ended (its stream closed): still answered.
+        drop(rx);
+        assert!(sink.answered());
+    }
+
+    #[tokio::test]
+    async fn a_client_gone_before_the_end_of_its_answer_is_not_answered() {
+        let calls = LiveCalls::default();
+        let (registration, rx) = calls.listen("inv-1", Asking::default());
+        let mut sink = Sink::new(calls.listener("inv-1").unwrap(), 1, "main");
+        sink.event(&ev("hello"), true).await;
+        assert!(sink.delivered());
+        drop(registration);
+        drop(rx);
+        sink.event(&ev("more"), true).await;
+        sink.finished().await;
+        assert!(!sink.answered(), "the end never reached the call");
+        // A whole answer to a call that is gone: not answered either.
+        let mut whole = Sink::new(
+            Listener {
+                asking: Arc::new(Asking::default()),
+                tx: mpsc::channel(1).0,
+            },
+            1,
+            "main",
+        );
+        whole.whole("{}").await;
+        assert!(whole.delivered() && !whole.answered());
     }
 
     #[tokio::test]
