@@ -62,6 +62,18 @@ pub struct Verdict {
     pub truncated: bool,
 }
 
+impl Verdict {
+    /// Whether the evidence of a turn the agent ended normally (ACP `end_turn`) carries a
+    /// failure signal: an agent that reports a provider failure as a message and then ends its
+    /// turn. Text no rule recognises, or that is not a provider error, is the agent's answer;
+    /// a low-confidence match does not turn an answer into a failure, and conflicting signals
+    /// do.
+    pub fn signals_failure(&self) -> bool {
+        let c = &self.classification;
+        c.class != ClassState::Unclassified || c.reason == Some(UnclassifiedReason::Conflicting)
+    }
+}
+
 /// One piece of evidence a rule can look at.
 pub(crate) struct Signal<'a> {
     pub(crate) kind: SignalKind,
@@ -925,6 +937,7 @@ zero_usage = true
         assert_eq!(v.classification.class, ClassState::Unclassified);
         assert_eq!(v.classification.classifier_rule.as_deref(), Some("t.notice"));
         assert!(v.effects.assistant_output);
+        assert!(!v.signals_failure(), "an answer");
     }
 
     #[test]
@@ -939,6 +952,7 @@ zero_usage = true
         assert_eq!(v.classification.classifier_rule.as_deref(), Some("t.no-tokens"));
         assert_eq!(v.classification.class, ClassState::Transient);
         assert!(v.effects.assistant_output && !v.gate.automatic_recovery);
+        assert!(v.signals_failure(), "a turn that used no tokens failed");
         for answered in [json!({"totalTokens": 32}), json!(null), json!({"cost": 0})] {
             let v = ended(answered.clone());
             assert_eq!(
@@ -946,7 +960,18 @@ zero_usage = true
                 Some("t.done"),
                 "{answered}"
             );
+            assert!(!v.signals_failure(), "{answered}");
         }
+    }
+
+    #[test]
+    fn a_provider_failure_told_as_a_message_in_a_turn_that_ended_normally_signals_failure() {
+        let v = verdict(
+            &["quota exhausted"],
+            json!({"prompt_result": {"stopReason": "end_turn"}}),
+        );
+        assert_eq!(v.classification.classifier_rule.as_deref(), Some("t.quota"));
+        assert!(v.signals_failure());
     }
 
     #[test]

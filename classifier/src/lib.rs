@@ -61,6 +61,13 @@ pub use timing::MAX_HINT_SECS;
 
 use chrono::{DateTime, Utc};
 
+/// Decides `verdict`'s gate again for `envelope` as it is now, without classifying again:
+/// for the route engine, once it has granted the resumable-retry exception by setting the
+/// envelope's resume fact (see [`gate`](crate::gate)'s exception).
+pub fn regate(envelope: &Envelope, verdict: &mut Verdict) {
+    verdict.gate = gate::decide(envelope, &verdict.classification, &verdict.effects);
+}
+
 /// Classifies one envelope with the built-in catalogue. `now` is the current time, used to
 /// validate timing hints; relative hints count from the envelope's `occurred_at` if given.
 pub fn classify(envelope: &Envelope, now: DateTime<Utc>) -> Verdict {

@@ -127,6 +127,27 @@ pub struct Classification {
 }
 
 impl Classification {
+    /// Unclassified for `reason` by the catalogue `catalogue_version`: no code, no scope, no
+    /// timing, nothing else known.
+    pub fn unclassified(reason: UnclassifiedReason, catalogue_version: String) -> Classification {
+        Classification {
+            code: None,
+            class: ClassState::Unclassified,
+            reason: Some(reason),
+            catalogue_version,
+            confidence: Confidence::Low,
+            scope: None,
+            classifier_rule: None,
+            provider_id: None,
+            model_id: None,
+            phase: None,
+            occurred_at: None,
+            retry_after_seconds: None,
+            reset_at: None,
+            safe_excerpt: None,
+        }
+    }
+
     /// The configurable class, if any. Unclassified evidence has none.
     pub fn error_class(&self) -> Option<ErrorClass> {
         match self.class {
@@ -216,22 +237,7 @@ mod tests {
 
     #[test]
     fn unclassified_code_is_spelled_unclassified_on_the_wire() {
-        let c = Classification {
-            code: None,
-            class: ClassState::Unclassified,
-            reason: Some(UnclassifiedReason::NoMatch),
-            catalogue_version: "test".into(),
-            confidence: Confidence::Low,
-            scope: None,
-            classifier_rule: None,
-            provider_id: None,
-            model_id: None,
-            phase: None,
-            occurred_at: None,
-            retry_after_seconds: None,
-            reset_at: None,
-            safe_excerpt: None,
-        };
+        let c = Classification::unclassified(UnclassifiedReason::NoMatch, "test".into());
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(v["code"], "unclassified");
         assert_eq!(v["class"], "unclassified");
