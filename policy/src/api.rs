@@ -702,7 +702,7 @@ pub struct ApiErrorBody {
     /// Stable: `bad_request` (400), `foreign_origin` (403), `not_found` (404), `conflict`
     /// (409; `lease_lost` is its message's first word for external runners),
     /// `payload_too_large` (413), `unsupported_media_type` (415), `internal` (500),
-    /// `storage_unavailable` (503).
+    /// `storage_unavailable` and `stopping` (503).
     pub code: String,
     pub message: String,
 }

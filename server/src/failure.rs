@@ -9,7 +9,7 @@
 use crate::engine::EngineError;
 use app::backend::BackendError;
 use axum::{
-    http::StatusCode,
+    http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -22,6 +22,13 @@ use policy::{
 /// Why a request did not do what it asked, by how the client reacts.
 #[derive(Debug)]
 pub enum Failure {
+    /// No principal, or credentials that do not hold; the message says what to send (401,
+    /// `WWW-Authenticate: Bearer`).
+    Unauthenticated(&'static str),
+    /// A login that failed: one answer whatever the reason (401).
+    LoginFailed,
+    /// Too many login attempts (429, `Retry-After`).
+    RateLimited { retry_after_secs: u64 },
     /// No such route or profile (404).
     NotFound(&'static str),
     /// The input was rejected; every problem with its field path (422).
@@ -39,6 +46,11 @@ pub enum Failure {
     Stale(Box<RouteSnapshot>),
     /// The decision could not be written durably; nothing ran (503).
     Unavailable,
+    /// The credentials could not be checked (the database or the session store failed); the
+    /// request was not let through (503).
+    CannotCheck,
+    /// The server is stopping and takes no new work; nothing changed (503, `Retry-After`).
+    Stopping,
     /// Something failed inside the server (500).
     Internal,
 }
@@ -52,6 +64,7 @@ impl From<EngineError> for Failure {
             EngineError::Rejected { snapshot, .. } => Failure::Stale(snapshot),
             EngineError::Conflict(m) => Failure::Conflict(m),
             EngineError::ClaimedElsewhere => Failure::Conflict("another replica is firing this timer".into()),
+            EngineError::Stopping => Failure::Stopping,
             EngineError::Storage(err) => {
                 tracing::error!(error = %err, "storage failure");
                 Failure::Unavailable
@@ -64,13 +77,21 @@ impl From<EngineError> for Failure {
     }
 }
 
+/// A failed login's one answer, whatever the reason.
+const LOGIN_FAILED: &str = "The name or the password is wrong.";
+
+fn rate_limited(retry_after_secs: u64) -> String {
+    format!("Too many sign-in attempts; try again in {retry_after_secs} s.")
+}
+
 impl From<ValidationErrors> for Failure {
     fn from(errors: ValidationErrors) -> Self {
         Failure::Invalid(errors)
     }
 }
 
-fn error_body(status: StatusCode, code: &str, message: String) -> Response {
+/// An API error body (`policy::api::ApiError`) with `status`.
+pub(crate) fn error_body(status: StatusCode, code: &str, message: String) -> Response {
     (
         status,
         Json(ApiError {
@@ -86,6 +107,25 @@ fn error_body(status: StatusCode, code: &str, message: String) -> Response {
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         match self {
+            Failure::Unauthenticated(message) => {
+                let mut r = error_body(StatusCode::UNAUTHORIZED, "unauthenticated", message.to_owned());
+                r.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                r
+            }
+            Failure::LoginFailed => {
+                error_body(StatusCode::UNAUTHORIZED, "login_failed", LOGIN_FAILED.to_owned())
+            }
+            Failure::RateLimited { retry_after_secs } => {
+                let mut r = error_body(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    rate_limited(retry_after_secs),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+                r
+            }
             Failure::NotFound(what) => {
                 error_body(StatusCode::NOT_FOUND, "not_found", format!("No such {what}."))
             }
@@ -108,6 +148,21 @@ impl IntoResponse for Failure {
                 "The decision could not be written durably; nothing was scheduled or launched. Try again."
                     .to_owned(),
             ),
+            Failure::CannotCheck => error_body(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                "The server could not check the credentials; try again.".to_owned(),
+            ),
+            Failure::Stopping => {
+                let mut r = error_body(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "stopping",
+                    "The server is stopping; nothing changed. Try again in a moment.".to_owned(),
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(1u32));
+                r
+            }
             Failure::Internal => error_body(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "internal",
@@ -125,8 +180,15 @@ impl From<Failure> for BackendError {
             Failure::Conflict(m) | Failure::BadRequest(m) => BackendError::Conflict(m),
             Failure::TooLarge => BackendError::Conflict("The request is too large.".to_owned()),
             Failure::Forbidden(m) => BackendError::Forbidden(m),
+            Failure::Unauthenticated(m) => BackendError::Forbidden(m.to_owned()),
+            Failure::LoginFailed => BackendError::Forbidden(LOGIN_FAILED.to_owned()),
+            Failure::RateLimited { retry_after_secs } => {
+                BackendError::Forbidden(rate_limited(retry_after_secs))
+            }
             Failure::Stale(snapshot) => BackendError::RouteChanged(snapshot),
-            Failure::Unavailable | Failure::Internal => BackendError::Unavailable,
+            Failure::Unavailable | Failure::CannotCheck | Failure::Stopping | Failure::Internal => {
+                BackendError::Unavailable
+            }
         }
     }
 }
@@ -186,6 +248,9 @@ mod tests {
                 StatusCode::SERVICE_UNAVAILABLE,
                 |b| matches!(b, BackendError::Unavailable),
             ),
+            (EngineError::Stopping, StatusCode::SERVICE_UNAVAILABLE, |b| {
+                matches!(b, BackendError::Unavailable)
+            }),
             (
                 EngineError::Corrupt("x".into()),
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -198,6 +263,45 @@ mod tests {
             let as_ui = BackendError::from(Failure::from(clone_kind(&failure)));
             assert_eq!(failure.into_response().status(), status, "{shown}");
             assert!(ui(&as_ui), "{shown} -> {as_ui:?}");
+        }
+    }
+
+    /// The authentication refusals (auth renders through `Failure`): status, code and the
+    /// headers a client acts on.
+    #[tokio::test]
+    async fn authentication_refusals_have_their_status_code_and_headers() {
+        let cases = [
+            (
+                Failure::Unauthenticated("Sign in."),
+                401,
+                "unauthenticated",
+                Some((header::WWW_AUTHENTICATE, "Bearer")),
+            ),
+            (Failure::LoginFailed, 401, "login_failed", None),
+            (
+                Failure::RateLimited { retry_after_secs: 7 },
+                429,
+                "rate_limited",
+                Some((header::RETRY_AFTER, "7")),
+            ),
+            (Failure::CannotCheck, 503, "storage_unavailable", None),
+            (
+                Failure::Stopping,
+                503,
+                "stopping",
+                Some((header::RETRY_AFTER, "1")),
+            ),
+        ];
+        for (failure, status, code, header) in cases {
+            let shown = format!("{failure:?}");
+            let r = failure.into_response();
+            assert_eq!(r.status().as_u16(), status, "{shown}");
+            if let Some((name, value)) = header {
+                assert_eq!(r.headers()[&name], value, "{shown}");
+            }
+            let body = axum::body::to_bytes(r.into_body(), 4096).await.unwrap();
+            let body: ApiError = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body.error.code, code, "{shown}");
         }
     }
 
@@ -220,7 +324,12 @@ mod tests {
             Failure::Unavailable => {
                 EngineError::Storage(crate::store::StoreError::Sql(sqlx::Error::PoolClosed))
             }
+            Failure::Stopping => EngineError::Stopping,
             Failure::Internal => EngineError::Task,
+            Failure::Unauthenticated(_)
+            | Failure::LoginFailed
+            | Failure::RateLimited { .. }
+            | Failure::CannotCheck => unreachable!("not an engine error: {f:?}"),
         }
     }
 }

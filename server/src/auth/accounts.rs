@@ -3,17 +3,14 @@
 //! wire types of `policy::auth` and is checked once here; every change is audited.
 
 use super::{token, Actor, Auth, AuthError, Principal};
+use crate::failure::Failure;
 use crate::store::{
     accounts::{is_duplicate, AccountChange, AccountRow, NewAccount, Refused},
     new_id,
     tokens::{NewToken, TokenRow},
     StoreError,
 };
-use axum::{
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    Json,
-};
+use axum::response::{IntoResponse, Response};
 use chrono::TimeDelta;
 use policy::{
     auth::{
@@ -51,17 +48,22 @@ impl From<StoreError> for ManageError {
     }
 }
 
+/// An account, role or token refusal, through [`Failure`] as every API error.
+impl From<ManageError> for Failure {
+    fn from(e: ManageError) -> Self {
+        match e {
+            ManageError::Invalid(errors) => Failure::Invalid(errors),
+            ManageError::Conflict(m) => Failure::Conflict(m),
+            ManageError::NotFound(what) => Failure::NotFound(what),
+            ManageError::Forbidden(m) => Failure::Forbidden(m),
+            ManageError::Auth(e) => Failure::from(e),
+        }
+    }
+}
+
 impl IntoResponse for ManageError {
     fn into_response(self) -> Response {
-        match self {
-            ManageError::Invalid(errors) => (StatusCode::UNPROCESSABLE_ENTITY, Json(errors)).into_response(),
-            ManageError::Conflict(m) => super::error_body(StatusCode::CONFLICT, "conflict", m),
-            ManageError::NotFound(what) => {
-                super::error_body(StatusCode::NOT_FOUND, "not_found", format!("No such {what}."))
-            }
-            ManageError::Forbidden(m) => AuthError::Forbidden(m).into_response(),
-            ManageError::Auth(e) => e.into_response(),
-        }
+        Failure::from(self).into_response()
     }
 }
 
@@ -94,22 +96,11 @@ fn builtin_is_fixed(name: &str) -> Result<(), ManageError> {
     }
 }
 
-/// The same refusals, as the pages' port says them (the pages and the API agree).
+/// The same refusals, as the pages' port says them (the pages and the API agree: both go
+/// through [`Failure`]).
 impl From<ManageError> for app::backend::BackendError {
     fn from(e: ManageError) -> Self {
-        use app::backend::BackendError;
-        match e {
-            ManageError::Invalid(errors) => BackendError::Invalid(errors),
-            ManageError::Conflict(m) => BackendError::Conflict(m),
-            ManageError::NotFound(what) => BackendError::NotFound { what },
-            ManageError::Forbidden(m) | ManageError::Auth(AuthError::Forbidden(m)) => {
-                BackendError::Forbidden(m)
-            }
-            ManageError::Auth(e) => {
-                tracing::error!(error = %e, "an account, role or token change failed");
-                BackendError::Unavailable
-            }
-        }
+        Failure::from(e).into()
     }
 }
 

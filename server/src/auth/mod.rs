@@ -42,17 +42,10 @@ pub mod scope;
 pub mod session;
 pub mod token;
 
-use crate::{clock::Clock, store::Store};
-use axum::{
-    http::{header, HeaderValue, StatusCode},
-    response::{IntoResponse, Response},
-    Json,
-};
+use crate::{clock::Clock, failure::Failure, store::Store};
+use axum::response::{IntoResponse, Response};
 use limit::{LoginLimiter, LoginLimits};
-use policy::{
-    api::{ApiError, ApiErrorBody},
-    auth::{ActorKind, Permission, Permissions, PrincipalKind, WhoAmI},
-};
+use policy::auth::{ActorKind, Permission, Permissions, PrincipalKind, WhoAmI};
 use std::{
     net::IpAddr,
     sync::{
@@ -305,60 +298,28 @@ impl From<tower_sessions::session::Error> for AuthError {
     }
 }
 
-pub(crate) fn error_body(status: StatusCode, code: &str, message: String) -> Response {
-    (
-        status,
-        Json(ApiError {
-            error: ApiErrorBody {
-                code: code.to_owned(),
-                message,
-            },
-        }),
-    )
-        .into_response()
+/// The one rendering of an authentication refusal: through [`Failure`], as every API error.
+impl From<AuthError> for Failure {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Unauthenticated { message } => Failure::Unauthenticated(message),
+            AuthError::Forbidden(message) => Failure::Forbidden(message),
+            AuthError::LoginFailed => Failure::LoginFailed,
+            AuthError::RateLimited { retry_after_secs } => Failure::RateLimited { retry_after_secs },
+            AuthError::Store(e) => {
+                tracing::error!(error = %e, "authentication: storage failure");
+                Failure::CannotCheck
+            }
+            AuthError::Internal(e) => {
+                tracing::error!(error = %e, "authentication: internal failure");
+                Failure::CannotCheck
+            }
+        }
+    }
 }
 
 impl IntoResponse for AuthError {
     fn into_response(self) -> Response {
-        match self {
-            AuthError::Unauthenticated { message } => {
-                let mut r = error_body(StatusCode::UNAUTHORIZED, "unauthenticated", message.to_owned());
-                r.headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                r
-            }
-            AuthError::Forbidden(message) => error_body(StatusCode::FORBIDDEN, "forbidden", message),
-            AuthError::LoginFailed => error_body(
-                StatusCode::UNAUTHORIZED,
-                "login_failed",
-                "The name or the password is wrong.".to_owned(),
-            ),
-            AuthError::RateLimited { retry_after_secs } => {
-                let mut r = error_body(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate_limited",
-                    format!("Too many sign-in attempts; try again in {retry_after_secs} s."),
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
-                r
-            }
-            AuthError::Store(e) => {
-                tracing::error!(error = %e, "authentication: storage failure");
-                error_body(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "storage_unavailable",
-                    "The server could not check the credentials; try again.".to_owned(),
-                )
-            }
-            AuthError::Internal(e) => {
-                tracing::error!(error = %e, "authentication: internal failure");
-                error_body(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "storage_unavailable",
-                    "The server could not check the credentials; try again.".to_owned(),
-                )
-            }
-        }
+        Failure::from(self).into_response()
     }
 }

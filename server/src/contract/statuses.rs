@@ -133,7 +133,7 @@ pub fn statuses(doc: &mut Value) {
             if id != "events" {
                 responses.entry("503".to_owned()).or_insert_with(|| {
                     error_response(
-                        "The database could not be read or written; nothing changed (`storage_unavailable`)",
+                        "The database could not be read or written, or the server is stopping; nothing changed (`storage_unavailable`, `stopping`)",
                     )
                 });
             }

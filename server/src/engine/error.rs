@@ -37,6 +37,9 @@ pub enum EngineError {
     /// transaction): nothing was done here, and nothing needs to be.
     #[error("[EN1009] another replica is firing this timer")]
     ClaimedElsewhere,
+    /// The engine is stopping (`Engine::shutdown`): it takes no new work. Nothing changed.
+    #[error("[EN1010] the server is stopping")]
+    Stopping,
 }
 
 impl From<StoreError> for EngineError {

@@ -137,6 +137,14 @@ pub(super) fn engine_error(e: EngineError) -> GatewayError {
                 "The call could not be recorded durably; nothing was sent. Try again.",
             )
         }
+        EngineError::Stopping => {
+            let mut error = GatewayError::new(
+                ErrorKind::Unavailable,
+                "Recourse is stopping; nothing was sent. Try again in a moment.",
+            );
+            error.retry_after = Some(1);
+            error
+        }
         other => {
             tracing::error!(error = %other, "gateway: request failed");
             GatewayError::new(ErrorKind::Internal, "Something went wrong in Recourse.")
