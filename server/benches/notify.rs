@@ -293,6 +293,13 @@ async fn bench() {
         "  counting the wait for each told round's last deliveries too: {settled_rate:.0}/s | ratio {:.2}",
         settled_rate / quiet_rate
     );
+    for (name, e) in [("three channels", &told), ("none", &quiet)] {
+        let w = e.write_stats();
+        println!(
+            "  writer, {name}: {} group commits of {} jobs, {} jobs alone",
+            w.group_commits, w.grouped_jobs, w.single_jobs
+        );
+    }
     loaded.sort_by(f64::total_cmp);
     println!(
         "delivery delay while transitions run flat out: {} deliveries, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",

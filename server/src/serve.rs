@@ -6,7 +6,7 @@ use crate::{
     clock::{Clock, ManualClock, SystemClock},
     config::{RunnerConfig, Runners},
     db,
-    engine::Engine,
+    engine::{Engine, Task},
     metrics::Metrics,
     replica::ReplicaId,
     state::{AppState, Shutdown},
@@ -21,7 +21,7 @@ use std::{
     process::ExitCode,
     sync::Arc,
 };
-use tokio::{net::TcpListener, sync::watch};
+use tokio::net::TcpListener;
 
 /// UI options for the server: the address from the command line, production mode (no dev
 /// auto-reload), and the output name compiled in by cargo-leptos or `.cargo/config.toml`.
@@ -131,23 +131,14 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         ambiguous = report.ambiguous,
         "routes reconciled"
     );
-    let (stop_tx, mut stop_rx) = watch::channel(false);
-    let (retire_tx, mut stop_replicas) = watch::channel(false);
-    let mut stop_outbox = stop_rx.clone();
-    let scheduler = tokio::spawn(crate::scheduler::run(engine.clone(), async move {
-        let _ = stop_rx.wait_for(|stop| *stop).await;
-    }));
-    let outbox = tokio::spawn(crate::notify::worker::run(engine.clone(), async move {
-        let _ = stop_outbox.wait_for(|stop| *stop).await;
-    }));
-    let membership = tokio::spawn(crate::engine::replicas::run(
-        engine.clone(),
-        timing,
-        database_time.clone(),
-        async move {
-            let _ = stop_replicas.wait_for(|stop| *stop).await;
-        },
-    ));
+    // The engine's own tasks; its stop ends each in its turn (`Engine::shutdown`).
+    engine.spawn_task(Task::Work, |stop| crate::scheduler::run(engine.clone(), stop));
+    engine.spawn_task(Task::Work, |stop| {
+        crate::notify::worker::run(engine.clone(), stop)
+    });
+    engine.spawn_task(Task::Membership, |stop| {
+        crate::engine::replicas::run(engine.clone(), timing, database_time.clone(), stop)
+    });
     if args.demo {
         let started = crate::demo::seed(&engine)
             .await
@@ -202,15 +193,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     web::run(listener, app, shutdown).await.context("server failed")?;
     housekeeping.abort();
     upkeep.abort();
-    let _ = stop_tx.send(true);
-    let _ = scheduler.await;
-    let _ = outbox.await;
-    // Nothing this process started outlives it: the agents in flight are stopped (their
-    // dispatches are ambiguous at the next boot, as after a crash).
-    engine.stop_attempts().await;
-    // Retires this replica (its routes are the others' to take up at once).
-    let _ = retire_tx.send(true);
-    let _ = membership.await;
+    // The engine stops: no new work, its tasks end, the agents in flight are stopped (their
+    // dispatches are ambiguous at the next boot, as after a crash), this replica retires (its
+    // routes are the others' to take up at once), and the writer ends last.
+    engine.shutdown().await;
     store.close().await;
     tracing::info!("recourse stopped cleanly");
     Ok(ExitCode::SUCCESS)

@@ -20,7 +20,6 @@ use crate::{
         evidence::{self, Identity, Live, Phase, Recorder},
         process::{self, AgentProcess, Ended},
         protocol::{self, End, Peer, Setup, Turn},
-        run::failure_signal,
     },
 };
 use agent_client_protocol::{
@@ -253,7 +252,7 @@ impl Agents {
         let stop_reason = transcript.stop_reason().map(str::to_owned);
         if end == End::Answered
             && stop_reason.as_deref() == Some("end_turn")
-            && !failure_signal(verdict.as_ref())
+            && !verdict.is_none_or(|v| v.signals_failure())
         {
             self.running.insert(agent.id.clone(), running);
             return Outcome::Succeeded {

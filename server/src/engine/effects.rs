@@ -1,5 +1,6 @@
 //! What runs after a commit: the event for live pages (SQLite; on PostgreSQL the event log
-//! reader sends it), then the transition's effects in order.
+//! reader sends it), then the acts of the transition's plan (its effects, read once by
+//! [`super::plan`]) in order.
 //! Follow-up steps (the gate's outcome, a launch's report, switching) go through the writer
 //! again, so every one of them is its own fenced, durable transition.
 //!
@@ -8,13 +9,15 @@
 
 use super::{
     dispatch::{LaunchRequest, Reporter},
-    tx::{Chain, LaunchContext, Stepped, TxOutcome},
+    plan::Act,
+    transact::{LaunchContext, Told, TxOutcome},
+    tx::{Chain, Stepped},
     writer::StepWork,
     Applied, Engine, EngineError, RouteStreamEvent,
 };
 use crate::store::Dialect;
 use policy::{
-    route::{EventKind, RouteEffect, RouteState, Transition},
+    route::{EventKind, RouteState, Transition},
     wire::RouteEventPayload,
 };
 use std::collections::VecDeque;
@@ -39,18 +42,15 @@ impl Engine {
                 transition,
                 kind,
                 verdict,
+                plan,
                 release_holds,
                 launch,
+                earlier,
             } => {
+                self.told_first(route_id, earlier);
                 self.after_commit(route_id, Some(&prev), &transition, kind, release_holds);
                 let latest = self
-                    .run_effects(
-                        route_id,
-                        transition.effects.clone(),
-                        transition.next.clone(),
-                        chain,
-                        launch,
-                    )
+                    .run_effects(route_id, plan.acts, transition.next, chain, launch)
                     .await;
                 Ok(Applied {
                     snapshot: latest.snapshot(),
@@ -58,12 +58,8 @@ impl Engine {
                     verdict,
                 })
             }
-            TxOutcome::Unchanged {
-                state,
-                effects,
-                verdict,
-            } => {
-                let latest = self.run_effects(route_id, effects, state, None, None).await;
+            TxOutcome::Unchanged { state, plan, verdict } => {
+                let latest = self.run_effects(route_id, plan.acts, state, None, None).await;
                 Ok(Applied {
                     snapshot: latest.snapshot(),
                     changed: false,
@@ -115,6 +111,14 @@ impl Engine {
         });
     }
 
+    /// A change committed before the outcome's own in the same transaction (a refused start):
+    /// told first, its effects not run.
+    fn told_first(&self, route_id: &str, earlier: Option<Box<Told>>) {
+        if let Some(t) = earlier {
+            self.after_commit(route_id, Some(&t.prev), &t.transition, t.kind, t.release_holds);
+        }
+    }
+
     /// A step that could not be written: say so on the route (storage) and in the log.
     async fn note_failure(&self, route_id: &str, e: &EngineError) {
         if let EngineError::Storage(err) = e {
@@ -129,51 +133,39 @@ impl Engine {
         }
     }
 
-    /// Performs effects in order; follow-up steps go through the writer again. Returns the
-    /// latest state this chain committed.
+    /// Performs a plan's acts in order; follow-up steps go through the writer again, and their
+    /// own acts join the queue. Returns the latest state this chain committed.
     pub(super) async fn run_effects(
         &self,
         route_id: &str,
-        effects: Vec<RouteEffect>,
+        acts: Vec<Act>,
         mut latest: RouteState,
         mut chain: Chain,
         mut launch: Option<Box<LaunchContext>>,
     ) -> RouteState {
-        let mut queue: VecDeque<RouteEffect> = effects.into();
-        while let Some(effect) = queue.pop_front() {
-            let follow: Option<Result<Stepped, EngineError>> = match effect {
-                RouteEffect::ArmTimer { .. } => {
+        let mut queue: VecDeque<Act> = acts.into();
+        while let Some(act) = queue.pop_front() {
+            let follow: Option<Result<Stepped, EngineError>> = match act {
+                Act::Wake => {
                     self.wake();
                     None
                 }
-                // The step's own transaction removed the timer or any scheduled report; nobody
-                // is notified but through the route's state.
-                RouteEffect::CancelTimer
-                | RouteEffect::NotifyPerson { .. }
-                | RouteEffect::RouteClosed { .. } => None,
                 // The step removed any scheduled report; a dispatcher running the attempt
                 // itself stops it.
-                RouteEffect::AbortDispatch { attempt } => {
+                Act::Abort { attempt } => {
                     for dispatcher in self.dispatchers.all() {
                         dispatcher.cancel(route_id, attempt);
                     }
                     None
                 }
-                RouteEffect::BeginDispatch { generation, .. } => {
-                    match chain.take_if(|(g, _)| *g == generation) {
-                        Some((_, outcome)) => Some(Ok((outcome, None))),
-                        None => Some(self.step(route_id, StepWork::Begin { generation }).await),
-                    }
+                Act::Begin { generation } => match chain.take_if(|(g, _)| *g == generation) {
+                    Some((_, outcome)) => Some(Ok((outcome, None))),
+                    None => Some(self.step(route_id, StepWork::Begin { generation }).await),
+                },
+                Act::Launch { attempt, generation } => {
+                    self.launch(route_id, attempt, generation, launch.take()).await
                 }
-                RouteEffect::Launch {
-                    attempt,
-                    invocation_generation,
-                    ..
-                } => {
-                    self.launch(route_id, attempt, invocation_generation, launch.take())
-                        .await
-                }
-                RouteEffect::EvaluateCandidates { generation, .. } => {
+                Act::Evaluate { generation } => {
                     Some(self.step(route_id, StepWork::Evaluate { generation }).await)
                 }
             };
@@ -184,19 +176,22 @@ impl Engine {
                         prev,
                         transition,
                         kind,
+                        plan,
                         release_holds,
                         launch: next_launch,
+                        earlier,
                         ..
                     },
                     next_chain,
                 )) => {
+                    self.told_first(route_id, earlier);
                     self.after_commit(route_id, Some(&prev), &transition, kind, release_holds);
                     chain = next_chain;
                     launch = next_launch;
-                    latest = transition.next.clone();
-                    queue.extend(transition.effects);
+                    latest = transition.next;
+                    queue.extend(plan.acts);
                 }
-                Ok((TxOutcome::Unchanged { effects, .. }, _)) => queue.extend(effects),
+                Ok((TxOutcome::Unchanged { plan, .. }, _)) => queue.extend(plan.acts),
                 Ok((TxOutcome::Rejected { state, error, .. }, _)) => {
                     tracing::debug!(route_id, ?error, "follow-up step lost a race");
                     latest = state;
@@ -260,7 +255,8 @@ impl Engine {
             work,
             config: self.runners.current(),
             now: self.now(),
-            reporter: Reporter::new(self.me.clone(), route_id, attempt, generation),
+            resume: context.resume,
+            reporter: Reporter::new(self.port(), route_id, attempt, generation),
         };
         match dispatcher.launch(request).await {
             Ok(Some(launched)) => Some(
@@ -294,6 +290,7 @@ impl Engine {
                 .map(|t| super::dispatch::launched_as(route.caller.kind, t)),
             invocation_id: route.caller.invocation_id,
             work: None,
+            resume: None,
         })
     }
 }

@@ -32,6 +32,7 @@ impl Engine {
         seconds: u64,
         acknowledge: bool,
     ) -> Result<Option<Lease>, EngineError> {
+        self.accepting()?;
         let (reply, answer) = oneshot::channel();
         self.enqueue(vec![Job::Claim {
             runner: runner.to_owned(),
@@ -57,6 +58,7 @@ impl Engine {
         seconds: u64,
         acknowledge: bool,
     ) -> Result<Option<Lease>, EngineError> {
+        self.accepting()?;
         let (reply, answer) = oneshot::channel();
         self.enqueue(vec![Job::Claim {
             runner: runner.to_owned(),

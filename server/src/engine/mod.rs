@@ -38,18 +38,25 @@ pub mod dispatch;
 mod effects;
 mod error;
 mod events;
+mod held;
+mod input;
 mod leases;
 mod observe;
 pub mod outbox;
 mod pending;
+mod plan;
 mod reconcile;
 pub mod replicas;
+mod stop;
+mod transact;
 pub mod transcripts;
 mod tx;
 mod writer;
 
 pub use error::EngineError;
+pub use input::{Applied, AttemptUpdate, HeldSession, Input};
 pub use reconcile::ReconcileReport;
+pub use stop::{StopSignal, Task};
 
 use crate::{
     clock::Clock,
@@ -59,7 +66,6 @@ use crate::{
     store::{audit::AuditActor, Dialect, DueTimer, Store},
 };
 use chrono::{DateTime, Utc};
-use classifier::{Envelope, Verdict};
 use dispatch::Dispatchers;
 use policy::{
     api::{
@@ -91,48 +97,6 @@ pub struct RouteStreamEvent {
     pub payload: RouteEventPayload,
 }
 
-/// One live update of a running attempt (an ACP `session/update`, as the agent sent it,
-/// bounded), for the route's event stream and the attempt's transcript. Not stored in the
-/// database: the route's state is what is durable.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AttemptUpdate {
-    pub route_id: String,
-    pub attempt: u32,
-    pub generation: u64,
-    pub update: serde_json::Value,
-}
-
-/// What can be submitted to a route.
-#[derive(Debug, Clone)]
-pub enum Input {
-    Event(RouteEvent),
-    /// An evidence envelope for the route's current invocation; classified inside the
-    /// transaction against the route's current generation and the profile's current policy.
-    Evidence(Box<Envelope<'static>>),
-    /// The attempt started at `generation` succeeded with a result (an HTTP call's response
-    /// body), stored with the success in one transaction.
-    Succeeded {
-        generation: u64,
-        result: String,
-    },
-    /// The route's owner is no longer alive (another replica's lease ran out): taken up as
-    /// after a restart (`Restarted`), unless, with its row locked, its owner turns out alive.
-    Orphaned,
-    /// The caller's next prompt (`work_submitted`), with the new work stored in the same
-    /// transaction when there is one.
-    Work {
-        expected_generation: u64,
-        work: Option<Box<Work>>,
-    },
-    /// A one-prompt caller's work is done once the attempt started at `after` succeeded (a
-    /// gateway call whose client got the answer): completes the route if that success left it
-    /// active with no attempt in flight; changes nothing otherwise. Submitted with the success
-    /// in one delivery, so both commit together.
-    Finish {
-        after: u64,
-    },
-}
-
 /// What a route's start carries beside its request.
 #[derive(Debug, Clone, Default)]
 pub struct StartOptions {
@@ -142,16 +106,6 @@ pub struct StartOptions {
     /// The profile as its submitter just read it, for the check that its candidates can run
     /// the work (read again when it is another one). The start's transaction reads its own.
     pub profile: Option<Profile>,
-}
-
-/// The result of a submitted input.
-#[derive(Debug, Clone)]
-pub struct Applied {
-    /// The authoritative snapshot after the input and the transitions its effects caused.
-    pub snapshot: RouteSnapshot,
-    /// Whether the input itself changed the route.
-    pub changed: bool,
-    pub verdict: Option<Box<Verdict>>,
 }
 
 /// Counters of the group-commit writer, for benchmarks.
@@ -216,6 +170,8 @@ pub struct Engine {
     checkpointing: AtomicBool,
     /// This server's metrics (a recorder of its own).
     metrics: Metrics,
+    /// The engine's own stop: its phase and the tasks it awaits ([`stop`]).
+    stop: stop::Stop,
     me: Weak<Engine>,
 }
 
@@ -259,6 +215,7 @@ impl Engine {
             stats: Stats::default(),
             checkpointing: AtomicBool::new(false),
             metrics,
+            stop: Default::default(),
             me: me.clone(),
         });
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -366,11 +323,11 @@ impl Engine {
         self.dispatchers.live()
     }
 
-    /// The server is stopping and its scheduler has stopped: every attempt in flight is
-    /// stopped and its agent's process group is gone when this returns (bounded; see
-    /// `Dispatcher::shut_down`). Call it before the replica retires, so no other replica takes
-    /// up a route whose agent still runs here.
-    pub async fn stop_attempts(&self) {
+    /// Every attempt in flight is stopped and its agent's process group is gone when this
+    /// returns (bounded; see `Dispatcher::shut_down`). The engine's stop calls it after the
+    /// scheduler ended and before the replica retires, so no other replica takes up a route
+    /// whose agent still runs here.
+    async fn stop_attempts(&self) {
         for dispatcher in self.dispatchers.all() {
             dispatcher.shut_down().await;
         }
@@ -406,6 +363,11 @@ impl Engine {
                 n => i64::try_from(n - 1).ok(),
             },
         }
+    }
+
+    /// The dispatchers' way back to this engine (see [`dispatch::Port`]).
+    fn port(&self) -> Weak<dyn dispatch::Port> {
+        self.me.clone()
     }
 
     fn arc(&self) -> Arc<Engine> {
@@ -496,11 +458,14 @@ impl Engine {
     /// Queues jobs as one delivery: the writer sees all of them at once.
     fn enqueue(&self, batch: Vec<Job>) -> Result<(), EngineError> {
         let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        if self.writer_closed() {
+            return Err(EngineError::Stopping);
+        }
         let tx = match jobs.as_ref() {
             Some(tx) if !tx.is_closed() => tx,
             _ => {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(writer::write_loop(self.me.clone(), rx));
+                self.writer_started(tokio::spawn(writer::write_loop(self.me.clone(), rx)));
                 jobs.insert(tx)
             }
         };
@@ -523,6 +488,7 @@ impl Engine {
         request: ValidatedStartRoute,
         options: StartOptions,
     ) -> Result<RouteSummary, EngineError> {
+        self.accepting()?;
         let engine = self.arc();
         tokio::spawn(async move { engine.start_here(request, options).await })
             .await
@@ -544,7 +510,7 @@ impl Engine {
         };
         let runs = runs(request.caller_kind());
         self.check_work(profile, request.work().cloned(), runs).await?;
-        let ((route, profile, transition), chain) = {
+        let ((route, profile, transition, plan), chain) = {
             let (reply, answer) = oneshot::channel();
             self.enqueue(vec![Job::Start {
                 request,
@@ -555,13 +521,7 @@ impl Engine {
         };
         self.after_commit(&route.id, None, &transition, EventKind::Started, false);
         let latest = self
-            .run_effects(
-                &route.id,
-                transition.effects.clone(),
-                transition.next.clone(),
-                chain,
-                None,
-            )
+            .run_effects(&route.id, plan.acts, transition.next.clone(), chain, None)
             .await;
         let mut summary = route.summary(profile.name);
         summary.snapshot = latest.snapshot();
@@ -571,6 +531,7 @@ impl Engine {
     /// The next prompt of the route's logical session (a new prompt generation), with new work
     /// or the stored one again, fenced by `expected_generation`.
     pub async fn submit_work(&self, route_id: &str, request: WorkRequest) -> Result<Applied, EngineError> {
+        self.accepting()?;
         if let Some(work) = &request.work {
             let problems = policy::input::check_work(work, "work");
             if !problems.is_empty() {
@@ -670,6 +631,7 @@ impl Engine {
         route_id: &str,
         request: ManualActionRequest,
     ) -> Result<ActionOutcome, EngineError> {
+        self.accepting()?;
         let event = RouteEvent::Manual {
             action: request.action,
             expected_generation: request.expected_generation,
@@ -684,6 +646,30 @@ impl Engine {
     /// Circuits, for the API and the UI.
     pub async fn circuits(&self) -> Result<Vec<CircuitView>, EngineError> {
         Ok(self.store.circuits().await?)
+    }
+}
+
+impl dispatch::Port for Engine {
+    fn now(&self) -> DateTime<Utc> {
+        self.clock.now()
+    }
+
+    fn submit_all(
+        &self,
+        inputs: Vec<(String, Input)>,
+    ) -> dispatch::DispatchFuture<'_, Vec<Result<Applied, EngineError>>> {
+        Box::pin(Engine::submit_all(self, inputs))
+    }
+
+    fn update(&self, update: AttemptUpdate) {
+        self.forward_update(update);
+    }
+
+    fn snapshot<'a>(
+        &'a self,
+        route_id: &'a str,
+    ) -> dispatch::DispatchFuture<'a, Result<RouteSnapshot, EngineError>> {
+        Box::pin(async move { Ok(self.route_summary(route_id).await?.snapshot) })
     }
 }
 

@@ -8,24 +8,22 @@
 use super::{
     circuits,
     dispatch::{Launched, Report},
+    held::{self, Standing},
     pending::Pending,
+    plan::Plan,
+    transact::{dispatcher_of, transact, unchanged, Told, TxOutcome},
     EngineError, Input,
 };
+use crate::engine::outbox::Change;
 use crate::store::{
     audit::{AuditActor, AuditInsert},
-    due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, Lease, RouteRow, TimerKind, Tx, Writes,
+    due_ms, new_id, DispatchInsert, DueTimer, HistoryInsert, Lease, RouteRow, TimerKind, Tx,
 };
-use crate::{engine::outbox::Change, metrics::FailureCause};
 use chrono::{DateTime, Utc};
-use classifier::{classify, Verdict};
 use policy::{
-    api::{CallerKind, CandidateTarget, DispatchOutcome, DispatcherKind, Profile, Work},
-    document::ValidatedPolicyDocument,
+    api::Profile,
     input::ValidatedStartRoute,
-    route::{
-        start, step, DispatchState, EventKind, FailureReport, RouteEffect, RouteEvent, RouteState, StateName,
-        Transition, TransitionError,
-    },
+    route::{start, DispatchState, EventKind, RouteEvent, Transition, TransitionError},
 };
 
 /// What a runner does with its lease.
@@ -39,43 +37,6 @@ pub(super) struct LeaseOp {
     pub(super) ack: bool,
 }
 
-/// What one step did.
-// (Short-lived and moved once; boxing `Committed` buys nothing.)
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum TxOutcome {
-    Committed {
-        prev: RouteState,
-        transition: Transition,
-        kind: EventKind,
-        verdict: Option<Box<Verdict>>,
-        /// Held dispatches must look again after the commit (a circuit opened or closed).
-        release_holds: bool,
-        /// What `Launch` needs, when the step asks for one: read in this same transaction, so
-        /// the launch need not read it again.
-        launch: Option<Box<LaunchContext>>,
-    },
-    Unchanged {
-        state: RouteState,
-        effects: Vec<RouteEffect>,
-        verdict: Option<Box<Verdict>>,
-    },
-    Rejected {
-        state: RouteState,
-        error: Option<TransitionError>,
-        verdict: Option<Box<Verdict>>,
-    },
-}
-
-/// The attempt's candidate target and the caller's invocation id, for its dispatcher.
-#[derive(Debug, Clone)]
-pub(crate) struct LaunchContext {
-    pub(crate) target: Option<CandidateTarget>,
-    pub(crate) invocation_id: String,
-    /// The route's work, when the step that asked for the launch had it in hand (a route's
-    /// start); `None`: the dispatcher that wants it reads it.
-    pub(crate) work: Option<Work>,
-}
-
 /// The dispatch a committed step asked to begin (its generation), already begun in the same
 /// transaction: a step that makes an attempt pending and the gate that follows it are one job.
 pub(crate) type Chain = Option<(u64, TxOutcome)>;
@@ -83,8 +44,8 @@ pub(crate) type Chain = Option<(u64, TxOutcome)>;
 /// A job's result: its step and the dispatch it chained.
 pub(crate) type Stepped = (TxOutcome, Chain);
 
-/// A new route's row, its profile and its first transition.
-pub(crate) type Started = (RouteRow, Profile, Transition);
+/// A new route's row, its profile, its first transition and that transition's effects, read.
+pub(crate) type Started = (RouteRow, Profile, Transition, Plan);
 
 // ------------------------------------------------------------------------------------------------
 // Job bodies
@@ -115,26 +76,16 @@ async fn chain(
     outcome: TxOutcome,
     now: DateTime<Utc>,
 ) -> Result<Stepped, EngineError> {
-    let TxOutcome::Committed { transition, .. } = &outcome else {
+    let TxOutcome::Committed { transition, plan, .. } = &outcome else {
         return Ok((outcome, None));
     };
-    for effect in &transition.effects {
-        match effect {
-            RouteEffect::ArmTimer { .. }
-            | RouteEffect::CancelTimer
-            | RouteEffect::NotifyPerson { .. }
-            | RouteEffect::AbortDispatch { .. } => {}
-            RouteEffect::BeginDispatch { generation, .. } => {
-                // The row as this transaction writes it: no need to read it.
-                route.state = transition.next.clone();
-                let begun = begin_loaded(tx, pending, route, Some(profile), *generation, now).await?;
-                let generation = *generation;
-                return Ok((outcome, Some((generation, begun))));
-            }
-            _ => return Ok((outcome, None)),
-        }
-    }
-    Ok((outcome, None))
+    let Some(generation) = plan.chained_begin() else {
+        return Ok((outcome, None));
+    };
+    // The row as this transaction writes it: no need to read it.
+    route.state = transition.next.clone();
+    let begun = begin_loaded(tx, pending, route, Some(profile), generation, now).await?;
+    Ok((outcome, Some((generation, begun))))
 }
 
 /// The dispatch gate for the pending attempt at `generation`, and its step: `dispatch_started`
@@ -176,7 +127,55 @@ async fn begin_loaded(
         None => RouteEvent::DispatchStarted { generation },
         Some(hold) => RouteEvent::DispatchHeld { generation, hold },
     };
-    transact(tx, pending, route, profile, Input::Event(event), now).await
+    let standing = match event {
+        RouteEvent::DispatchStarted { .. } => held::standing(tx, pending, &route, profile, now).await?,
+        _ => Standing::Fresh,
+    };
+    // Only a refused start needs the row again, for the refusal's step.
+    let refused = (standing == Standing::Blocked).then(|| route.clone());
+    let mut outcome = transact(tx, pending, route, profile, Input::Event(event), now).await?;
+    // Recorded as started, then refused in the same transaction: no dispatcher is asked. The
+    // start is told before its refusal, as every committed change is.
+    if let Some(mut route) = refused {
+        let TxOutcome::Committed {
+            prev,
+            transition,
+            kind,
+            release_holds,
+            ..
+        } = outcome
+        else {
+            return Ok(outcome);
+        };
+        tracing::warn!(
+            route_id = route.id,
+            candidate = transition.next.candidate().id,
+            "not started: an agent session holds this prompt's output; starting it elsewhere would replay it"
+        );
+        route.state = transition.next.clone();
+        let refusal = held::refusal(route.state.generation());
+        let mut refused = transact(tx, pending, route, profile, Input::Event(refusal), now).await?;
+        if let TxOutcome::Committed { earlier, .. } = &mut refused {
+            *earlier = Some(Box::new(Told {
+                prev,
+                transition,
+                kind,
+                release_holds,
+            }));
+        }
+        return Ok(refused);
+    }
+    if let (
+        Standing::Load(row),
+        TxOutcome::Committed {
+            launch: Some(context),
+            ..
+        },
+    ) = (standing, &mut outcome)
+    {
+        context.resume = Some(row);
+    }
+    Ok(outcome)
 }
 
 /// Switching: each candidate's eligibility (circuits read in this transaction), then the step
@@ -391,14 +390,6 @@ pub(crate) async fn lease(
     Ok(Some(lease))
 }
 
-fn unchanged(state: RouteState) -> TxOutcome {
-    TxOutcome::Unchanged {
-        state,
-        effects: Vec::new(),
-        verdict: None,
-    }
-}
-
 /// A new route: its row, its first transition and its history row; then the dispatch that
 /// transition asks to begin.
 pub(crate) async fn start_route(
@@ -504,305 +495,21 @@ pub(crate) async fn start_route(
     pending
         .observed
         .transition(&id, None, &transition.next, EventKind::Started, None);
+    let plan = Plan::of(&transition.effects);
     let started_outcome = TxOutcome::Committed {
         prev: transition.next.clone(),
         transition: transition.clone(),
         kind: EventKind::Started,
         verdict: None,
+        plan: plan.clone(),
         release_holds: false,
         launch: None,
+        earlier: None,
     };
     let (_, mut chained) = chain(tx, pending, route.clone(), &profile, started_outcome, now).await?;
     // The attempt it launches runs the work this start stores: no need to read it back.
     if let Some((_, TxOutcome::Committed { launch: Some(l), .. })) = chained.as_mut() {
         l.work = request.work().cloned();
     }
-    Ok(((route, profile, transition), chained))
-}
-
-/// The dispatcher that runs the state's attempt: its candidate's, unless the caller runs the
-/// route's attempts itself (they are leased: `external`).
-fn dispatcher_of(caller: CallerKind, profile: &Profile, state: &RouteState) -> DispatcherKind {
-    let target = profile
-        .target(&state.candidate().id)
-        .map_or(DispatcherKind::External, |t| t.dispatcher);
-    super::dispatch::dispatcher_for(caller, target)
-}
-
-/// The transition owner's body: classify evidence against the route's current generation and
-/// the profile's current policy, step the route machine, and queue the compare-and-set, the
-/// history row, the dispatch records, the timer row and the circuit changes.
-pub(crate) async fn transact(
-    tx: &mut Tx<'_>,
-    pending: &mut Pending,
-    route: RouteRow,
-    profile: &Profile,
-    input: Input,
-    now: DateTime<Utc>,
-) -> Result<TxOutcome, EngineError> {
-    let route_id = route.id.as_str();
-    let prev = route.state;
-    let mut new_work = None;
-    let mut result = None;
-    let mut adopt = false;
-    let (event, verdict) = match input {
-        Input::Event(e) => (e, None),
-        Input::Orphaned => {
-            // Read with the row locked: another replica may have taken the route up since it
-            // was found orphaned, or its owner may have renewed its lease.
-            if tx.owner_alive(route_id, now).await? {
-                return Ok(TxOutcome::Unchanged {
-                    state: prev,
-                    effects: Vec::new(),
-                    verdict: None,
-                });
-            }
-            adopt = true;
-            (RouteEvent::Restarted, None)
-        }
-        Input::Succeeded {
-            generation,
-            result: body,
-        } => {
-            result = Some(body);
-            (RouteEvent::Succeeded { generation }, None)
-        }
-        Input::Work {
-            expected_generation,
-            work,
-        } => {
-            new_work = work;
-            (RouteEvent::WorkSubmitted { expected_generation }, None)
-        }
-        Input::Finish { after } => {
-            let idle = prev.state_name() == StateName::Active && prev.attempt().is_none();
-            if !idle || prev.generation() <= after {
-                return Ok(unchanged(prev));
-            }
-            let expected_generation = prev.generation();
-            (RouteEvent::Complete { expected_generation }, None)
-        }
-        Input::Evidence(env) => {
-            let mut env = *env;
-            env.active_generation = Some(prev.generation());
-            let verdict = classify(&env, now);
-            let policy = ValidatedPolicyDocument::try_from(profile.policy.clone())
-                .ok()
-                .and_then(|doc| doc.candidate(&prev.candidate().id).cloned());
-            let report = FailureReport {
-                evidence_generation: env.generation.unwrap_or(0),
-                classification: verdict.classification.clone(),
-                gate: verdict.gate,
-                policy,
-            };
-            (RouteEvent::Failed(Box::new(report)), Some(Box::new(verdict)))
-        }
-    };
-    let kind = event.kind();
-    let cause = match &event {
-        RouteEvent::Failed(report) => Some(FailureCause {
-            class: report.classification.class,
-            code: report.classification.code,
-        }),
-        _ => None,
-    };
-    let transition = match step(&prev, event, now) {
-        Ok(t) => t,
-        Err(error) => {
-            return Ok(TxOutcome::Rejected {
-                state: prev,
-                error: Some(error),
-                verdict,
-            })
-        }
-    };
-    if !transition.changed {
-        if adopt {
-            // Taken up with nothing to change (its launch, if any, follows): it is this
-            // replica's now, so no other takes it up again.
-            pending.writes.adopt(route_id, prev.generation());
-        }
-        // An unchanged hold keeps its timer (a restart may have come between).
-        if let (EventKind::DispatchHeld, Some(hold)) = (kind, prev.hold()) {
-            pending.writes.upsert_timer(
-                route_id,
-                TimerKind::CircuitHold,
-                prev.generation(),
-                due_ms(hold.until),
-                None,
-            );
-        }
-        return Ok(TxOutcome::Unchanged {
-            state: prev,
-            effects: transition.effects,
-            verdict,
-        });
-    }
-    pending.cas_route(route_id, prev.generation(), &transition.next, now);
-    // Circuits (rare: a success closes, a scoped failure opens; these read, so they flush
-    // first), then the rest of the step's writes, queued for the job's one round trip.
-    let changes = circuits::maintain(
-        tx,
-        pending,
-        route_id,
-        &prev,
-        &transition.next,
-        kind,
-        verdict.as_deref(),
-        profile,
-        now,
-    )
-    .await?;
-    if !changes.keeps_probing {
-        // A lease given back releases the holds when the writes are flushed.
-        pending.release_probe_leases(route_id, now);
-    }
-    let writes = &mut pending.writes;
-    writes.history(HistoryInsert {
-        route_id,
-        at: now,
-        event: kind,
-        from: Some(prev.state_name()),
-        next: &transition.next,
-        profile_revision: profile.revision,
-        decision_json: transition.decision.as_ref().map(crate::store::to_json),
-        classification_json: verdict.as_ref().map(|v| crate::store::to_json(&v.classification)),
-    });
-    // The outbox: what this transition is worth telling, in this same transaction.
-    pending.tell(&Change {
-        route_id,
-        caller: &route.caller,
-        title: route.title.as_deref(),
-        profile,
-        prev: Some(&prev),
-        transition: &transition,
-        circuits: &changes.moved,
-        now,
-    });
-    let writes = &mut pending.writes;
-    let settled = maintain_dispatches(
-        writes,
-        route_id,
-        route.caller.kind,
-        &prev,
-        &transition.next,
-        kind,
-        profile,
-        now,
-    )
-    .map(|outcome| (outcome, cause));
-    maintain_timer(writes, route_id, &prev, &transition);
-    if let Some(work) = &new_work {
-        writes.put_work(route_id, work, now);
-    }
-    if let Some(body) = &result {
-        writes.put_result(route_id, prev.generation(), body, now);
-    }
-    if changes.release {
-        writes.release_holds(now);
-    }
-    pending
-        .observed
-        .transition(route_id, Some(&prev), &transition.next, kind, settled);
-    let launch = transition
-        .effects
-        .iter()
-        .any(|e| matches!(e, RouteEffect::Launch { .. }))
-        .then(|| {
-            Box::new(LaunchContext {
-                target: profile
-                    .target(&transition.next.candidate().id)
-                    .cloned()
-                    .map(|t| super::dispatch::launched_as(route.caller.kind, t)),
-                invocation_id: route.caller.invocation_id.clone(),
-                work: None,
-            })
-        });
-    Ok(TxOutcome::Committed {
-        prev,
-        transition,
-        kind,
-        verdict,
-        release_holds: changes.release,
-        launch,
-    })
-}
-
-/// Keeps the route's one timer row in step with the transition: the timer its `ArmTimer` effect
-/// arms (a wait's deadline, or a held attempt's re-check, at the new generation: the effect is
-/// the one source of the due time), or none. A step from a state that can have had no row (no
-/// deadline, no hold, no attempt in flight whose report may be scheduled) skips the statement.
-fn maintain_timer(writes: &mut Writes, route_id: &str, prev: &RouteState, t: &Transition) {
-    let armed = t.effects.iter().find_map(|e| match e {
-        RouteEffect::ArmTimer { deadline, generation } => Some((*deadline, *generation)),
-        _ => None,
-    });
-    if let Some((due, generation)) = armed {
-        let kind = match t.next.hold() {
-            Some(_) => TimerKind::CircuitHold,
-            None => TimerKind::Deadline,
-        };
-        writes.upsert_timer(route_id, kind, generation, due_ms(due), None);
-    } else if prev.deadline().is_some() || prev.hold().is_some() || prev.attempt().is_some() {
-        writes.delete_timer(route_id);
-    }
-}
-
-/// Keeps the dispatch records in step with the transition; returns the outcome of the record it
-/// settled, if any.
-#[allow(clippy::too_many_arguments)]
-fn maintain_dispatches(
-    writes: &mut Writes,
-    route_id: &str,
-    caller: CallerKind,
-    prev: &RouteState,
-    next: &RouteState,
-    kind: EventKind,
-    profile: &Profile,
-    now: DateTime<Utc>,
-) -> Option<DispatchOutcome> {
-    let p = prev.attempt();
-    let n = next.attempt();
-    let mut settled = None;
-    if let Some(p) = p {
-        if n.map(|n| n.number) != Some(p.number) {
-            let outcome = match (p.dispatch, kind) {
-                (_, EventKind::Succeeded) => DispatchOutcome::Succeeded,
-                (DispatchState::Started, EventKind::Failed) => DispatchOutcome::Failed,
-                (DispatchState::Started, EventKind::Restarted | EventKind::LeaseExpired) => {
-                    DispatchOutcome::Ambiguous
-                }
-                (DispatchState::Pending, _) => DispatchOutcome::Superseded,
-                (DispatchState::Started, _) => DispatchOutcome::Aborted,
-            };
-            writes.settle_dispatch(route_id, p.number, outcome, now);
-            settled = Some(outcome);
-            if p.dispatch == DispatchState::Started
-                && dispatcher_of(caller, profile, prev) == DispatcherKind::External
-            {
-                // The attempt is over: so is any runner's lease on it.
-                writes.delete_lease(route_id);
-            }
-        }
-    }
-    if let Some(n) = n {
-        let is_new = p.map(|p| p.number) != Some(n.number);
-        if is_new {
-            writes.insert_dispatch(DispatchInsert {
-                route_id,
-                attempt: n.number,
-                candidate_id: &next.candidate().id,
-                kind: n.kind,
-                dispatcher: dispatcher_of(caller, profile, next),
-                generation: next.generation(),
-                at: now,
-            });
-        }
-        let started_now = n.dispatch == DispatchState::Started
-            && (is_new || p.is_some_and(|p| p.dispatch == DispatchState::Pending));
-        if started_now {
-            writes.mark_dispatch_started(route_id, n.number, next.generation(), now);
-        }
-    }
-    settled
+    Ok(((route, profile, transition, plan), chained))
 }

@@ -3,7 +3,7 @@
 //!
 //! How a value travels:
 //! 1. A route transition commits in the engine's writer; in the same transaction
-//!    [`outbox::queue`] (the one call, from `engine/tx.rs`) asks `policy::notify` what the
+//!    [`outbox::queue`] (the one call, from `engine/transact.rs`) asks `policy::notify` what the
 //!    transition is worth telling and to which channels the profile's rules send it, and queues
 //!    one event row (the body every channel builds on; in the in-app list when a rule says so)
 //!    and one delivery row per configured channel.

@@ -1,14 +1,19 @@
-//! Bookkeeping of the `acp` dispatcher, outside the engine's writer on purpose (no route
-//! transition depends on it):
+//! The `acp` dispatcher's agents:
 //! - `agent_processes`: ACP agent process groups that are running (or that a crashed Recourse
-//!   left running). A row is written right after an agent is spawned and before it is
+//!   left running), bookkeeping outside the engine's writer on purpose (no route transition
+//!   depends on it). A row is written right after an agent is spawned and before it is
 //!   prompted, deleted once the process is gone; at boot every group still alive whose start
 //!   time matches is stopped (see `engine::dispatch::acp`).
 //! - `resumable_sessions`: a route's agent session that holds its current prompt generation's
 //!   output and that a retry can load (the gate's one exception; see
-//!   `engine::dispatch::acp::resume`).
+//!   `engine::held`). Written and forgotten by the writer, in the transaction
+//!   of the transition that grants or ends it ([`Writes::keep_resumable`]); read in the
+//!   transaction that starts an attempt.
 
-use super::{sql, Store, StoreError};
+use super::{
+    sql::{self, Bind},
+    Store, StoreError, Tx, Writes,
+};
 use std::sync::LazyLock;
 
 /// This machine's host name, as agent process rows are kept by (`''` when unreadable).
@@ -146,41 +151,20 @@ pub(crate) struct ResumableRow {
     pub(crate) work_digest: String,
 }
 
-impl Store {
-    /// Records (or replaces) the route's resumable session.
-    pub(crate) async fn keep_resumable_session(
-        &self,
-        row: &ResumableRow,
-        at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        sql::query(
-            "INSERT INTO resumable_sessions (route_id, candidate_id, agent_id, session_id, generation, cycle, \
-             work_digest, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT(route_id) DO UPDATE SET candidate_id = excluded.candidate_id, agent_id = excluded.agent_id, \
-             session_id = excluded.session_id, generation = excluded.generation, cycle = excluded.cycle, \
-             work_digest = excluded.work_digest, recorded_at = excluded.recorded_at",
-        )
-        .bind(&row.route_id)
-        .bind(&row.candidate_id)
-        .bind(&row.agent_id)
-        .bind(&row.session_id)
-        .bind(super::gen_i64(row.generation))
-        .bind(i64::from(row.cycle))
-        .bind(&row.work_digest)
-        .bind(super::ts(at))
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
+impl Store {}
 
+impl Tx<'_> {
     /// The route's resumable session, if it has one.
-    pub(crate) async fn resumable_session(&self, route_id: &str) -> Result<Option<ResumableRow>, StoreError> {
+    pub(crate) async fn resumable_session(
+        &mut self,
+        route_id: &str,
+    ) -> Result<Option<ResumableRow>, StoreError> {
         let row = sql::query(
             "SELECT candidate_id, agent_id, session_id, generation, cycle, work_digest \
              FROM resumable_sessions WHERE route_id = ?",
         )
         .bind(route_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.conn)
         .await?;
         row.map(|r| {
             Ok(ResumableRow {
@@ -201,13 +185,35 @@ impl Store {
         })
         .transpose()
     }
+}
 
-    /// Forgets the route's resumable session.
-    pub(crate) async fn forget_resumable_session(&self, route_id: &str) -> Result<(), StoreError> {
-        sql::query("DELETE FROM resumable_sessions WHERE route_id = ?")
-            .bind(route_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+impl Writes {
+    /// Records (or replaces) the route's resumable session, at `at`.
+    pub(crate) fn keep_resumable(&mut self, row: &ResumableRow, at: DateTime<Utc>) {
+        self.push_binds(
+            "INSERT INTO resumable_sessions (route_id, candidate_id, agent_id, session_id, generation, cycle, \
+             work_digest, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT(route_id) DO UPDATE SET candidate_id = excluded.candidate_id, agent_id = excluded.agent_id, \
+             session_id = excluded.session_id, generation = excluded.generation, cycle = excluded.cycle, \
+             work_digest = excluded.work_digest, recorded_at = excluded.recorded_at",
+            vec![
+                Bind::from(row.route_id.as_str()),
+                Bind::from(row.candidate_id.as_str()),
+                Bind::from(row.agent_id.as_str()),
+                Bind::from(row.session_id.as_str()),
+                Bind::from(super::gen_i64(row.generation)),
+                Bind::from(i64::from(row.cycle)),
+                Bind::from(row.work_digest.as_str()),
+                Bind::from(super::ts(at)),
+            ],
+        );
+    }
+
+    /// Forgets the route's resumable session (a success ended what it held).
+    pub(crate) fn forget_resumable(&mut self, route_id: &str) {
+        self.push_binds(
+            "DELETE FROM resumable_sessions WHERE route_id = ?",
+            vec![Bind::from(route_id)],
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! The work a route carries (design contract 7), one row per route, written in the writer's
 //! transaction with the route start or the new prompt generation that brings it.
 
-use super::{sql, Store, StoreError, Writes};
+use super::{sql, Store, StoreError, Tx, Writes};
 use chrono::{DateTime, Utc};
 use policy::api::Work;
 
@@ -22,6 +22,18 @@ impl Store {
         let json: Option<String> = sql::query("SELECT work_json FROM route_work WHERE route_id = ?")
             .bind(route_id)
             .scalar_optional(&self.pool)
+            .await?;
+        json.map(|j| super::json("route_work", route_id, "work", &j))
+            .transpose()
+    }
+}
+
+impl Tx<'_> {
+    /// The route's current work, as this transaction sees it.
+    pub(crate) async fn route_work(&mut self, route_id: &str) -> Result<Option<Work>, StoreError> {
+        let json: Option<String> = sql::query("SELECT work_json FROM route_work WHERE route_id = ?")
+            .bind(route_id)
+            .scalar_optional(&mut *self.conn)
             .await?;
         json.map(|j| super::json("route_work", route_id, "work", &j))
             .transpose()

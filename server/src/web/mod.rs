@@ -172,7 +172,7 @@ pub const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5)
 /// path (and a path may carry a secret pasted in the wrong place).
 async fn server_fn(State(state): State<AppState>, req: Request<Body>) -> Response {
     if crate::auth::rules::registered_server_fn(req.uri().path()).is_none() {
-        return crate::auth::error_body(
+        return crate::failure::error_body(
             StatusCode::NOT_FOUND,
             "not_found",
             "Nothing is served at this path: see /api/openapi.json.".to_owned(),

@@ -310,8 +310,13 @@ impl Harness {
     /// A harness whose engine runs the agents and endpoints of `config` (TOML, the format of
     /// `recourse serve --config`), on a fresh database.
     pub async fn with_config(dir: tempfile::TempDir, config: &str) -> Harness {
+        Harness::with_dir_config(dir, t0(), config).await
+    }
+
+    /// [`Harness::with_config`] on the database already in `dir` (a restart), at `now`.
+    pub async fn with_dir_config(dir: tempfile::TempDir, now: DateTime<Utc>, config: &str) -> Harness {
         let config = server::config::RunnerConfig::parse(config).expect("a valid configuration");
-        Harness::open_with_runners(dir, t0(), server::config::Runners::new(config)).await
+        Harness::open_with_runners(dir, now, server::config::Runners::new(config)).await
     }
 
     /// Starts a route carrying `work`; returns its id.

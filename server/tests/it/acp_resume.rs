@@ -315,6 +315,7 @@ async fn a_persons_skip_during_the_resumable_wait_starts_no_other_candidate_unti
         json!([output_then_overload(true)]),
     );
     let h = harness(&[&main]).await;
+    let mut live = h.engine.subscribe();
     let p = h
         .profile(json!({"name": "skip", "targets": [main.target("main"), sim("backup", "openai", json!([succeed()]))],
           "policy": {"version": 1, "candidates": [
@@ -336,6 +337,27 @@ async fn a_persons_skip_during_the_resumable_wait_starts_no_other_candidate_unti
     let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
     assert_eq!(s["candidate_id"], "backup", "{s}");
     assert_eq!(h.launches(&r).await, 0, "the backup never ran");
+    // Live pages were told every change, the refused start too (it committed with its
+    // refusal, in one transaction).
+    h.engine.events_delivered().await.unwrap();
+    let mut told = Vec::new();
+    while let Ok(e) = live.try_recv() {
+        if e.route_id == r {
+            told.push((e.payload.generation, e.payload.event.as_str().to_owned()));
+        }
+    }
+    let history: Vec<(u64, String)> = h.route(&r).await["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["generation"].as_u64().unwrap(),
+                row["event"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(told, history, "every committed change, once, in order");
     // A second, explicit decision from manual recovery starts a new cycle: it runs.
     let (status, out) = h
         .post(

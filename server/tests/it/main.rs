@@ -37,6 +37,7 @@ mod editor;
 mod editor_fake_agents;
 mod editor_leases;
 mod engine;
+mod engine_stop;
 mod events;
 mod gateway;
 mod gateway_agent;

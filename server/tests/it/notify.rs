@@ -19,6 +19,7 @@ use common::{
     unknown_error, Harness,
 };
 use serde_json::{json, Value};
+use server::engine::Task;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(20);
@@ -53,11 +54,12 @@ async fn quiet_harness(config: &str) -> Harness {
     Harness::with_config(tempfile::tempdir().unwrap(), config).await
 }
 
+/// Starts the delivery worker as `recourse serve` does: one of the engine's tasks, ended by its
+/// stop.
 fn start_worker(h: &Harness) {
-    tokio::spawn(server::notify::worker::run(
-        h.engine.clone(),
-        std::future::pending(),
-    ));
+    let engine = h.engine.clone();
+    h.engine
+        .spawn_task(Task::Work, |stop| server::notify::worker::run(engine, stop));
 }
 
 /// Waits until no delivery is being attempted (none holds a lease). With the clock still, none
@@ -498,13 +500,10 @@ async fn receivers_on_addresses_the_operator_did_not_allow_get_no_request() {
 }
 
 #[tokio::test]
-async fn a_stopping_worker_settles_the_delivery_it_was_sending_before_it_returns() {
+async fn the_engines_stop_waits_for_the_delivery_being_sent_and_settles_it_before_the_writer_ends() {
     let gated = Receiver::start(Mode::Gated).await;
     let h = quiet_harness(&config(&[("gated", &gated)], 3)).await;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = tokio::spawn(server::notify::worker::run(h.engine.clone(), async move {
-        let _ = stopped.await;
-    }));
+    start_worker(&h);
     let p = profile(
         &h,
         0,
@@ -519,18 +518,20 @@ async fn a_stopping_worker_settles_the_delivery_it_was_sending_before_it_returns
         .await
         .unwrap()
         .unwrap();
-    stop.send(()).unwrap();
-    // The test runs on one thread: yielding lets the worker see the stop.
+    let engine = h.engine.clone();
+    let stopping = tokio::spawn(async move { engine.shutdown().await });
+    // The test runs on one thread: yielding lets the stop reach the worker.
     for _ in 0..8 {
         tokio::task::yield_now().await;
     }
     assert!(
-        !worker.is_finished(),
-        "the worker returned while the attempt it had started was still waiting for its answer"
+        !stopping.is_finished(),
+        "the engine stopped while the worker's attempt was still waiting for its answer"
     );
     gated.open_gate();
-    tokio::time::timeout(LIMIT, worker).await.unwrap().unwrap();
-    // Settled before the worker returned: not left leased, to be sent again after the stop.
+    tokio::time::timeout(LIMIT, stopping).await.unwrap().unwrap();
+    // Settled through the writer before it ended: not left leased, to be sent again after the
+    // stop.
     let rows = deliveries(&h, "").await;
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert_eq!(

@@ -30,6 +30,7 @@ use classifier::Envelope;
 use policy::{
     api::{CallerKind, CandidateTarget, DispatcherKind, Work},
     route::{DispatchState, RouteEvent},
+    wire::RouteSnapshot,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,7 +41,10 @@ use std::{
     sync::{Arc, Weak},
 };
 
-use super::{Applied, Engine, EngineError, Input};
+use super::{
+    error::EngineError,
+    input::{Applied, AttemptUpdate, HeldSession, Input},
+};
 use crate::{config::RunnerConfig, store::Store};
 
 /// A boxed, sendable future.
@@ -63,6 +67,9 @@ pub(crate) struct LaunchRequest {
     pub(crate) now: DateTime<Utc>,
     /// The way back to the route, for a dispatcher that reports later.
     pub(crate) reporter: Reporter,
+    /// The session this attempt loads (the retry a session holding the route's output waits
+    /// for; the engine decided it in the transaction that started the attempt).
+    pub(crate) resume: Option<crate::store::ResumableRow>,
 }
 
 /// The dispatcher that runs an attempt of a route whose caller is `caller` on a candidate whose
@@ -104,31 +111,65 @@ impl Report {
             Report::Succeeded { result: None } => Input::Event(RouteEvent::Succeeded { generation }),
             Report::Succeeded { result: Some(result) } => Input::Succeeded { generation, result },
             Report::Failed { envelope } => {
-                let mut env = Envelope::from_value(&envelope)
-                    .map(Envelope::into_owned)
-                    .unwrap_or_default();
-                env.generation = Some(generation);
-                Input::Evidence(Box::new(env))
+                Input::Evidence(evidence(&envelope, generation).unwrap_or_else(|| unparsed(generation)))
             }
         }
     }
 }
 
+/// A dispatcher's evidence envelope, typed (its one parse), for the attempt started at
+/// `generation`; `None` when it does not parse.
+fn evidence(envelope: &Value, generation: u64) -> Option<Box<Envelope<'static>>> {
+    let mut env = Envelope::from_value(envelope).ok()?.into_owned();
+    env.generation = Some(generation);
+    Some(Box::new(env))
+}
+
+/// What stands for evidence that does not parse: no items, for the attempt started at
+/// `generation` (it classifies as unclassified and stops for a person).
+fn unparsed(generation: u64) -> Box<Envelope<'static>> {
+    let mut env = Envelope::default();
+    env.generation = Some(generation);
+    Box::new(env)
+}
+
 /// A dispatcher's way back to the route, for one started attempt: its report (once) goes
 /// through the writer like any other step, fenced by the attempt's generation, so a late or
 /// stale one changes nothing; live updates go to the route's event stream.
+/// The dispatchers' one way back to the route engine, which implements it: submit what an
+/// attempt came to, forward its live updates, read the route's snapshot. A dispatcher never
+/// holds the engine: its [`Reporter`] holds this port, weakly (a report after the engine is
+/// gone is dropped).
+pub(crate) trait Port: Send + Sync + 'static {
+    /// The engine's clock now (the injected clock).
+    fn now(&self) -> DateTime<Utc>;
+
+    /// Submits inputs to routes as one delivery to the writer (they commit together); one
+    /// answer per input, in order.
+    fn submit_all(
+        &self,
+        inputs: Vec<(String, Input)>,
+    ) -> DispatchFuture<'_, Vec<Result<Applied, EngineError>>>;
+
+    /// Sends a running attempt's live update to the route's listeners and transcript.
+    fn update(&self, update: AttemptUpdate);
+
+    /// The route's current snapshot.
+    fn snapshot<'a>(&'a self, route_id: &'a str) -> DispatchFuture<'a, Result<RouteSnapshot, EngineError>>;
+}
+
 #[derive(Clone)]
 pub(crate) struct Reporter {
-    engine: Weak<Engine>,
+    port: Weak<dyn Port>,
     route_id: String,
     attempt: u32,
     generation: u64,
 }
 
 impl Reporter {
-    pub(crate) fn new(engine: Weak<Engine>, route_id: &str, attempt: u32, generation: u64) -> Reporter {
+    pub(crate) fn new(port: Weak<dyn Port>, route_id: &str, attempt: u32, generation: u64) -> Reporter {
         Reporter {
-            engine,
+            port,
             route_id: route_id.to_owned(),
             attempt,
             generation,
@@ -138,60 +179,89 @@ impl Reporter {
     /// The engine's clock now (the injected clock), to date evidence; `None` once the engine
     /// is gone.
     pub(crate) fn now(&self) -> Option<DateTime<Utc>> {
-        self.engine.upgrade().map(|e| e.now())
+        self.port.upgrade().map(|p| p.now())
+    }
+
+    /// Submits this attempt's inputs as one delivery; the first one's answer.
+    async fn submit(&self, inputs: Vec<Input>) -> Result<Applied, EngineError> {
+        let port = self.port.upgrade().ok_or(EngineError::Task)?;
+        let inputs = inputs
+            .into_iter()
+            .map(|input| (self.route_id.clone(), input))
+            .collect();
+        let results = port.submit_all(inputs).await;
+        results.into_iter().next().unwrap_or(Err(EngineError::Task))
     }
 
     /// Reports the attempt's outcome.
     pub(crate) async fn report(&self, report: Report) -> Result<Applied, EngineError> {
-        let engine = self.engine.upgrade().ok_or(EngineError::Task)?;
-        engine
-            .submit(&self.route_id, report.into_input(self.generation))
-            .await
+        self.submit(vec![report.into_input(self.generation)]).await
     }
 
     /// Reports a success whose answer the caller already has, with the route's completion (a
     /// one-prompt caller: [`Input::Finish`]) in the same delivery, so one commit holds both.
     /// The success's own result is returned.
     pub(crate) async fn report_finished(&self, report: Report) -> Result<Applied, EngineError> {
-        let engine = self.engine.upgrade().ok_or(EngineError::Task)?;
-        let inputs = vec![
-            (self.route_id.clone(), report.into_input(self.generation)),
-            (
-                self.route_id.clone(),
-                Input::Finish {
-                    after: self.generation,
-                },
-            ),
-        ];
-        let results = engine.submit_all(inputs).await;
-        results.into_iter().next().unwrap_or(Err(EngineError::Task))
+        self.submit(vec![
+            report.into_input(self.generation),
+            Input::Finish {
+                after: self.generation,
+            },
+        ])
+        .await
     }
 
-    /// Reports a failure whose prompt generation's output is held by a provider-native session a
-    /// retry can load (the `acp` dispatcher, for an agent that advertised `loadSession`): the
-    /// envelope carries the resume fact for this attempt's generation, which only this path
-    /// can set (see the classifier's gate).
+    /// Reports a failure whose output a provider-native session still holds (the `acp`
+    /// dispatcher, for an agent that advertised `loadSession`): the engine decides in the
+    /// failure's transaction whether a retry may load it ([`Input::Resumable`]), which only
+    /// this path can ask for (see the classifier's gate).
     pub(crate) async fn report_resumable(
         &self,
         envelope: Value,
-        session_id: &str,
+        session: HeldSession,
     ) -> Result<Applied, EngineError> {
-        let engine = self.engine.upgrade().ok_or(EngineError::Task)?;
-        let mut input = Report::Failed { envelope }.into_input(self.generation);
-        if let Input::Evidence(env) = &mut input {
-            env.resume = Some(classifier::envelope::Resume {
-                session_id: session_id.to_owned(),
-                generation: self.generation,
-            });
-        }
-        engine.submit(&self.route_id, input).await
+        self.report_evidence(&envelope, |envelope| Input::Resumable {
+            envelope,
+            session: Box::new(session),
+        })
+        .await
+    }
+
+    /// Reports a turn the agent ended normally (ACP `end_turn`), with the session that holds
+    /// its output if a retry could load it: the engine classifies its evidence once, in the
+    /// report's transaction, and takes it as a success unless it carries a failure signal
+    /// ([`Input::Answered`]). Evidence that does not parse is a failure.
+    pub(crate) async fn report_answered(
+        &self,
+        envelope: Value,
+        session: Option<HeldSession>,
+    ) -> Result<Applied, EngineError> {
+        self.report_evidence(&envelope, |envelope| Input::Answered {
+            envelope,
+            session: session.map(Box::new),
+        })
+        .await
+    }
+
+    /// Submits this attempt's evidence, typed, as the input `into` makes of it; evidence that
+    /// does not parse is reported as failed evidence with no items (it stops for a person).
+    async fn report_evidence(
+        &self,
+        envelope: &Value,
+        into: impl FnOnce(Box<Envelope<'static>>) -> Input,
+    ) -> Result<Applied, EngineError> {
+        let input = match evidence(envelope, self.generation) {
+            Some(envelope) => into(envelope),
+            None => Input::Evidence(unparsed(self.generation)),
+        };
+        self.submit(vec![input]).await
     }
 
     /// Forwards one live update of the attempt (an ACP `session/update`, bounded) to the
     /// route's event stream.
     pub(crate) fn update(&self, update: Value) {
-        if let Some(engine) = self.engine.upgrade() {
-            engine.forward_update(super::AttemptUpdate {
+        if let Some(port) = self.port.upgrade() {
+            port.update(AttemptUpdate {
                 route_id: self.route_id.clone(),
                 attempt: self.attempt,
                 generation: self.generation,
@@ -203,12 +273,12 @@ impl Reporter {
     /// Whether the route is still running this attempt (a dispatcher checks before it acts on
     /// its own, e.g. before it reports a timeout).
     pub(crate) async fn is_current(&self) -> bool {
-        let Some(engine) = self.engine.upgrade() else {
+        let Some(port) = self.port.upgrade() else {
             return false;
         };
-        engine.route_summary(&self.route_id).await.is_ok_and(|r| {
-            r.snapshot.generation == self.generation
-                && r.snapshot
+        port.snapshot(&self.route_id).await.is_ok_and(|snapshot| {
+            snapshot.generation == self.generation
+                && snapshot
                     .attempt
                     .is_some_and(|a| a.number == self.attempt && a.dispatch == DispatchState::Started)
         })
@@ -284,26 +354,15 @@ pub(crate) struct Dispatchers {
 impl Dispatchers {
     /// The built-in dispatchers.
     pub(crate) fn new(store: Store) -> Dispatchers {
-        // While an agent session holds a route's output, only a retry in that session runs it
-        // (`acp::resume`): the other dispatchers are guarded.
-        let resumes = acp::resume::Resumes::new(store.clone());
-        let guard = |d: Arc<dyn Dispatcher>| acp::resume::Guard::wrap(d, &resumes);
-        let awaiting: Arc<dyn Dispatcher> = guard(Arc::new(awaiting::Awaiting));
         let mut by_kind: HashMap<DispatcherKind, Arc<dyn Dispatcher>> = HashMap::new();
-        by_kind.insert(
-            DispatcherKind::Acp,
-            Arc::new(acp::Acp::new(store.clone(), resumes.clone())),
-        );
+        by_kind.insert(DispatcherKind::Acp, Arc::new(acp::Acp::new(store.clone())));
         by_kind.insert(
             DispatcherKind::Simulated,
-            guard(Arc::new(simulated::Simulated::new(store))),
+            Arc::new(simulated::Simulated::new(store)),
         );
         let live = http::LiveCalls::default();
-        by_kind.insert(
-            DispatcherKind::Http,
-            guard(Arc::new(http::Http::new(live.clone()))),
-        );
-        by_kind.insert(DispatcherKind::External, awaiting);
+        by_kind.insert(DispatcherKind::Http, Arc::new(http::Http::new(live.clone())));
+        by_kind.insert(DispatcherKind::External, Arc::new(awaiting::Awaiting));
         Dispatchers { by_kind, live }
     }
 

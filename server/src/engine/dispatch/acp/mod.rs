@@ -6,9 +6,9 @@
 //! [`protocol`] (the ACP session, all protocol-version-specific handling), [`process`] (the
 //! agent's process group, its environment and working directory, the stderr ring, the exit,
 //! stopping it), [`evidence`] (what was observed, in order, and the evidence envelope), [`run`]
-//! (one attempt from spawn to report), [`resume`] (the replay gate's one exception: a retry
-//! after output that loads the very session holding it, and nothing else meanwhile),
-//! [`check`] (`recourse agents check`: each configured agent started once and asked
+//! (one attempt from spawn to report: a failure whose output the agent's session still holds is
+//! reported with that session, and a retry the engine found that session waits for loads it:
+//! the replay gate's one exception, decided in the writer, `engine::held`), [`check`] (`recourse agents check`: each configured agent started once and asked
 //! `initialize`). `recourse acp` (`crate::editor`) runs agents with the same process, protocol
 //! and evidence code, on the editor's side of the lease protocol.
 //!
@@ -35,7 +35,6 @@ pub(crate) mod check;
 pub(crate) mod evidence;
 pub(crate) mod process;
 pub(crate) mod protocol;
-pub(crate) mod resume;
 pub(crate) mod run;
 
 use super::{DispatchError, DispatchFuture, Dispatcher, LaunchRequest, Launched};
@@ -63,17 +62,15 @@ type Running = Arc<Mutex<HashMap<(String, u32), (u64, watch::Sender<bool>)>>>;
 pub(crate) struct Acp {
     store: Store,
     running: Running,
-    resumes: Arc<resume::Resumes>,
     /// Every attempt's task, which ends only once its agent's process group is gone.
     tasks: TaskTracker,
 }
 
 impl Acp {
-    pub(crate) fn new(store: Store, resumes: Arc<resume::Resumes>) -> Acp {
+    pub(crate) fn new(store: Store) -> Acp {
         Acp {
             store,
             running: Arc::default(),
-            resumes,
             tasks: TaskTracker::new(),
         }
     }
@@ -88,10 +85,10 @@ impl Dispatcher for Acp {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(key.clone(), (request.invocation_generation, stop_tx));
-            let (store, resumes) = (self.store.clone(), self.resumes.clone());
+            let store = self.store.clone();
             let running = self.running.clone();
             self.tasks.spawn(async move {
-                run::attempt(store, resumes, request, stop).await;
+                run::attempt(store, request, stop).await;
                 running.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
             });
             Ok(None)

@@ -1,6 +1,6 @@
-//! One attempt, from spawn to report: resolve the work and the agent, see where the attempt
-//! stands towards a session holding the route's output ([`resume`]: start fresh, load it, or
-//! do not start), start the process and record its group (persist, then act: an agent that
+//! One attempt, from spawn to report: resolve the work and the agent (and the session to load,
+//! when the engine started this attempt as the retry a session holding the route's output
+//! waits for: `LaunchRequest::resume`), start the process and record its group (persist, then act: an agent that
 //! cannot be recorded is stopped before it is prompted), run the protocol session, take what
 //! the process tells the evidence at the session's end ([`process::Ended`]), report success or
 //! the evidence envelope unless the route moved on (a cancelled attempt reports nothing), then
@@ -16,29 +16,22 @@ use super::{
     evidence::{self, Identity, Phase, PromptDelivery, Recorder, Transcript},
     process::{self, Ended},
     protocol::{self, End, Plan},
-    resume::{self, Resumes, Standing},
 };
 use crate::{
     config::AgentConfig,
     engine::{
         dispatch::{LaunchRequest, Report},
-        EngineError,
+        error::EngineError,
+        input::HeldSession,
     },
-    store::{AgentProcessRow, ResumableRow, Store},
+    store::{AgentProcessRow, Store},
 };
-use classifier::{Envelope, Verdict};
-use policy::classification::{ClassState, UnclassifiedReason};
 use serde_json::Value;
 use std::{path::PathBuf, sync::Arc, time::Duration};
 use tokio::{sync::watch, time::timeout};
 
 /// Runs one attempt to its end and reports it.
-pub(super) async fn attempt(
-    store: Store,
-    resumes: Arc<Resumes>,
-    r: LaunchRequest,
-    stop: watch::Receiver<bool>,
-) {
+pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receiver<bool>) {
     let rec = Recorder::new(Some(Arc::new(r.reporter.clone())));
     rec.phase(Phase::Launch);
     let agent = r
@@ -56,14 +49,12 @@ pub(super) async fn attempt(
         let report = failed(&r, None, &rec.snapshot(), None);
         return finish(&r, &stop, report, false).await;
     };
-    let load = match resumes.standing(&r, Some(&agent.id)).await {
-        Standing::Fresh => None,
-        Standing::Load(session) => {
-            rec.prior_output();
-            Some(session)
-        }
-        Standing::Blocked => return finish(&r, &stop, resume::blocked(&r), false).await,
-    };
+    // The engine decided, in the transaction that started this attempt, that it is the retry
+    // the session holding the route's output waits for.
+    let load = r.resume.clone();
+    if load.is_some() {
+        rec.prior_output();
+    }
     let work = r.work.clone().unwrap_or_default();
     let cwd = work
         .cwd
@@ -137,43 +128,20 @@ pub(super) async fn attempt(
         }
     }
     let envelope = envelope_of(&r, Some(&agent), &t, Some(&ended));
-    let now = r.reporter.now().unwrap_or(r.now);
-    let verdict = Envelope::from_value(&envelope)
-        .ok()
-        .map(|env| classifier::classify(&env, now));
-    if end == End::Answered && t.stop_reason() == Some("end_turn") && !failure_signal(verdict.as_ref()) {
-        resumes.forget(&r.route_id, r.attempt).await;
-        finish(&r, &stop, Report::Succeeded { result: None }, false).await;
-    } else if let Some(session_id) = resumable(&agent, &t, verdict.as_ref()) {
-        // The output is held by a session the agent can load: if the policy would retry this
-        // candidate, record the session (persist, then act) and report with the resume fact.
-        let c = verdict.as_ref().map(|v| &v.classification);
-        let resumed = match (c, route_cycle(&store, &r).await) {
-            (Some(c), Some(cycle)) if resume::retries_same_candidate(&store, &r, c, now).await => {
-                let row = ResumableRow {
-                    route_id: r.route_id.clone(),
-                    candidate_id: r.target.id.clone(),
-                    agent_id: agent.id.clone(),
-                    session_id: session_id.clone(),
-                    generation: r.invocation_generation,
-                    cycle,
-                    work_digest: resume::digest(&work),
-                };
-                resumes.keep(&row, now).await
-            }
-            _ => false,
-        };
-        if resumed {
-            finish_resumable(&r, &stop, envelope, &session_id).await;
-        } else {
-            finish(
-                &r,
-                &stop,
-                Report::Failed { envelope },
-                matches!(end, End::TimedOut(_)),
-            )
-            .await;
-        }
+    // The session a retry could load, as far as the agent's side shows; whether the evidence
+    // and the policy allow it is the engine's decision.
+    let session = held_session(&agent, &t).map(|session_id| HeldSession {
+        session_id,
+        agent_id: agent.id.clone(),
+        candidate_id: r.target.id.clone(),
+        work_digest: HeldSession::digest(&work),
+    });
+    if end == End::Answered && t.stop_reason() == Some("end_turn") {
+        // A normal end: a success unless its evidence carries a failure signal, which the
+        // engine's classification decides, once, in the report's transaction.
+        finish_answered(&r, &stop, envelope, session).await;
+    } else if let Some(session) = session {
+        finish_resumable(&r, &stop, envelope, session).await;
     } else {
         finish(
             &r,
@@ -197,28 +165,19 @@ pub(super) async fn attempt(
     }
 }
 
-/// The session a retry could load to continue this prompt generation: the operator said the
-/// agent's loaded session keeps a failed turn's output (`resume_after_output`), the agent
-/// advertised `loadSession`, the prompt was delivered, the classifier read real output and no
-/// tool activity, nobody asked to stop.
-fn resumable(agent: &AgentConfig, t: &Transcript, verdict: Option<&Verdict>) -> Option<String> {
-    let v = verdict?;
+/// The session a retry could load to continue this prompt generation, as far as the agent's
+/// side shows: the operator said the agent's loaded session keeps a failed turn's output
+/// (`resume_after_output`), the agent advertised `loadSession`, the prompt was delivered, no
+/// tool call was seen and nobody asked to stop. Whether the evidence allows it (real output,
+/// no other effect) and the policy wants it is the engine's decision.
+fn held_session(agent: &AgentConfig, t: &Transcript) -> Option<String> {
     let eligible = agent.resume_after_output
         && t.load_session
         && t.delivery() == PromptDelivery::Confirmed
         && !t.cancel_requested
         && !t.tool_activity
-        && t.final_phase() != Phase::Tool
-        && v.effects.assistant_output
-        && !v.effects.tool_activity
-        && !v.effects.partial_result;
+        && t.final_phase() != Phase::Tool;
     eligible.then(|| t.session_id.clone()).flatten()
-}
-
-/// The route's current cycle, if it can be read.
-async fn route_cycle(store: &Store, r: &LaunchRequest) -> Option<u32> {
-    let (route, _) = store.route_and_profile(&r.route_id).await.ok()??;
-    Some(route.state.cycle().number())
 }
 
 /// The failure report of this attempt, with its evidence envelope.
@@ -253,14 +212,17 @@ fn envelope_of(
     evidence::envelope(&id, t, ended)
 }
 
-/// Whether a turn that ended normally carries a failure signal (an agent that reports a
-/// provider failure as a message and then ends its turn): the classifier decides, exactly as
-/// the engine will. Text no rule recognises, or that is not a provider error, is the agent's
-/// answer; a low-confidence match does not turn an answer into a failure.
-pub(crate) fn failure_signal(verdict: Option<&Verdict>) -> bool {
-    let Some(v) = verdict else { return true };
-    let c = &v.classification;
-    c.class != ClassState::Unclassified || c.reason == Some(UnclassifiedReason::Conflicting)
+/// Reports a turn the agent ended normally, unless the route moved on from the attempt.
+async fn finish_answered(
+    r: &LaunchRequest,
+    stop: &watch::Receiver<bool>,
+    envelope: Value,
+    session: Option<HeldSession>,
+) {
+    if *stop.borrow() {
+        return;
+    }
+    logged(r, r.reporter.report_answered(envelope, session).await);
 }
 
 /// Reports a failure with the resume fact, unless the route moved on from the attempt.
@@ -268,12 +230,12 @@ async fn finish_resumable(
     r: &LaunchRequest,
     stop: &watch::Receiver<bool>,
     envelope: Value,
-    session_id: &str,
+    session: HeldSession,
 ) {
     if *stop.borrow() {
         return;
     }
-    logged(r, r.reporter.report_resumable(envelope, session_id).await);
+    logged(r, r.reporter.report_resumable(envelope, session).await);
 }
 
 /// Reports, unless the route moved on from the attempt. A report the dispatcher makes on its
