@@ -151,8 +151,6 @@ pub(crate) struct ResumableRow {
     pub(crate) work_digest: String,
 }
 
-impl Store {}
-
 impl Tx<'_> {
     /// The route's resumable session, if it has one.
     pub(crate) async fn resumable_session(
