@@ -145,9 +145,7 @@ fn overloaded(generation: u64) -> Input {
     let env = json!({"generation": generation, "phase": "prompt", "effects": {"prompt_delivery": "confirmed"},
         "items": [{"kind": "http", "status": 529,
         "body": "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}"}]});
-    Input::Evidence(Box::new(
-        classifier::Envelope::from_value(&env).unwrap().into_owned(),
-    ))
+    Input::evidence(classifier::Envelope::from_value(&env).unwrap().into_owned())
 }
 
 /// One cycle of a route: fail (a wait, told), stop, retry (its dispatch starts): four history

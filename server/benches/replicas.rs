@@ -143,9 +143,7 @@ fn overloaded(generation: u64) -> Input {
     let env = json!({"generation": generation, "phase": "prompt", "effects": {"prompt_delivery": "confirmed"},
         "items": [{"kind": "http", "status": 529,
         "body": "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}"}]});
-    Input::Evidence(Box::new(
-        classifier::Envelope::from_value(&env).unwrap().into_owned(),
-    ))
+    Input::evidence(classifier::Envelope::from_value(&env).unwrap().into_owned())
 }
 
 async fn count(pool: &Pool, q: &str) -> i64 {

@@ -253,7 +253,7 @@ async fn submit_evidence(
             "the envelope's invocation_id is not this route's invocation".to_owned(),
         ));
     }
-    match s.engine.submit(&id, Input::Evidence(Box::new(envelope))).await {
+    match s.engine.submit(&id, Input::evidence(envelope)).await {
         Ok(applied) => {
             let verdict = applied.verdict.ok_or(Failure::Internal)?;
             Ok(Json(EvidenceOutcome {

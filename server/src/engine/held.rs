@@ -4,7 +4,7 @@
 //! 1. An attempt fails with a confirmed delivery, no cancel and no tool call seen, on an agent
 //!    that advertised `loadSession` and whose operator said its session keeps a failed turn's
 //!    output (`resume_after_output`). The `acp` dispatcher reports the evidence with the
-//!    session it holds (`Input::Resumable`); it classifies and evaluates nothing for this.
+//!    session it holds (`Evidence::session`); it classifies and evaluates nothing for this.
 //! 2. The failure's transaction ([`grant`], called by `transact::failure`) grants the gate's
 //!    exception only when the classifier reads real output and no other effect on the current
 //!    attempt's evidence and the candidate's policy would retry this same candidate (a retry or a reset wait). The
@@ -47,7 +47,7 @@ use policy::{
 };
 
 /// The gate's resumable exception for a failure reported with the `session` that holds its
-/// output (`Input::Resumable`), decided in the failure's transaction against the route as it
+/// output (`Evidence::session`), decided in the failure's transaction against the route as it
 /// is (`prev`) and its candidate's current `policy`: granted when the evidence is the current
 /// attempt's and [`resumes`] holds. Then the envelope carries the resume fact, the verdict's
 /// gate is decided again with it (not the classification), and the session is returned, for

@@ -21,28 +21,10 @@ pub struct AttemptUpdate {
 #[derive(Debug, Clone)]
 pub enum Input {
     Event(RouteEvent),
-    /// An evidence envelope for the route's current invocation; classified inside the
-    /// transaction against the route's current generation and the profile's current policy.
-    Evidence(Box<Envelope<'static>>),
-    /// An attempt's evidence envelope (as [`Input::Evidence`]) from an agent whose session
-    /// still holds the attempt's output and can be loaded again (`session`). Inside the
-    /// transaction, with the route and its policy as they are: if the evidence shows output and
-    /// no other effect, and the policy would retry this same candidate, the gate's resumable
-    /// exception is granted and the session is recorded in the same commit; otherwise it is
-    /// plain evidence.
-    Resumable {
-        envelope: Box<Envelope<'static>>,
-        session: Box<HeldSession>,
-    },
-    /// The evidence of an attempt whose agent ended its turn normally (ACP `end_turn`), with
-    /// the session that holds its output when the agent can load it again. Classified once,
-    /// inside the transaction: a success, unless the evidence carries a failure signal (an
-    /// agent that tells a provider failure as a message and ends its turn); then it is a
-    /// failure, as [`Input::Resumable`] with a session and [`Input::Evidence`] without.
-    Answered {
-        envelope: Box<Envelope<'static>>,
-        session: Option<Box<HeldSession>>,
-    },
+    /// An attempt's evidence ([`Evidence`]: its envelope and what only its own dispatcher
+    /// knows); classified once, inside the transaction, against the route's current generation
+    /// and the profile's current policy.
+    Evidence(Box<Evidence>),
     /// The attempt started at `generation` succeeded with a result (an HTTP call's response
     /// body), stored with the success in one transaction.
     Succeeded {
@@ -65,6 +47,41 @@ pub enum Input {
     Finish {
         after: u64,
     },
+}
+
+/// What an attempt reports: its evidence envelope (contract 1), typed, with the facts beside it
+/// that only the dispatcher that ran it can know. From the API or an external runner it is an
+/// envelope alone ([`Evidence::of`]).
+#[derive(Debug, Clone)]
+pub struct Evidence {
+    pub envelope: Envelope<'static>,
+    /// The agent ended its turn normally (ACP `end_turn`): a success, unless the evidence
+    /// carries a failure signal (an agent that tells a provider failure as a message and then
+    /// ends its turn); then it is the failure it shows.
+    pub turn_ended: bool,
+    /// The agent session that still holds the attempt's output and that the agent can load
+    /// again. If the evidence shows output and no other effect, and the candidate's policy
+    /// would retry this same candidate, the gate's resumable exception is granted and the
+    /// session recorded in the failure's commit; otherwise it is plain evidence.
+    pub session: Option<HeldSession>,
+}
+
+impl Evidence {
+    /// An envelope with no fact beside it.
+    pub fn of(envelope: Envelope<'static>) -> Evidence {
+        Evidence {
+            envelope,
+            turn_ended: false,
+            session: None,
+        }
+    }
+}
+
+impl Input {
+    /// [`Input::Evidence`] of an envelope alone.
+    pub fn evidence(envelope: Envelope<'static>) -> Input {
+        Input::Evidence(Box::new(Evidence::of(envelope)))
+    }
 }
 
 /// An agent session that holds an attempt's output and that the agent can load again.

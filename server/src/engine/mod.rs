@@ -54,7 +54,7 @@ mod tx;
 mod writer;
 
 pub use error::EngineError;
-pub use input::{Applied, AttemptUpdate, HeldSession, Input};
+pub use input::{Applied, AttemptUpdate, Evidence, HeldSession, Input};
 pub use reconcile::ReconcileReport;
 pub use stop::{StopSignal, Task};
 

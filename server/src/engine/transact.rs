@@ -5,7 +5,13 @@
 //! the circuits, the outbox and the held output's record. The job bodies around it (`tx.rs`)
 //! call [`transact`]; nothing here performs an effect.
 
-use super::{circuits, held, input::HeldSession, pending::Pending, plan::Plan, EngineError, Input};
+use super::{
+    circuits, held,
+    input::{Evidence, HeldSession},
+    pending::Pending,
+    plan::Plan,
+    EngineError, Input,
+};
 use crate::store::{due_ms, DispatchInsert, HistoryInsert, ResumableRow, RouteRow, TimerKind, Tx, Writes};
 use crate::{engine::outbox::Change, metrics::FailureCause};
 use chrono::{DateTime, Utc};
@@ -142,19 +148,7 @@ pub(crate) async fn transact(
             let expected_generation = prev.generation();
             (RouteEvent::Complete { expected_generation }, None)
         }
-        Input::Evidence(env) => reported(*env, None, false, &prev, profile, now, &mut held),
-        Input::Resumable { envelope, session } => {
-            reported(*envelope, Some(*session), false, &prev, profile, now, &mut held)
-        }
-        Input::Answered { envelope, session } => reported(
-            *envelope,
-            session.map(|s| *s),
-            true,
-            &prev,
-            profile,
-            now,
-            &mut held,
-        ),
+        Input::Evidence(evidence) => reported(*evidence, &prev, profile, now, &mut held),
     };
     let kind = event.kind();
     let cause = match &event {
@@ -287,13 +281,15 @@ pub(crate) async fn transact(
     })
 }
 
-/// What an attempt's evidence envelope reports: classified once, against the route's current
-/// generation. A turn the agent ended normally (`answered`) is a success unless the evidence
-/// carries a failure signal; anything else is the failure it shows (see [`failure`]).
+/// What an attempt's evidence reports: classified once, against the route's current
+/// generation. A turn the agent ended normally is a success unless the evidence carries a
+/// failure signal; anything else is the failure it shows (see [`failure`]).
 fn reported(
-    mut env: classifier::Envelope<'static>,
-    session: Option<HeldSession>,
-    answered: bool,
+    Evidence {
+        envelope: mut env,
+        turn_ended,
+        session,
+    }: Evidence,
     prev: &RouteState,
     profile: &Profile,
     now: DateTime<Utc>,
@@ -301,7 +297,7 @@ fn reported(
 ) -> (RouteEvent, Option<Box<Verdict>>) {
     env.active_generation = Some(prev.generation());
     let verdict = classify(&env, now);
-    if answered && !verdict.signals_failure() {
+    if turn_ended && !verdict.signals_failure() {
         let generation = env.generation.unwrap_or(0);
         return (RouteEvent::Succeeded { generation }, None);
     }

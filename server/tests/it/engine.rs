@@ -251,7 +251,7 @@ async fn overloaded_for(h: &Harness, route_id: &str, invocation: &str) -> server
     let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
     env.invocation_id = Some(invocation.to_owned().into());
     env.generation = h.snapshot(route_id).await["generation"].as_u64();
-    server::engine::Input::Evidence(Box::new(env))
+    server::engine::Input::evidence(env)
 }
 
 // The group tests deliver their steps as one delivery (`submit_all`, as the scheduler does), so

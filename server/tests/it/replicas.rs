@@ -165,9 +165,7 @@ fn overloaded(generation: u64) -> Input {
     let env = json!({"generation": generation, "phase": "prompt", "effects": {"prompt_delivery": "confirmed"},
         "items": [{"kind": "http", "status": 529,
         "body": "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}"}]});
-    Input::Evidence(Box::new(
-        classifier::Envelope::from_value(&env).unwrap().into_owned(),
-    ))
+    Input::evidence(classifier::Envelope::from_value(&env).unwrap().into_owned())
 }
 
 /// `n` routes waiting for a retry `interval` seconds from the clock's now, all due at once.

@@ -271,7 +271,7 @@ async fn when_the_decision_cannot_be_written_nothing_is_armed_or_dispatched_and_
     let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
     env.invocation_id = Some("inv-1".into());
     env.generation = s["generation"].as_u64();
-    let err = ro.submit(&r, Input::Evidence(Box::new(env))).await.unwrap_err();
+    let err = ro.submit(&r, Input::evidence(env)).await.unwrap_err();
     assert!(matches!(err, EngineError::Storage(_)), "{err}");
     // The error surfaces on the route.
     let summary = ro.route_summary(&r).await.unwrap();
@@ -362,11 +362,7 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
         let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
         env.invocation_id = Some(format!("race-{i}").into());
         env.generation = Some(g);
-        let mut inputs = vec![
-            Input::Event(deadline),
-            Input::Event(manual),
-            Input::Evidence(Box::new(env)),
-        ];
+        let mut inputs = vec![Input::Event(deadline), Input::Event(manual), Input::evidence(env)];
         // Randomize the submission order too.
         let k = usize::try_from(next() % 3).unwrap();
         inputs.rotate_left(k);
@@ -379,7 +375,7 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
             let mut env: classifier::Envelope = serde_json::from_value(overloaded()).unwrap();
             env.invocation_id = Some(format!("race-{i}").into());
             env.generation = Some(g);
-            h.engine.submit(&r, Input::Evidence(Box::new(env))).await.unwrap();
+            h.engine.submit(&r, Input::evidence(env)).await.unwrap();
             h.clock.advance(chrono::TimeDelta::seconds(5));
         }
         let g = h.engine.route_summary(&r).await.unwrap().snapshot.generation;
@@ -394,7 +390,7 @@ async fn a_timer_a_manual_action_and_evidence_racing_for_one_generation_commit_e
                     expected_generation: g,
                 }),
                 Input::Evidence(mut e) => {
-                    e.generation = Some(g);
+                    e.envelope.generation = Some(g);
                     Input::Evidence(e)
                 }
                 other => other,

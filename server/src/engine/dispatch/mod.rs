@@ -43,7 +43,7 @@ use std::{
 
 use super::{
     error::EngineError,
-    input::{Applied, AttemptUpdate, HeldSession, Input},
+    input::{Applied, AttemptUpdate, Evidence, HeldSession, Input},
 };
 use crate::{config::RunnerConfig, store::Store};
 
@@ -111,7 +111,7 @@ impl Report {
             Report::Succeeded { result: None } => Input::Event(RouteEvent::Succeeded { generation }),
             Report::Succeeded { result: Some(result) } => Input::Succeeded { generation, result },
             Report::Failed { envelope } => {
-                Input::Evidence(evidence(&envelope, generation).unwrap_or_else(|| unparsed(generation)))
+                Input::evidence(parsed(&envelope, generation).unwrap_or_else(|| unparsed(generation)))
             }
         }
     }
@@ -119,18 +119,18 @@ impl Report {
 
 /// A dispatcher's evidence envelope, typed (its one parse), for the attempt started at
 /// `generation`; `None` when it does not parse.
-fn evidence(envelope: &Value, generation: u64) -> Option<Box<Envelope<'static>>> {
+fn parsed(envelope: &Value, generation: u64) -> Option<Envelope<'static>> {
     let mut env = Envelope::from_value(envelope).ok()?.into_owned();
     env.generation = Some(generation);
-    Some(Box::new(env))
+    Some(env)
 }
 
 /// What stands for evidence that does not parse: no items, for the attempt started at
 /// `generation` (it classifies as unclassified and stops for a person).
-fn unparsed(generation: u64) -> Box<Envelope<'static>> {
+fn unparsed(generation: u64) -> Envelope<'static> {
     let mut env = Envelope::default();
     env.generation = Some(generation);
-    Box::new(env)
+    env
 }
 
 /// A dispatcher's way back to the route, for one started attempt: its report (once) goes
@@ -211,50 +211,26 @@ impl Reporter {
         .await
     }
 
-    /// Reports a failure whose output a provider-native session still holds (the `acp`
-    /// dispatcher, for an agent that advertised `loadSession`): the engine decides in the
-    /// failure's transaction whether a retry may load it ([`Input::Resumable`]), which only
-    /// this path can ask for (see the classifier's gate).
-    pub(crate) async fn report_resumable(
-        &self,
-        envelope: Value,
-        session: HeldSession,
-    ) -> Result<Applied, EngineError> {
-        self.report_evidence(&envelope, |envelope| Input::Resumable {
-            envelope,
-            session: Box::new(session),
-        })
-        .await
-    }
-
-    /// Reports a turn the agent ended normally (ACP `end_turn`), with the session that holds
-    /// its output if a retry could load it: the engine classifies its evidence once, in the
-    /// report's transaction, and takes it as a success unless it carries a failure signal
-    /// ([`Input::Answered`]). Evidence that does not parse is a failure.
-    pub(crate) async fn report_answered(
-        &self,
-        envelope: Value,
-        session: Option<HeldSession>,
-    ) -> Result<Applied, EngineError> {
-        self.report_evidence(&envelope, |envelope| Input::Answered {
-            envelope,
-            session: session.map(Box::new),
-        })
-        .await
-    }
-
-    /// Submits this attempt's evidence, typed, as the input `into` makes of it; evidence that
-    /// does not parse is reported as failed evidence with no items (it stops for a person).
-    async fn report_evidence(
+    /// Reports this attempt's evidence envelope with the facts only this dispatcher knows:
+    /// whether the agent ended its turn normally (ACP `end_turn`) and the session that still
+    /// holds the attempt's output, when the agent can load it again (see [`Evidence`]). The
+    /// engine classifies it once, in the report's transaction. Evidence that does not parse is
+    /// a failure with no items and no facts (it stops for a person).
+    pub(crate) async fn report_evidence(
         &self,
         envelope: &Value,
-        into: impl FnOnce(Box<Envelope<'static>>) -> Input,
+        turn_ended: bool,
+        session: Option<HeldSession>,
     ) -> Result<Applied, EngineError> {
-        let input = match evidence(envelope, self.generation) {
-            Some(envelope) => into(envelope),
-            None => Input::Evidence(unparsed(self.generation)),
+        let evidence = match parsed(envelope, self.generation) {
+            Some(envelope) => Evidence {
+                envelope,
+                turn_ended,
+                session,
+            },
+            None => Evidence::of(unparsed(self.generation)),
         };
-        self.submit(vec![input]).await
+        self.submit(vec![Input::Evidence(Box::new(evidence))]).await
     }
 
     /// Forwards one live update of the attempt (an ACP `session/update`, bounded) to the

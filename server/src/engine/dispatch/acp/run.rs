@@ -19,11 +19,7 @@ use super::{
 };
 use crate::{
     config::AgentConfig,
-    engine::{
-        dispatch::{LaunchRequest, Report},
-        error::EngineError,
-        input::HeldSession,
-    },
+    engine::{dispatch::LaunchRequest, error::EngineError, input::HeldSession},
     store::{AgentProcessRow, Store},
 };
 use serde_json::Value;
@@ -46,8 +42,8 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
             attempt = r.attempt,
             "the candidate's agent is not configured"
         );
-        let report = failed(&r, None, &rec.snapshot(), None);
-        return finish(&r, &stop, report, false).await;
+        let envelope = envelope_of(&r, None, &rec.snapshot(), None);
+        return finish(&r, &stop, Reported::failed(envelope), false).await;
     };
     // The engine decided, in the transaction that started this attempt, that it is the retry
     // the session holding the route's output waits for.
@@ -75,8 +71,8 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::warn!(route_id = r.route_id, attempt = r.attempt, agent = agent.id, error = %e, "cannot start the agent");
-            let report = failed(&r, Some(&agent), &rec.snapshot(), None);
-            return finish(&r, &stop, report, false).await;
+            let envelope = envelope_of(&r, Some(&agent), &rec.snapshot(), None);
+            return finish(&r, &stop, Reported::failed(envelope), false).await;
         }
         Err(_) => return,
     };
@@ -94,8 +90,8 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         drop((stdin, stdout));
         let ended = process.session_ended(false, grace).await;
         process.stop(grace).await;
-        let report = failed(&r, Some(&agent), &rec.snapshot(), Some(&ended));
-        return finish(&r, &stop, report, false).await;
+        let envelope = envelope_of(&r, Some(&agent), &rec.snapshot(), Some(&ended));
+        return finish(&r, &stop, Reported::failed(envelope), false).await;
     }
     let plan = Plan {
         cwd,
@@ -136,21 +132,14 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         candidate_id: r.target.id.clone(),
         work_digest: HeldSession::digest(&work),
     });
-    if end == End::Answered && t.stop_reason() == Some("end_turn") {
-        // A normal end: a success unless its evidence carries a failure signal, which the
-        // engine's classification decides, once, in the report's transaction.
-        finish_answered(&r, &stop, envelope, session).await;
-    } else if let Some(session) = session {
-        finish_resumable(&r, &stop, envelope, session).await;
-    } else {
-        finish(
-            &r,
-            &stop,
-            Report::Failed { envelope },
-            matches!(end, End::TimedOut(_)),
-        )
-        .await;
-    }
+    // A normal end (`end_turn`) is a success unless its evidence carries a failure signal,
+    // which the engine's classification decides, once, in the report's transaction.
+    let reported = Reported {
+        envelope,
+        turn_ended: end == End::Answered && t.stop_reason() == Some("end_turn"),
+        session,
+    };
+    finish(&r, &stop, reported, matches!(end, End::TimedOut(_))).await;
     let stopped = process.stop(grace).await;
     tracing::debug!(
         route_id = r.route_id,
@@ -180,10 +169,22 @@ fn held_session(agent: &AgentConfig, t: &Transcript) -> Option<String> {
     eligible.then(|| t.session_id.clone()).flatten()
 }
 
-/// The failure report of this attempt, with its evidence envelope.
-fn failed(r: &LaunchRequest, agent: Option<&AgentConfig>, t: &Transcript, ended: Option<&Ended>) -> Report {
-    Report::Failed {
-        envelope: envelope_of(r, agent, t, ended),
+/// What this attempt reports: its evidence envelope and the facts beside it (see
+/// `engine::Evidence`).
+struct Reported {
+    envelope: Value,
+    turn_ended: bool,
+    session: Option<HeldSession>,
+}
+
+impl Reported {
+    /// A failure's evidence, with nothing beside it.
+    fn failed(envelope: Value) -> Reported {
+        Reported {
+            envelope,
+            turn_ended: false,
+            session: None,
+        }
     }
 }
 
@@ -212,35 +213,9 @@ fn envelope_of(
     evidence::envelope(&id, t, ended)
 }
 
-/// Reports a turn the agent ended normally, unless the route moved on from the attempt.
-async fn finish_answered(
-    r: &LaunchRequest,
-    stop: &watch::Receiver<bool>,
-    envelope: Value,
-    session: Option<HeldSession>,
-) {
-    if *stop.borrow() {
-        return;
-    }
-    logged(r, r.reporter.report_answered(envelope, session).await);
-}
-
-/// Reports a failure with the resume fact, unless the route moved on from the attempt.
-async fn finish_resumable(
-    r: &LaunchRequest,
-    stop: &watch::Receiver<bool>,
-    envelope: Value,
-    session: HeldSession,
-) {
-    if *stop.borrow() {
-        return;
-    }
-    logged(r, r.reporter.report_resumable(envelope, session).await);
-}
-
 /// Reports, unless the route moved on from the attempt. A report the dispatcher makes on its
 /// own initiative (a timeout) is made only while the route still runs the attempt.
-async fn finish(r: &LaunchRequest, stop: &watch::Receiver<bool>, report: Report, own_initiative: bool) {
+async fn finish(r: &LaunchRequest, stop: &watch::Receiver<bool>, reported: Reported, own_initiative: bool) {
     if *stop.borrow() {
         tracing::debug!(
             route_id = r.route_id,
@@ -252,7 +227,15 @@ async fn finish(r: &LaunchRequest, stop: &watch::Receiver<bool>, report: Report,
     if own_initiative && !r.reporter.is_current().await {
         return;
     }
-    logged(r, r.reporter.report(report).await);
+    let Reported {
+        envelope,
+        turn_ended,
+        session,
+    } = reported;
+    logged(
+        r,
+        r.reporter.report_evidence(&envelope, turn_ended, session).await,
+    );
 }
 
 /// A report's outcome in the log: a late one the engine rejected is routine (the route moved
