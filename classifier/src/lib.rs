@@ -60,16 +60,80 @@ pub use envelope::{Envelope, EnvelopeError};
 pub use timing::MAX_HINT_SECS;
 
 use chrono::{DateTime, Utc};
+use policy::classification::Gate;
 
-/// Decides `verdict`'s gate again for `envelope` as it is now, without classifying again:
-/// for the route engine, once it has granted the resumable-retry exception by setting the
-/// envelope's resume fact (see [`gate`](crate::gate)'s exception).
-pub fn regate(envelope: &Envelope, verdict: &mut Verdict) {
-    verdict.gate = gate::decide(envelope, &verdict.classification, &verdict.effects);
+/// The gate `verdict`'s evidence would get were a retry to resume `session_id`, the agent
+/// session that still holds the attempt's output (the gate's one exception, see
+/// [`gate`](crate::gate)). Offered to the route only when the evidence shows real assistant
+/// output and no other effect (no tool activity, no partial result); `None` otherwise. Whether
+/// the route takes it (its policy would retry that same candidate) is the route's step's
+/// decision (`policy::route::held`). `envelope` is the one `verdict` classified, as it was.
+pub fn resumed_gate(envelope: &mut Envelope, verdict: &Verdict, session_id: &str) -> Option<Gate> {
+    let e = &verdict.effects;
+    if !e.assistant_output || e.tool_activity || e.partial_result || session_id.is_empty() {
+        return None;
+    }
+    let resume = envelope::Resume {
+        session_id: session_id.to_owned(),
+        generation: envelope.generation?,
+    };
+    let before = envelope.resume.replace(resume);
+    let gate = gate::decide(envelope, &verdict.classification, &verdict.effects);
+    envelope.resume = before;
+    Some(gate)
 }
 
 /// Classifies one envelope with the built-in catalogue. `now` is the current time, used to
 /// validate timing hints; relative hints count from the envelope's `occurred_at` if given.
 pub fn classify(envelope: &Envelope, now: DateTime<Utc>) -> Verdict {
     Catalogue::builtin().classify(envelope, now)
+}
+
+#[cfg(test)]
+mod resumed_gate_tests {
+    use super::*;
+    use policy::classification::GateReason;
+    use serde_json::json;
+
+    fn failed_after(updates: serde_json::Value) -> serde_json::Value {
+        json!({
+            "generation": 3,
+            "effects": {"prompt_delivery": "confirmed"},
+            "items": [{
+                "kind": "acp_updates",
+                "updates": updates,
+                "prompt_error": {"code": -32603, "message": "Internal error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}
+            }]
+        })
+    }
+
+    fn text(t: &str) -> serde_json::Value {
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}})
+    }
+
+    #[test]
+    fn output_alone_is_offered_the_open_gate_and_anything_more_is_not_offered() {
+        let now = "2026-11-30T08:00:00Z".parse().unwrap();
+        let value = failed_after(json!([text("Here is the first half of the answer")]));
+        let mut env = Envelope::from_value(&value).unwrap().into_owned();
+        let verdict = classify(&env, now);
+        assert_eq!(verdict.gate, Gate::deny(GateReason::AssistantOutput));
+        assert_eq!(resumed_gate(&mut env, &verdict, "sess-1"), Some(Gate::ALLOW));
+        assert_eq!(env.resume, None, "the envelope is left as it was");
+        assert_eq!(resumed_gate(&mut env, &verdict, ""), None, "no session");
+        // A tool call: nothing is offered.
+        let value = failed_after(json!([
+            text("Let me look"),
+            {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "read", "status": "completed"}
+        ]));
+        let mut env = Envelope::from_value(&value).unwrap().into_owned();
+        let verdict = classify(&env, now);
+        assert_eq!(resumed_gate(&mut env, &verdict, "sess-1"), None);
+        // No output: nothing to resume, the gate is open anyway.
+        let value = failed_after(json!([]));
+        let mut env = Envelope::from_value(&value).unwrap().into_owned();
+        let verdict = classify(&env, now);
+        assert_eq!(verdict.gate, Gate::ALLOW);
+        assert_eq!(resumed_gate(&mut env, &verdict, "sess-1"), None);
+    }
 }

@@ -61,7 +61,7 @@
 //! let t = start(&[CandidateOption::now("main")]).unwrap();
 //! assert!(matches!(t.effects[0], RouteEffect::BeginDispatch { generation: 1, .. }));
 //! // Record the start before launching; the Launch effect carries the invocation generation.
-//! let t = step(&t.next, RouteEvent::DispatchStarted { generation: 1 }, now).unwrap();
+//! let t = step(&t.next, RouteEvent::DispatchStarted { generation: 1, launch: None }, now).unwrap();
 //! assert!(matches!(t.effects[0], RouteEffect::Launch { invocation_generation: 2, .. }));
 //!
 //! // The provider is overloaded: the transient policy retries after 5 s.
@@ -76,6 +76,7 @@
 //!     classification,
 //!     gate: Gate::ALLOW,
 //!     policy: doc.candidate("main").cloned(),
+//!     resume: None,
 //! };
 //! let t = step(&t.next, RouteEvent::Failed(Box::new(report)), now).unwrap();
 //! assert_eq!(t.next.state_name(), StateName::RetryWait);

@@ -590,6 +590,7 @@ mod tests {
             classification: overloaded(),
             gate,
             policy: doc.candidate(&state.candidate().id).cloned(),
+            resume: None,
         }))
     }
 
@@ -608,9 +609,16 @@ mod tests {
         let _ = doc;
         let t = start(&[CandidateOption::now("a"), CandidateOption::now("b")]).unwrap();
         assert!(notable(None, &t, now()).is_empty(), "a start tells nothing");
-        step(&t.next, RouteEvent::DispatchStarted { generation: 1 }, now())
-            .unwrap()
-            .next
+        step(
+            &t.next,
+            RouteEvent::DispatchStarted {
+                generation: 1,
+                launch: None,
+            },
+            now(),
+        )
+        .unwrap()
+        .next
     }
 
     #[test]
@@ -641,7 +649,13 @@ mod tests {
         );
         assert!(n.is_empty(), "the retry itself tells nothing: {n:?}");
         let g = s.generation();
-        let (s, _) = told(&s, RouteEvent::DispatchStarted { generation: g });
+        let (s, _) = told(
+            &s,
+            RouteEvent::DispatchStarted {
+                generation: g,
+                launch: None,
+            },
+        );
         let (s, n) = told(&s, failed(&s, &d, Gate::ALLOW));
         assert_eq!(s.state_name(), StateName::Switching);
         assert!(n.is_empty(), "switching has not chosen yet: {n:?}");

@@ -21,9 +21,9 @@
 //! Which commits pay the `fsync`: all of them, on every connection of the pool: the engine's
 //! writer task (route transitions, grouped so one `fsync` covers every job of a group, see
 //! `engine/writer.rs`), profile writes (a person is answered), and the small bookkeeping
-//! writes outside the writer (agent process groups to clean up, resumable ACP sessions, the
-//! durable-error note, clearing a fetched result). Some of the last kind would do without it
-//! (after a power cut no agent process is left to clean up), but they are rare and small next
+//! writes outside the writer (agent process groups to clean up, the durable-error note,
+//! clearing a fetched result). Some of the last kind would do without it (after a power cut
+//! no agent process is left to clean up), but they are rare and small next
 //! to route transitions, and one setting for the whole pool means no commit can end up on a
 //! connection that does not sync. Readers commit nothing, so the setting costs them nothing.
 //!

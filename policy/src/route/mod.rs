@@ -38,6 +38,8 @@
 //! (any)                 fenced event with gen != g     rejected: StaleGeneration
 //! active(pending)       dispatch_started(g)            active(started)      Launch
 //! retrying(pending)     dispatch_started(g)            retrying(started)    Launch
+//!  | either, output     dispatch_started(g), not the   same, started        RefuseStart
+//!    held (see held)      retry the session waits for
 //! active(pending)       dispatch_held(g), new hold     same, held           ArmTimer (the hold's until)
 //!  | retrying(pending)  dispatch_held(g), same hold    =                    -
 //! active(started)       failed(g): wait applies        waiting_for_reset    ArmTimer
@@ -113,8 +115,10 @@
 //! none of the effects. Timers fire `DeadlineReached { generation }` with the generation they
 //! were armed for; a late timer is stale and rejected, so a missed `CancelTimer` is harmless.
 
+mod held;
 mod step;
 
+pub use held::{HeldOutput, HeldSession, LaunchFacts, ResumeOffer};
 pub use step::{start, step};
 
 use crate::{
@@ -151,6 +155,10 @@ pub struct RouteState {
     /// sets it; every other change clears it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     hold: Option<Hold>,
+    /// The route's output an agent session holds, for the retry that resumes it (see
+    /// [`held`]); in force until the route cycle ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    held: Option<HeldOutput>,
 }
 
 /// The candidate a route is on: its id and its position in the profile when it was chosen.
@@ -421,6 +429,11 @@ impl RouteState {
         self.hold.as_ref()
     }
 
+    /// The output an agent session holds for this route cycle's retry, if any (see [`held`]).
+    pub fn held(&self) -> Option<&HeldOutput> {
+        self.held.as_ref()
+    }
+
     /// The latest policy decision: code, class, catalogue version, policy snapshot, retry
     /// ordinal and maximum, pending outcome.
     pub fn decision(&self) -> Option<&Decision> {
@@ -557,14 +570,21 @@ pub struct FailureReport {
     /// The current candidate's policy from the profile as it is now (profile edits affect the
     /// next decision), or `None` when it cannot be loaded: then no work is authorized.
     pub policy: Option<ValidatedCandidatePolicy>,
+    /// The session that still holds the attempt's output, offered for the gate's one exception
+    /// (see [`held`]).
+    pub resume: Option<ResumeOffer>,
 }
 
 /// Everything that can happen to a route. Every event but `Restarted` carries the generation it
 /// was issued for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RouteEvent {
-    /// The server is about to start the pending attempt (answer to `BeginDispatch`).
-    DispatchStarted { generation: u64 },
+    /// The server is about to start the pending attempt (answer to `BeginDispatch`); while the
+    /// route holds output, with what the attempt would run on (see [`held`]).
+    DispatchStarted {
+        generation: u64,
+        launch: Option<LaunchFacts>,
+    },
     /// The dispatch gate parked the pending attempt behind an open circuit (answer to
     /// `BeginDispatch`); it looks again at `hold.until`.
     DispatchHeld { generation: u64, hold: Hold },
@@ -683,7 +703,7 @@ impl RouteEvent {
     /// The generation this event was issued for (`None` for `Restarted`).
     pub fn generation(&self) -> Option<u64> {
         match self {
-            RouteEvent::DispatchStarted { generation }
+            RouteEvent::DispatchStarted { generation, .. }
             | RouteEvent::DispatchHeld { generation, .. }
             | RouteEvent::LeaseExpired { generation }
             | RouteEvent::Succeeded { generation }
@@ -728,14 +748,20 @@ pub enum RouteEffect {
         generation: u64,
     },
     /// The attempt is recorded as started: launch it now. Evidence and results of this attempt
-    /// carry `invocation_generation`.
+    /// carry `invocation_generation`. `resume`: the agent session it loads (the retry held
+    /// output waits for, see [`held`]).
     Launch {
         candidate_id: String,
         candidate_index: u32,
         attempt: u32,
         kind: AttemptKind,
         invocation_generation: u64,
+        resume: Option<String>,
     },
+    /// The attempt is recorded as started, but starting it would replay the prompt after output
+    /// an agent session holds (see [`held`]): launch nothing, and submit its failure (not a
+    /// provider error; output held) for `generation` in the same transaction.
+    RefuseStart { generation: u64 },
     /// Abort the in-flight attempt (its late evidence will be stale).
     AbortDispatch { attempt: u32 },
     /// Compute the eligibility of the profile's candidates and submit `CandidatesEvaluated`

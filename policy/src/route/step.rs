@@ -2,11 +2,14 @@
 //! parent module's docs, which this follows row by row).
 
 use super::{
-    ActionReason, Attempt, AttemptKind, CandidateOption, CandidateRef, DispatchState, Eligibility,
-    FailureReport, ManualAction, RouteCycle, RouteEffect, RouteEvent, RouteState, RouteStatus, StateName,
-    Transition, TransitionError,
+    held, ActionReason, Attempt, AttemptKind, CandidateOption, CandidateRef, DispatchState, Eligibility,
+    FailureReport, HeldOutput, LaunchFacts, ManualAction, RouteCycle, RouteEffect, RouteEvent, RouteState,
+    RouteStatus, StateName, Transition, TransitionError,
 };
-use crate::evaluator::{evaluate, DecisionKind, DecisionReason, Failure};
+use crate::{
+    classification::Gate,
+    evaluator::{evaluate, DecisionKind, DecisionReason, Failure},
+};
 use chrono::{DateTime, Utc};
 
 /// Starts a route on the first candidate eligible now, in preference order; when none is, on
@@ -33,6 +36,7 @@ pub fn start(candidates: &[CandidateOption]) -> Result<Transition, TransitionErr
         status: RouteStatus::Active { attempt: None },
         decision: None,
         hold: None,
+        held: None,
     };
     let effects = if chosen.is_some() {
         vec![schedule_attempt(&mut next, AttemptKind::Initial, Slot::Active)]
@@ -154,8 +158,9 @@ pub fn step(
             Ok(changed(next, vec![arm], None))
         }
 
-        // Recording the start of a scheduled attempt, then launching it.
-        (S::Active { attempt: Some(a) }, E::DispatchStarted { .. })
+        // Recording the start of a scheduled attempt, then launching it (or, while a session
+        // holds the route's output, refusing any start but the retry that resumes it).
+        (S::Active { attempt: Some(a) }, E::DispatchStarted { launch: facts, .. })
             if a.dispatch == DispatchState::Pending =>
         {
             let mut next = advance(state)?;
@@ -166,17 +171,19 @@ pub fn step(
             next.status = S::Active {
                 attempt: Some(started),
             };
-            let launch = launch(&next, started);
+            let launch = launch(&next, started, facts.as_ref());
             Ok(changed(next, vec![launch], None))
         }
-        (S::Retrying { attempt: a }, E::DispatchStarted { .. }) if a.dispatch == DispatchState::Pending => {
+        (S::Retrying { attempt: a }, E::DispatchStarted { launch: facts, .. })
+            if a.dispatch == DispatchState::Pending =>
+        {
             let mut next = advance(state)?;
             let started = Attempt {
                 dispatch: DispatchState::Started,
                 ..*a
             };
             next.status = S::Retrying { attempt: started };
-            let launch = launch(&next, started);
+            let launch = launch(&next, started, facts.as_ref());
             Ok(changed(next, vec![launch], None))
         }
 
@@ -203,7 +210,7 @@ pub fn step(
         {
             let mut next = advance(state)?;
             next.status = S::Active { attempt: None };
-            next.cycle = state.cycle.next();
+            new_cycle(&mut next);
             next.decision = None;
             Ok(changed(next, vec![], None))
         }
@@ -296,7 +303,7 @@ pub fn step(
             },
         ) => {
             let mut next = advance(state)?;
-            next.cycle = state.cycle.next();
+            new_cycle(&mut next);
             let begin = schedule_attempt(&mut next, AttemptKind::Manual, Slot::Retrying);
             Ok(changed(next, vec![begin], None))
         }
@@ -307,7 +314,7 @@ pub fn step(
             },
         ) => {
             let mut next = advance(state)?;
-            next.cycle = state.cycle.next();
+            new_cycle(&mut next);
             let evaluate = switch(&mut next);
             Ok(changed(next, vec![evaluate], None))
         }
@@ -393,16 +400,35 @@ fn on_failure(
             });
         }
     }
-    let decision = evaluate(
-        &Failure {
-            classification: &report.classification,
-            gate: report.gate,
-            policy: report.policy.as_ref(),
-            usage: state.cycle.usage(&state.candidate.id),
-        },
-        now,
-    );
+    let failure = |gate: Gate| Failure {
+        classification: &report.classification,
+        gate,
+        policy: report.policy.as_ref(),
+        usage: state.cycle.usage(&state.candidate.id),
+    };
+    // The gate's one exception: a session that holds the output, for the retry that resumes it.
+    let resumed = report.resume.as_ref().filter(|offer| {
+        held::granted(
+            offer,
+            report.evidence_generation,
+            state.generation,
+            &state.candidate.id,
+            || {
+                let open = evaluate(&failure(Gate::ALLOW), now);
+                matches!(open.kind, DecisionKind::Retry | DecisionKind::WaitForReset)
+            },
+        )
+    });
+    let decision = evaluate(&failure(resumed.map_or(report.gate, |offer| offer.gate)), now);
     let mut next = advance(state)?;
+    if let Some(offer) = resumed {
+        if matches!(decision.kind, DecisionKind::Retry | DecisionKind::WaitForReset) {
+            next.held = Some(HeldOutput {
+                session: offer.session.clone(),
+                generation: state.generation,
+            });
+        }
+    }
     let candidate = state.candidate.id.clone();
     let effect = match (decision.kind, decision.deadline, decision.error_class()) {
         (DecisionKind::WaitForReset, Some(deadline), Some(class)) => {
@@ -530,14 +556,37 @@ fn begin_dispatch(state: &RouteState, attempt: Attempt) -> RouteEffect {
     }
 }
 
-fn launch(state: &RouteState, attempt: Attempt) -> RouteEffect {
+/// The launch of the attempt just recorded as started: plain, or loading the session that
+/// holds the route's output when it is the retry that session waits for; any other start while
+/// output is held is refused (see [`held`]).
+fn launch(state: &RouteState, attempt: Attempt, facts: Option<&LaunchFacts>) -> RouteEffect {
+    let resume = match &state.held {
+        None => None,
+        Some(h) => {
+            let retry = matches!(attempt.kind, AttemptKind::Retry | AttemptKind::PostWait);
+            if !held::loads(h, retry, &state.candidate.id, facts) {
+                return RouteEffect::RefuseStart {
+                    generation: state.generation,
+                };
+            }
+            Some(h.session.session_id.clone())
+        }
+    };
     RouteEffect::Launch {
         candidate_id: state.candidate.id.clone(),
         candidate_index: state.candidate.index,
         attempt: attempt.number,
         kind: attempt.kind,
         invocation_generation: state.generation,
+        resume,
     }
+}
+
+/// A new route cycle: its bookkeeping starts over, and output a session held for the last one
+/// is no longer the route's (see [`held`]).
+fn new_cycle(next: &mut RouteState) {
+    next.cycle = next.cycle.next();
+    next.held = None;
 }
 
 /// Excludes the current candidate for this cycle and asks for eligibility.

@@ -155,7 +155,10 @@ impl Driver {
 
     pub(crate) fn dispatch(&mut self) -> Transition {
         let generation = self.gen();
-        self.step(RouteEvent::DispatchStarted { generation })
+        self.step(RouteEvent::DispatchStarted {
+            generation,
+            launch: None,
+        })
     }
 
     pub(crate) fn policy_now(&self) -> Option<ValidatedCandidatePolicy> {
@@ -168,6 +171,7 @@ impl Driver {
             classification,
             gate,
             policy: self.policy_now(),
+            resume: None,
         }))
     }
 

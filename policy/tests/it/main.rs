@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod held;
 mod properties;
 mod route_table;
 mod scenarios;

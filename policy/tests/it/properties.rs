@@ -380,7 +380,10 @@ impl World {
                 };
                 return self.event(state, &next, g);
             }
-            Op::Dispatch => RouteEvent::DispatchStarted { generation: g },
+            Op::Dispatch => RouteEvent::DispatchStarted {
+                generation: g,
+                launch: None,
+            },
             Op::Fail(spec) => {
                 let mut c = match SemanticCode::ALL.get(spec.code) {
                     Some(code) => classified(*code, self.now),
@@ -403,6 +406,7 @@ impl World {
                     classification: c,
                     gate,
                     policy: foreign.or_else(|| self.doc.candidate(current)).cloned(),
+                    resume: None,
                 }))
             }
             Op::Succeed => RouteEvent::Succeeded { generation: g },

@@ -360,7 +360,10 @@ const EVENTS: [&str; 15] = [
 fn event(d: &Driver, code: &str) -> RouteEvent {
     let g = d.gen();
     match code {
-        "DS" => RouteEvent::DispatchStarted { generation: g },
+        "DS" => RouteEvent::DispatchStarted {
+            generation: g,
+            launch: None,
+        },
         "DH" => RouteEvent::DispatchHeld {
             generation: g,
             hold: Hold {
@@ -489,7 +492,7 @@ fn every_fenced_event_with_an_old_generation_is_rejected_in_every_live_state() {
 
 fn set_generation(e: &mut RouteEvent, g: u64) {
     match e {
-        RouteEvent::DispatchStarted { generation }
+        RouteEvent::DispatchStarted { generation, .. }
         | RouteEvent::DispatchHeld { generation, .. }
         | RouteEvent::LeaseExpired { generation }
         | RouteEvent::Succeeded { generation }
@@ -714,7 +717,8 @@ fn a_dispatch_is_recorded_as_started_before_it_launches() {
             candidate_index: 0,
             attempt: 1,
             kind: AttemptKind::Initial,
-            invocation_generation: 2
+            invocation_generation: 2,
+            resume: None,
         }]
     );
 }

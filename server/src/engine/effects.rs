@@ -162,8 +162,13 @@ impl Engine {
                     Some((_, outcome)) => Some(Ok((outcome, None))),
                     None => Some(self.step(route_id, StepWork::Begin { generation }).await),
                 },
-                Act::Launch { attempt, generation } => {
-                    self.launch(route_id, attempt, generation, launch.take()).await
+                Act::Launch {
+                    attempt,
+                    generation,
+                    resume,
+                } => {
+                    self.launch(route_id, (attempt, generation), resume, launch.take())
+                        .await
                 }
                 Act::Evaluate { generation } => {
                     Some(self.step(route_id, StepWork::Evaluate { generation }).await)
@@ -206,12 +211,14 @@ impl Engine {
         latest
     }
 
-    /// Hands the attempt recorded as started to its dispatcher, then records what it did.
+    /// Hands the attempt recorded as started (its number and generation) to its dispatcher,
+    /// with the agent session it loads when it is the retry held output waits for (`resume`),
+    /// then records what it did.
     async fn launch(
         &self,
         route_id: &str,
-        attempt: u32,
-        generation: u64,
+        (attempt, generation): (u32, u64),
+        resume: Option<String>,
         context: Option<Box<LaunchContext>>,
     ) -> Option<Result<Stepped, EngineError>> {
         let context = match context {
@@ -255,7 +262,7 @@ impl Engine {
             work,
             config: self.runners.current(),
             now: self.now(),
-            resume: context.resume,
+            resume,
             reporter: Reporter::new(self.port(), route_id, attempt, generation),
         };
         match dispatcher.launch(request).await {
@@ -290,7 +297,6 @@ impl Engine {
                 .map(|t| super::dispatch::launched_as(route.caller.kind, t)),
             invocation_id: route.caller.invocation_id,
             work: None,
-            resume: None,
         })
     }
 }

@@ -3,6 +3,7 @@
 //! exchange, below both (a dispatcher reaches the engine only through `dispatch::Port`).
 
 use classifier::{Envelope, Verdict};
+pub use policy::route::HeldSession;
 use policy::{api::Work, route::RouteEvent, wire::RouteSnapshot};
 use serde::{Deserialize, Serialize};
 
@@ -84,25 +85,11 @@ impl Input {
     }
 }
 
-/// An agent session that holds an attempt's output and that the agent can load again.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeldSession {
-    pub session_id: String,
-    /// The configured agent that holds it (a retry loads it only on the same one).
-    pub agent_id: String,
-    /// The candidate whose attempt it was.
-    pub candidate_id: String,
-    /// The digest of the work it answered (a retry loads it only for the same prompt).
-    pub work_digest: String,
-}
-
-impl HeldSession {
-    /// The digest of a route's work: the prompt generation a session answered.
-    pub fn digest(work: &Work) -> String {
-        use sha2::Digest;
-        let bytes = serde_json::to_vec(work).unwrap_or_default();
-        crate::hex::hex(&sha2::Sha256::digest(&bytes))
-    }
+/// The digest of a route's work: the prompt generation a [`HeldSession`] answered.
+pub(crate) fn work_digest(work: &Work) -> String {
+    use sha2::Digest;
+    let bytes = serde_json::to_vec(work).unwrap_or_default();
+    crate::hex::hex(&sha2::Sha256::digest(&bytes))
 }
 
 /// The result of a submitted input.

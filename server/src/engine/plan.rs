@@ -4,8 +4,9 @@
 //! with it: what the step's own transaction writes (the route's timer row, due at the
 //! `ArmTimer` deadline, the one source of that time) and the acts that run after its commit,
 //! in the order the machine gave them ([`super::effects`] runs them). The transaction also
-//! asks the plan which dispatch it may begin at once ([`Plan::chained_begin`]) and whether a
-//! launch follows ([`Plan::launches`]).
+//! asks the plan which dispatch it may begin at once ([`Plan::chained_begin`]), whether a
+//! launch follows ([`Plan::launches`]) and whether the start it recorded must fail at once
+//! ([`Plan::refused`]: `RefuseStart`).
 //!
 //! Effects with nothing left to do here: `CancelTimer` (no `ArmTimer`: the timer row goes),
 //! `RouteClosed` (the step's transaction removed what the route held), and `NotifyPerson`
@@ -24,8 +25,13 @@ pub(crate) enum Act {
     /// The pending attempt at `generation` goes through the gate (a step of its own, unless
     /// the transaction chained it).
     Begin { generation: u64 },
-    /// The attempt recorded as started goes to its dispatcher.
-    Launch { attempt: u32, generation: u64 },
+    /// The attempt recorded as started goes to its dispatcher, loading the agent session
+    /// `resume` (the retry held output waits for).
+    Launch {
+        attempt: u32,
+        generation: u64,
+        resume: Option<String>,
+    },
     /// Switching: the candidates' eligibility, then the step that picks one.
     Evaluate { generation: u64 },
 }
@@ -46,6 +52,10 @@ pub(crate) struct Plan {
     pub(crate) timer: Option<(DateTime<Utc>, u64)>,
     /// After the commit, in order.
     pub(crate) acts: Vec<Act>,
+    /// The attempt recorded as started at this generation must fail at once, in the same
+    /// transaction, before any dispatcher is asked: starting it would replay the prompt after
+    /// output an agent session holds (`RefuseStart`).
+    pub(crate) refused: Option<u64>,
 }
 
 impl Plan {
@@ -67,11 +77,14 @@ impl Plan {
                 RouteEffect::Launch {
                     attempt,
                     invocation_generation,
+                    resume,
                     ..
                 } => plan.acts.push(Act::Launch {
                     attempt: *attempt,
                     generation: *invocation_generation,
+                    resume: resume.clone(),
                 }),
+                RouteEffect::RefuseStart { generation } => plan.refused = Some(*generation),
                 RouteEffect::EvaluateCandidates { generation, .. } => plan.acts.push(Act::Evaluate {
                     generation: *generation,
                 }),
@@ -171,14 +184,25 @@ mod tests {
             attempt: 3,
             kind: AttemptKind::Retry,
             invocation_generation: 7,
+            resume: Some("sess-1".into()),
         }]);
         assert!(plan.launches());
         assert_eq!(
             plan.acts,
             vec![Act::Launch {
                 attempt: 3,
-                generation: 7
+                generation: 7,
+                resume: Some("sess-1".into()),
             }]
         );
+        assert_eq!(plan.refused, None);
+    }
+
+    #[test]
+    fn a_refused_start_launches_nothing() {
+        let plan = Plan::of(&[RouteEffect::RefuseStart { generation: 9 }]);
+        assert_eq!(plan.refused, Some(9));
+        assert!(!plan.launches());
+        assert!(plan.acts.is_empty());
     }
 }

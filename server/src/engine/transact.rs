@@ -2,26 +2,21 @@
 //! (evidence against the route's current generation and its candidate's current policy), the
 //! route machine's step, and the writes that go with a change, queued for the job's commit:
 //! the compare-and-set and its history row, the dispatch records, the timer row its plan arms,
-//! the circuits, the outbox and the held output's record. The job bodies around it (`tx.rs`)
+//! the circuits and the outbox. The job bodies around it (`tx.rs`)
 //! call [`transact`]; nothing here performs an effect.
 
-use super::{
-    circuits, held,
-    input::{Evidence, HeldSession},
-    pending::Pending,
-    plan::Plan,
-    EngineError, Input,
-};
-use crate::store::{due_ms, DispatchInsert, HistoryInsert, ResumableRow, RouteRow, TimerKind, Tx, Writes};
+use super::{circuits, input::Evidence, pending::Pending, plan::Plan, EngineError, Input};
+use crate::store::{due_ms, DispatchInsert, HistoryInsert, RouteRow, TimerKind, Tx, Writes};
 use crate::{engine::outbox::Change, metrics::FailureCause};
 use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
 use policy::{
     api::{CallerKind, CandidateTarget, DispatchOutcome, DispatcherKind, Profile, Work},
+    classification::Gate,
     document::ValidatedPolicyDocument,
     route::{
-        step, DispatchState, EventKind, FailureReport, RouteEvent, RouteState, StateName, Transition,
-        TransitionError,
+        step, DispatchState, EventKind, FailureReport, ResumeOffer, RouteEvent, RouteState, StateName,
+        Transition, TransitionError,
     },
 };
 
@@ -66,9 +61,6 @@ pub(crate) struct LaunchContext {
     /// The route's work, when the step that asked for the launch had it in hand (a route's
     /// start); `None`: the dispatcher that wants it reads it.
     pub(crate) work: Option<Work>,
-    /// The session this attempt loads, when it is the retry a session holding the route's
-    /// output waits for (`held`).
-    pub(crate) resume: Option<ResumableRow>,
 }
 
 /// A committed change told to live pages after the commit, without its effects.
@@ -113,9 +105,10 @@ pub(crate) async fn transact(
     let mut new_work = None;
     let mut result = None;
     let mut adopt = false;
-    // A resumable session granted by this step: recorded only if the step commits a change.
-    let mut held = None;
-    let (event, verdict) = match input {
+    // The gate a failure's evidence gets were the session that holds its output resumed: the
+    // verdict's, if the step grants it.
+    let mut resumed_gate = None;
+    let (event, mut verdict) = match input {
         Input::Event(e) => (e, None),
         Input::Orphaned => {
             // Read with the row locked: another replica may have taken the route up since it
@@ -148,7 +141,7 @@ pub(crate) async fn transact(
             let expected_generation = prev.generation();
             (RouteEvent::Complete { expected_generation }, None)
         }
-        Input::Evidence(evidence) => reported(*evidence, &prev, profile, now, &mut held),
+        Input::Evidence(evidence) => reported(*evidence, &prev, profile, now, &mut resumed_gate),
     };
     let kind = event.kind();
     let cause = match &event {
@@ -191,7 +184,17 @@ pub(crate) async fn transact(
         });
     }
     pending.cas_route(route_id, prev.generation(), &transition.next, now);
-    held::record(&mut pending.writes, route_id, &prev, kind, held, now);
+    if let (Some(gate), Some(verdict)) = (resumed_gate, verdict.as_mut()) {
+        // The step granted the session that holds the output (the route holds it from this
+        // failure on): the gate as it is with that session resumed.
+        if transition
+            .next
+            .held()
+            .is_some_and(|h| h.generation == prev.generation())
+        {
+            verdict.gate = gate;
+        }
+    }
     // Circuits (rare: a success closes, a scoped failure opens; these read, so they flush
     // first), then the rest of the step's writes, queued for the job's one round trip.
     let changes = circuits::maintain(
@@ -266,7 +269,6 @@ pub(crate) async fn transact(
                 .map(|t| super::dispatch::launched_as(route.caller.kind, t)),
             invocation_id: route.caller.invocation_id.clone(),
             work: None,
-            resume: None,
         })
     });
     Ok(TxOutcome::Committed {
@@ -283,7 +285,8 @@ pub(crate) async fn transact(
 
 /// What an attempt's evidence reports: classified once, against the route's current
 /// generation. A turn the agent ended normally is a success unless the evidence carries a
-/// failure signal; anything else is the failure it shows (see [`failure`]).
+/// failure signal; anything else is the failure it shows, against its candidate's current
+/// policy.
 fn reported(
     Evidence {
         envelope: mut env,
@@ -293,7 +296,7 @@ fn reported(
     prev: &RouteState,
     profile: &Profile,
     now: DateTime<Utc>,
-    held: &mut Option<HeldSession>,
+    resumed_gate: &mut Option<Gate>,
 ) -> (RouteEvent, Option<Box<Verdict>>) {
     env.active_generation = Some(prev.generation());
     let verdict = classify(&env, now);
@@ -301,33 +304,22 @@ fn reported(
         let generation = env.generation.unwrap_or(0);
         return (RouteEvent::Succeeded { generation }, None);
     }
-    failure(env, verdict, session, prev, profile, now, held)
-}
-
-/// The failure a classified envelope reports, against its candidate's current policy. With a
-/// `session` that still holds the attempt's output, the gate's resumable exception is decided
-/// here, and only here ([`held::grant`]); a granted session goes to `held`, for the step's
-/// commit.
-fn failure(
-    mut env: classifier::Envelope<'static>,
-    mut verdict: Verdict,
-    session: Option<HeldSession>,
-    prev: &RouteState,
-    profile: &Profile,
-    now: DateTime<Utc>,
-    held: &mut Option<HeldSession>,
-) -> (RouteEvent, Option<Box<Verdict>>) {
-    let policy = ValidatedPolicyDocument::try_from(profile.policy.clone())
-        .ok()
-        .and_then(|doc| doc.candidate(&prev.candidate().id).cloned());
-    if let Some(session) = session {
-        *held = held::grant(&mut env, &mut verdict, session, prev, policy.as_ref(), now);
-    }
+    // A session that still holds the output is offered to the step, which decides whether the
+    // route holds it (`policy::route::held`), with the gate the evidence would get were it
+    // resumed (only when the evidence shows output and no other effect).
+    let resume = session.and_then(|session| {
+        let gate = classifier::resumed_gate(&mut env, &verdict, &session.session_id)?;
+        Some(ResumeOffer { session, gate })
+    });
+    *resumed_gate = resume.as_ref().map(|offer| offer.gate);
     let report = FailureReport {
         evidence_generation: env.generation.unwrap_or(0),
         classification: verdict.classification.clone(),
         gate: verdict.gate,
-        policy,
+        policy: ValidatedPolicyDocument::try_from(profile.policy.clone())
+            .ok()
+            .and_then(|doc| doc.candidate(&prev.candidate().id).cloned()),
+        resume,
     };
     (RouteEvent::Failed(Box::new(report)), Some(Box::new(verdict)))
 }

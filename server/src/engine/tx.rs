@@ -8,7 +8,7 @@
 use super::{
     circuits,
     dispatch::{Launched, Report},
-    held::{self, Standing},
+    held,
     pending::Pending,
     plan::Plan,
     transact::{dispatcher_of, transact, unchanged, Told, TxOutcome},
@@ -124,58 +124,58 @@ async fn begin_loaded(
     }
     let profile = profile.ok_or_else(|| EngineError::ProfileNotFound(route.profile_id.clone()))?;
     let event = match circuits::gate(tx, pending, &route, profile, now).await? {
-        None => RouteEvent::DispatchStarted { generation },
+        None => RouteEvent::DispatchStarted {
+            generation,
+            launch: held::launch_facts(tx, pending, &route, profile, now).await?,
+        },
         Some(hold) => RouteEvent::DispatchHeld { generation, hold },
     };
-    let standing = match event {
-        RouteEvent::DispatchStarted { .. } => held::standing(tx, pending, &route, profile, now).await?,
-        _ => Standing::Fresh,
-    };
     // Only a refused start needs the row again, for the refusal's step.
-    let refused = (standing == Standing::Blocked).then(|| route.clone());
-    let mut outcome = transact(tx, pending, route, profile, Input::Event(event), now).await?;
+    let row = route.state.held().is_some().then(|| route.clone());
+    let outcome = transact(tx, pending, route, profile, Input::Event(event), now).await?;
     // Recorded as started, then refused in the same transaction: no dispatcher is asked. The
     // start is told before its refusal, as every committed change is.
-    if let Some(mut route) = refused {
-        let TxOutcome::Committed {
+    let refused_at = match &outcome {
+        TxOutcome::Committed { plan, .. } => plan.refused,
+        _ => None,
+    };
+    let (Some(mut route), Some(refused_at)) = (row, refused_at) else {
+        return Ok(outcome);
+    };
+    let TxOutcome::Committed {
+        prev,
+        transition,
+        kind,
+        release_holds,
+        ..
+    } = outcome
+    else {
+        return Ok(outcome);
+    };
+    tracing::warn!(
+        route_id = route.id,
+        candidate = transition.next.candidate().id,
+        "not started: an agent session holds this prompt's output; starting it elsewhere would replay it"
+    );
+    route.state = transition.next.clone();
+    let mut refused = transact(
+        tx,
+        pending,
+        route,
+        profile,
+        Input::Event(held::refusal(refused_at)),
+        now,
+    )
+    .await?;
+    if let TxOutcome::Committed { earlier, .. } = &mut refused {
+        *earlier = Some(Box::new(Told {
             prev,
             transition,
             kind,
             release_holds,
-            ..
-        } = outcome
-        else {
-            return Ok(outcome);
-        };
-        tracing::warn!(
-            route_id = route.id,
-            candidate = transition.next.candidate().id,
-            "not started: an agent session holds this prompt's output; starting it elsewhere would replay it"
-        );
-        route.state = transition.next.clone();
-        let refusal = held::refusal(route.state.generation());
-        let mut refused = transact(tx, pending, route, profile, Input::Event(refusal), now).await?;
-        if let TxOutcome::Committed { earlier, .. } = &mut refused {
-            *earlier = Some(Box::new(Told {
-                prev,
-                transition,
-                kind,
-                release_holds,
-            }));
-        }
-        return Ok(refused);
+        }));
     }
-    if let (
-        Standing::Load(row),
-        TxOutcome::Committed {
-            launch: Some(context),
-            ..
-        },
-    ) = (standing, &mut outcome)
-    {
-        context.resume = Some(row);
-    }
-    Ok(outcome)
+    Ok(refused)
 }
 
 /// Switching: each candidate's eligibility (circuits read in this transaction), then the step

@@ -1,19 +1,11 @@
-//! The `acp` dispatcher's agents:
-//! - `agent_processes`: ACP agent process groups that are running (or that a crashed Recourse
-//!   left running), bookkeeping outside the engine's writer on purpose (no route transition
-//!   depends on it). A row is written right after an agent is spawned and before it is
-//!   prompted, deleted once the process is gone; at boot every group still alive whose start
-//!   time matches is stopped (see `engine::dispatch::acp`).
-//! - `resumable_sessions`: a route's agent session that holds its current prompt generation's
-//!   output and that a retry can load (the gate's one exception; see
-//!   `engine::held`). Written and forgotten by the writer, in the transaction
-//!   of the transition that grants or ends it ([`Writes::keep_resumable`]); read in the
-//!   transaction that starts an attempt.
+//! The `acp` dispatcher's agents (`agent_processes`): ACP agent process groups that are running
+//! (or that a crashed Recourse left running), bookkeeping outside the engine's writer on purpose
+//! (no route transition depends on it). A row is written right after an agent is spawned and
+//! before it is prompted, deleted once the process is gone; at boot every group still alive
+//! whose start time matches is stopped (see `engine::dispatch::acp`). (The session that holds a
+//! route's output is the route's state: `policy::route::held`.)
 
-use super::{
-    sql::{self, Bind},
-    Store, StoreError, Tx, Writes,
-};
+use super::{sql, Store, StoreError};
 use std::sync::LazyLock;
 
 /// This machine's host name, as agent process rows are kept by (`''` when unreadable).
@@ -136,82 +128,5 @@ impl Store {
                 })
             })
             .collect()
-    }
-}
-
-/// A route's resumable agent session (see the migration `create_resumable_sessions`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ResumableRow {
-    pub(crate) route_id: String,
-    pub(crate) candidate_id: String,
-    pub(crate) agent_id: String,
-    pub(crate) session_id: String,
-    pub(crate) generation: u64,
-    pub(crate) cycle: u32,
-    pub(crate) work_digest: String,
-}
-
-impl Tx<'_> {
-    /// The route's resumable session, if it has one.
-    pub(crate) async fn resumable_session(
-        &mut self,
-        route_id: &str,
-    ) -> Result<Option<ResumableRow>, StoreError> {
-        let row = sql::query(
-            "SELECT candidate_id, agent_id, session_id, generation, cycle, work_digest \
-             FROM resumable_sessions WHERE route_id = ?",
-        )
-        .bind(route_id)
-        .fetch_optional(&mut *self.conn)
-        .await?;
-        row.map(|r| {
-            Ok(ResumableRow {
-                route_id: route_id.to_owned(),
-                candidate_id: r.try_get("candidate_id")?,
-                agent_id: r.try_get("agent_id")?,
-                session_id: r.try_get("session_id")?,
-                generation: super::non_negative(
-                    "resumable_sessions",
-                    route_id,
-                    "generation",
-                    r.try_get("generation")?,
-                )?,
-                cycle: u32::try_from(r.try_get::<i64, _>("cycle")?)
-                    .map_err(|_| StoreError::corrupt("resumable_sessions", route_id, "cycle out of range"))?,
-                work_digest: r.try_get("work_digest")?,
-            })
-        })
-        .transpose()
-    }
-}
-
-impl Writes {
-    /// Records (or replaces) the route's resumable session, at `at`.
-    pub(crate) fn keep_resumable(&mut self, row: &ResumableRow, at: DateTime<Utc>) {
-        self.push_binds(
-            "INSERT INTO resumable_sessions (route_id, candidate_id, agent_id, session_id, generation, cycle, \
-             work_digest, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT(route_id) DO UPDATE SET candidate_id = excluded.candidate_id, agent_id = excluded.agent_id, \
-             session_id = excluded.session_id, generation = excluded.generation, cycle = excluded.cycle, \
-             work_digest = excluded.work_digest, recorded_at = excluded.recorded_at",
-            vec![
-                Bind::from(row.route_id.as_str()),
-                Bind::from(row.candidate_id.as_str()),
-                Bind::from(row.agent_id.as_str()),
-                Bind::from(row.session_id.as_str()),
-                Bind::from(super::gen_i64(row.generation)),
-                Bind::from(i64::from(row.cycle)),
-                Bind::from(row.work_digest.as_str()),
-                Bind::from(super::ts(at)),
-            ],
-        );
-    }
-
-    /// Forgets the route's resumable session (a success ended what it held).
-    pub(crate) fn forget_resumable(&mut self, route_id: &str) {
-        self.push_binds(
-            "DELETE FROM resumable_sessions WHERE route_id = ?",
-            vec![Bind::from(route_id)],
-        );
     }
 }

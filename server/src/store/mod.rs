@@ -49,7 +49,7 @@ pub mod tokens;
 mod work;
 mod writes;
 
-pub(crate) use agents::{this_host, AgentProcessRow, ResumableRow};
+pub(crate) use agents::{this_host, AgentProcessRow};
 pub(crate) use dispatches::outcome_str;
 pub(crate) use leases::Lease;
 pub use migrations::AppliedMigration;

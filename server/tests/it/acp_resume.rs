@@ -58,11 +58,17 @@ async fn harness(agents: &[&FakeAgent]) -> Harness {
     Harness::with_config(tempfile::tempdir().unwrap(), &config(agents, true)).await
 }
 
-async fn resumable_rows(h: &Harness) -> i64 {
-    server::store::sql::query("SELECT COUNT(*) FROM resumable_sessions")
-        .scalar(&h.pool)
+/// How many routes hold output in an agent session (the route state's `held`).
+async fn held_routes(h: &Harness) -> usize {
+    let states: Vec<String> = server::store::sql::query("SELECT state_json FROM routes")
+        .scalars(&h.pool)
         .await
-        .unwrap()
+        .unwrap();
+    states
+        .iter()
+        .map(|s| serde_json::from_str::<policy::route::RouteState>(s).unwrap())
+        .filter(|s| s.held().is_some())
+        .count()
 }
 
 /// Waits until no agent process of the harness is recorded (every attempt finished).
@@ -123,7 +129,7 @@ async fn resumed_in_the_same_session(h: &Harness, main: &FakeAgent, backup: &Fak
     assert_eq!(prompts[1]["params"]["sessionId"], first);
     assert_eq!(prompts[1]["params"]["prompt"], prompts[0]["params"]["prompt"]);
     assert!(backup.pids().is_empty(), "no other agent got the prompt");
-    assert_eq!(resumable_rows(h).await, 0, "a success ends the guarantee");
+    assert_eq!(held_routes(h).await, 0, "a success ends the guarantee");
 }
 
 fn decision(s: &Value) -> (Value, Value) {
@@ -146,7 +152,7 @@ async fn output_then_a_capacity_error_retries_in_the_very_session_that_holds_the
     assert_eq!(s["retry_ordinal"], 1);
     settled(&h).await;
     assert_eq!(
-        resumable_rows(&h).await,
+        held_routes(&h).await,
         1,
         "the session is recorded before the report"
     );
@@ -195,7 +201,7 @@ async fn output_then_a_capacity_error_stops_for_a_person_when_the_agent_cannot_l
     let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
     assert_eq!(decision(&s), (json!("manual"), json!("assistant_output")), "{s}");
     settled(&h).await;
-    assert_eq!(resumable_rows(&h).await, 0);
+    assert_eq!(held_routes(&h).await, 0);
     h.advance(3600).await;
     assert_eq!(main.received("session/prompt"), 1, "never prompted again");
 }
@@ -221,7 +227,7 @@ async fn output_stops_for_a_person_when_the_operator_never_said_the_agents_sessi
     let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
     assert_eq!(decision(&s), (json!("manual"), json!("assistant_output")), "{s}");
     settled(&h).await;
-    assert_eq!(resumable_rows(&h).await, 0);
+    assert_eq!(held_routes(&h).await, 0);
     h.advance(3600).await;
     assert_eq!(main.received("session/prompt"), 1, "never prompted again");
     assert_eq!(main.received("session/load"), 0);
@@ -251,7 +257,7 @@ async fn output_is_never_resumed_when_the_policy_would_switch_and_the_other_agen
     assert_eq!(decision(&s), (json!("manual"), json!("assistant_output")), "{s}");
     settled(&h).await;
     assert!(backup.pids().is_empty());
-    assert_eq!(resumable_rows(&h).await, 0);
+    assert_eq!(held_routes(&h).await, 0);
 }
 
 #[tokio::test]
@@ -275,7 +281,7 @@ async fn tool_activity_is_never_resumable_even_on_an_agent_that_can_load_its_ses
     let s = h.wait_route(&r, LIMIT, |s| s["state"] == "action_required").await;
     assert_eq!(decision(&s), (json!("manual"), json!("tool_activity")), "{s}");
     settled(&h).await;
-    assert_eq!(resumable_rows(&h).await, 0);
+    assert_eq!(held_routes(&h).await, 0);
     assert_eq!(main.received("session/prompt"), 1);
 }
 
@@ -371,11 +377,7 @@ async fn a_persons_skip_during_the_resumable_wait_starts_no_other_candidate_unti
         .await;
     assert_eq!(s["candidate_id"], "backup", "{s}");
     assert_eq!(h.launches(&r).await, 1);
-    assert_eq!(
-        resumable_rows(&h).await,
-        0,
-        "the new cycle dropped the old session"
-    );
+    assert_eq!(held_routes(&h).await, 0, "the new cycle dropped the old session");
     until("nothing else ran on the main agent", LIMIT, || {
         main.pids().len() == 1
     })
@@ -444,7 +446,7 @@ async fn another_engine_on_the_database_resumes_a_session_recorded_after_it_firs
     let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
     h.wait_route(&r, LIMIT, |s| s["state"] == "retry_wait").await;
     settled(&h).await;
-    assert_eq!(resumable_rows(&h).await, 1);
+    assert_eq!(held_routes(&h).await, 1);
     // The retry wait ends on the other engine's scheduler: it runs the retry.
     h.clock.advance(chrono::TimeDelta::seconds(5));
     server::scheduler::tick(&other).await.unwrap();
@@ -453,6 +455,89 @@ async fn another_engine_on_the_database_resumes_a_session_recorded_after_it_firs
     })
     .await;
     assert_eq!(s.candidate_id, "main");
+    settled(&h).await;
+    resumed_in_the_same_session(&h, &main, &backup).await;
+}
+
+/// The migration that moved held output from its own table into the route's state, on a
+/// database as the previous release left it: a route in its retry wait whose session was a
+/// `resumable_sessions` row. After the upgrade the route holds the output, and its retry
+/// loads that session.
+#[tokio::test]
+async fn a_session_recorded_before_the_upgrade_is_the_routes_held_output_after_it() {
+    const MIGRATION: i64 = 20261205090000;
+    let d = tempfile::tempdir().unwrap();
+    let (main, backup) = resuming_agents(d.path());
+    let h = harness(&[&main, &backup]).await;
+    let p = h.profile(retry_then_backup(&main, &backup)).await;
+    let r = h.start_work(&p, "inv-1", main.work("Plan the refactoring")).await;
+    h.wait_route(&r, LIMIT, |s| s["state"] == "retry_wait").await;
+    settled(&h).await;
+    let state_json: String = server::store::sql::query("SELECT state_json FROM routes WHERE id = ?")
+        .bind(r.as_str())
+        .scalar(&h.pool)
+        .await
+        .unwrap();
+    let state: policy::route::RouteState = serde_json::from_str(&state_json).unwrap();
+    let held = state.held().cloned().expect("the failure granted the session");
+    // The database as the previous release left it: the session in its own table (one row of
+    // the route's current cycle), the state without it, the migration not run.
+    let mut old = serde_json::from_str::<Value>(&state_json).unwrap();
+    old.as_object_mut().unwrap().remove("held");
+    server::store::sql::query("UPDATE routes SET state_json = ? WHERE id = ?")
+        .bind(old.to_string())
+        .bind(r.as_str())
+        .execute(&h.pool)
+        .await
+        .unwrap();
+    server::store::sql::batch(
+        "CREATE TABLE resumable_sessions (route_id TEXT PRIMARY KEY NOT NULL REFERENCES routes(id) \
+         ON DELETE CASCADE, candidate_id TEXT NOT NULL, agent_id TEXT NOT NULL, session_id TEXT NOT NULL, \
+         generation BIGINT NOT NULL, cycle BIGINT NOT NULL, work_digest TEXT NOT NULL, recorded_at TEXT NOT NULL)",
+        &h.pool,
+    )
+    .await
+    .unwrap();
+    server::store::sql::query(
+        "INSERT INTO resumable_sessions (route_id, candidate_id, agent_id, session_id, generation, cycle, \
+         work_digest, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(r.as_str())
+    .bind(held.session.candidate_id.as_str())
+    .bind(held.session.agent_id.as_str())
+    .bind(held.session.session_id.as_str())
+    .bind(i64::try_from(held.generation).unwrap())
+    .bind(i64::from(state.cycle().number()))
+    .bind(held.session.work_digest.as_str())
+    .bind("2026-11-30T08:00:00Z")
+    .execute(&h.pool)
+    .await
+    .unwrap();
+    server::store::sql::query("DELETE FROM _sqlx_migrations WHERE version = ?")
+        .bind(MIGRATION)
+        .execute(&h.pool)
+        .await
+        .unwrap();
+    assert_eq!(held_routes(&h).await, 0);
+
+    server::db::open(&h.database).await.expect("the upgrade migrates");
+    let upgraded: String = server::store::sql::query("SELECT state_json FROM routes WHERE id = ?")
+        .bind(r.as_str())
+        .scalar(&h.pool)
+        .await
+        .unwrap();
+    let upgraded: policy::route::RouteState = serde_json::from_str(&upgraded).unwrap();
+    assert_eq!(upgraded, state, "the row became the state's held output");
+    assert!(
+        server::store::sql::query("SELECT COUNT(*) FROM resumable_sessions")
+            .scalar::<i64>(&h.pool)
+            .await
+            .is_err(),
+        "the table is gone"
+    );
+    h.advance(5).await;
+    h.wait_route(&r, LIMIT, |s| s["state"] == "active" && s["attempt"].is_null())
+        .await;
     settled(&h).await;
     resumed_in_the_same_session(&h, &main, &backup).await;
 }

@@ -67,9 +67,9 @@ pub(crate) struct LaunchRequest {
     pub(crate) now: DateTime<Utc>,
     /// The way back to the route, for a dispatcher that reports later.
     pub(crate) reporter: Reporter,
-    /// The session this attempt loads (the retry a session holding the route's output waits
-    /// for; the engine decided it in the transaction that started the attempt).
-    pub(crate) resume: Option<crate::store::ResumableRow>,
+    /// The agent session this attempt loads (the retry a session holding the route's output
+    /// waits for; the route's step decided it when the attempt started).
+    pub(crate) resume: Option<String>,
 }
 
 /// The dispatcher that runs an attempt of a route whose caller is `caller` on a candidate whose

@@ -45,8 +45,8 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         let envelope = envelope_of(&r, None, &rec.snapshot(), None);
         return finish(&r, &stop, Reported::failed(envelope), false).await;
     };
-    // The engine decided, in the transaction that started this attempt, that it is the retry
-    // the session holding the route's output waits for.
+    // The route's step decided, when this attempt started, that it is the retry the session
+    // holding the route's output waits for.
     let load = r.resume.clone();
     if load.is_some() {
         rec.prior_output();
@@ -97,7 +97,7 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         cwd,
         prompt: work.prompt.clone(),
         auth_method: agent.auth_method.clone(),
-        load: load.map(|s| s.session_id),
+        load,
         timeouts: agent.timeouts,
     };
     let t = agent.timeouts;
@@ -130,7 +130,7 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         session_id,
         agent_id: agent.id.clone(),
         candidate_id: r.target.id.clone(),
-        work_digest: HeldSession::digest(&work),
+        work_digest: crate::engine::input::work_digest(&work),
     });
     // A normal end (`end_turn`) is a success unless its evidence carries a failure signal,
     // which the engine's classification decides, once, in the report's transaction.
