@@ -28,8 +28,9 @@ use policy::{
     legacy::normalize,
     limits::MAX_RETRY_DELAY_SECONDS,
     route::{
-        start, step, ActionReason, CandidateOption, DispatchState, Eligibility, FailureReport, ManualAction,
-        RouteEffect, RouteEvent, RouteState, RouteStatus, StateName, TransitionError,
+        start, step, ActionReason, AttemptKind, CandidateOption, DispatchState, Eligibility, FailureReport,
+        HeldOutput, HeldSession, LaunchFacts, ManualAction, ResumeOffer, RouteEffect, RouteEvent, RouteState,
+        RouteStatus, StateName, TransitionError,
     },
     schedule::retry_delay_seconds,
 };
@@ -273,6 +274,9 @@ struct FailSpec {
     /// Carry another candidate's policy (a caller bug the machine must reject), when the
     /// document has another candidate.
     foreign_policy: bool,
+    /// Output was shown, and the agent's session that holds it is offered (the gate closed for
+    /// output, open were the session resumed).
+    offer: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -316,14 +320,18 @@ fn arb_fail() -> impl Strategy<Value = FailSpec> {
         proptest::option::of(prop_oneof![4 => 0u64..600, 1 => 0u64..700_000, 1 => Just(u64::MAX)]),
         proptest::option::of(prop_oneof![4 => -10i64..600, 1 => -100i64..700_000]),
         proptest::bool::weighted(0.05),
+        proptest::bool::weighted(0.3),
     )
-        .prop_map(|(code, gate, retry_after, reset_in, foreign_policy)| FailSpec {
-            code,
-            gate,
-            retry_after,
-            reset_in,
-            foreign_policy,
-        })
+        .prop_map(
+            |(code, gate, retry_after, reset_in, foreign_policy, offer)| FailSpec {
+                code,
+                gate,
+                retry_after,
+                reset_in,
+                foreign_policy,
+                offer,
+            },
+        )
 }
 
 fn arb_op() -> impl Strategy<Value = Op> {
@@ -382,7 +390,7 @@ impl World {
             }
             Op::Dispatch => RouteEvent::DispatchStarted {
                 generation: g,
-                launch: None,
+                launch: launch_facts(g),
             },
             Op::Fail(spec) => {
                 let mut c = match SemanticCode::ALL.get(spec.code) {
@@ -394,9 +402,14 @@ impl World {
                 let gate = match spec.gate {
                     Some(reason) => Gate::deny(reason),
                     None if c.code.is_none() => Gate::deny(GateReason::Unclassified),
+                    None if spec.offer => Gate::deny(GateReason::AssistantOutput),
                     None => Gate::ALLOW,
                 };
                 let current = &state.candidate().id;
+                let resume = spec.offer.then(|| ResumeOffer {
+                    session: session_of(current),
+                    gate: Gate::ALLOW,
+                });
                 let foreign = spec
                     .foreign_policy
                     .then(|| self.doc.candidates().iter().find(|p| p.id() != current))
@@ -406,7 +419,7 @@ impl World {
                     classification: c,
                     gate,
                     policy: foreign.or_else(|| self.doc.candidate(current)).cloned(),
-                    resume: None,
+                    resume,
                 }))
             }
             Op::Succeed => RouteEvent::Succeeded { generation: g },
@@ -449,6 +462,55 @@ impl World {
                 return None;
             }
         })
+    }
+}
+
+/// The session a failure on `candidate` offers: the agent `claude`'s, for the work `w1`.
+fn session_of(candidate: &str) -> HeldSession {
+    HeldSession {
+        session_id: format!("sess-{candidate}"),
+        agent_id: "claude".into(),
+        candidate_id: candidate.into(),
+        work_digest: "w1".into(),
+    }
+}
+
+/// What a start at `g` runs on: nothing said, the offering agent and work, another agent, or
+/// other work (varied by generation, so sequences meet each).
+fn launch_facts(g: u64) -> Option<LaunchFacts> {
+    let on = |agent: &str, work: &str| {
+        Some(LaunchFacts {
+            agent_id: Some(agent.into()),
+            work_digest: Some(work.into()),
+        })
+    };
+    match g % 5 {
+        0 => None,
+        1 | 2 => on("claude", "w1"),
+        3 => on("codex", "w1"),
+        _ => on("claude", "w2"),
+    }
+}
+
+/// What the start of `attempt` must launch while `held` (written out again from
+/// `policy::route::held`'s docs): the retry of the session's candidate, on its agent, for its
+/// work, loads it; any other start is refused; with nothing held, a plain launch.
+fn expected_start(
+    held: Option<&HeldOutput>,
+    candidate: &str,
+    kind: AttemptKind,
+    facts: Option<&LaunchFacts>,
+) -> Result<Option<String>, ()> {
+    let Some(h) = held else { return Ok(None) };
+    let retry = matches!(kind, AttemptKind::Retry | AttemptKind::PostWait);
+    let same = facts.is_some_and(|f| {
+        f.agent_id.as_deref() == Some(h.session.agent_id.as_str())
+            && f.work_digest.as_deref() == Some(h.session.work_digest.as_str())
+    });
+    if retry && candidate == h.session.candidate_id && same {
+        Ok(Some(h.session.session_id.clone()))
+    } else {
+        Err(())
     }
 }
 
@@ -709,6 +771,37 @@ proptest! {
                 continue;
             }
             prop_assert_eq!(t.next.generation(), g + 1, "every change advances the generation by one");
+            // Held output: a start loads the session the route holds, or is refused; the fact
+            // comes only with a failure that offered it and retries that same candidate, and
+            // goes only with the route cycle.
+            if let RouteEvent::DispatchStarted { launch, .. } = &event {
+                let attempt = state.attempt().unwrap();
+                let want = expected_start(state.held(), &state.candidate().id, attempt.kind, launch.as_ref());
+                let got = match t.effects.as_slice() {
+                    [RouteEffect::Launch { resume, .. }] => Ok(resume.clone()),
+                    [RouteEffect::RefuseStart { generation }] if *generation == t.next.generation() => Err(()),
+                    other => return Err(TestCaseError::fail(format!("a start did {other:?}"))),
+                };
+                prop_assert_eq!(got, want, "held {:?}, facts {:?}", state.held(), launch);
+            }
+            let new_cycle = t.next.cycle().number() != state.cycle().number();
+            if new_cycle {
+                prop_assert_eq!(t.next.held(), None, "a new cycle ends held output");
+            } else if t.next.held() != state.held() {
+                let RouteEvent::Failed(report) = &event else {
+                    return Err(TestCaseError::fail(format!("{:?} changed held output", event.kind())));
+                };
+                let offer = report.resume.as_ref().expect("only an offer is held");
+                prop_assert_eq!(
+                    t.next.held(),
+                    Some(&HeldOutput { session: offer.session.clone(), generation: g })
+                );
+                let kind = t.decision.as_ref().map(|d| d.kind);
+                prop_assert!(
+                    matches!(kind, Some(DecisionKind::Retry | DecisionKind::WaitForReset)),
+                    "held output for a decision that does not retry the same candidate: {:?}", kind
+                );
+            }
             // The timer a change arms is its effect's: a wait's deadline or a hold's end, at the
             // new generation; a change to a state with neither arms nothing (the server keeps
             // the route's one timer row from this effect alone).
