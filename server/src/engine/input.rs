@@ -61,9 +61,10 @@ pub struct Evidence {
     /// ends its turn); then it is the failure it shows.
     pub turn_ended: bool,
     /// The agent session that still holds the attempt's output and that the agent can load
-    /// again. If the evidence shows output and no other effect, and the candidate's policy
-    /// would retry this same candidate, the gate's resumable exception is granted and the
-    /// session recorded in the failure's commit; otherwise it is plain evidence.
+    /// again. If the evidence shows output and no other effect, it is offered to the route's
+    /// step, which grants the gate's resumable exception when the candidate's policy would retry
+    /// this same candidate: the route then holds the output (its state's `held`, in the
+    /// failure's commit). Otherwise it is plain evidence.
     pub session: Option<HeldSession>,
 }
 
