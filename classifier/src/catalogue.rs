@@ -2,8 +2,9 @@
 //!
 //! Rules live in TOML under `fixtures/catalogue/`, one file per provider or agent, and are
 //! embedded with `include_str!` so the `recourse` binary reads no files at run time. They are
-//! parsed and compiled (regexes, one literal scanner over every literal) once, into a
-//! [`Catalogue`]; [`Catalogue::builtin`] caches that in a `OnceLock`.
+//! parsed and compiled (one literal scanner over every literal) once, into a [`Catalogue`];
+//! [`Catalogue::builtin`] caches that in a `OnceLock`. A rule's regex is compiled the first
+//! time a signal reaches it ([`crate::lazy_regex`]).
 //!
 //! **Version.** The catalogue version is `cat-` plus the first 12 hex digits of the SHA-256 of
 //! every source file (its name, a NUL, its text, a NUL, in file order). Any edit to a rule
@@ -17,6 +18,7 @@
 
 use crate::{
     engine::{json_any, MatchCtx},
+    lazy_regex::LazyRegex,
     scan::LiteralScanner,
     timing::TimingExtractor,
 };
@@ -24,7 +26,6 @@ use policy::{
     class::SemanticCode,
     classification::{Confidence, Scope},
 };
-use regex::{Regex, RegexBuilder};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::{collections::BTreeMap, fmt, sync::OnceLock};
@@ -69,9 +70,6 @@ pub const BUILTIN_SOURCES: &[(&str, &str)] = &[
         include_str!("../../fixtures/catalogue/not-provider.toml"),
     ),
 ];
-
-/// A regex's compiled size limit; keeps a hostile or careless pattern from blowing up memory.
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// How specific a rule is. Higher tiers win.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
@@ -291,7 +289,7 @@ pub struct Rule {
     /// Prefilters derived from `json`/`json_contains` values: for each group, one of these
     /// literals must occur in the text before any JSON is parsed (see [`json_hint_literal`]).
     pub(crate) json_hints: Vec<Vec<usize>>,
-    pub(crate) regex: Option<Regex>,
+    pub(crate) regex: Option<LazyRegex>,
     pub(crate) timing: Vec<TimingExtractor>,
 }
 
@@ -395,7 +393,7 @@ impl Rule {
             }
         }
         if let Some(re) = &self.regex {
-            if !re.is_match(&s.text) {
+            if !re.get().is_match(&s.text) {
                 return false;
             }
         }
@@ -413,7 +411,7 @@ impl Rule {
         let re = self
             .regex
             .as_ref()
-            .and_then(|r| r.find(&ctx.signal.text))
+            .and_then(|r| r.get().find(&ctx.signal.text))
             .map(|m| m.start());
         let start = lits.chain(re).min();
         // Evidence inside the JSON object found in the text starts where that object starts
@@ -465,7 +463,7 @@ impl Catalogue {
             // The embedded sources are constants checked by this crate's tests and by
             // `recourse catalogue check`; a failure here is a build defect, not bad input.
             #[allow(clippy::expect_used)]
-            Catalogue::from_sources(BUILTIN_SOURCES).expect("the embedded catalogue compiles")
+            Catalogue::compile(BUILTIN_SOURCES, false).expect("the embedded catalogue compiles")
         })
     }
 
@@ -477,6 +475,12 @@ impl Catalogue {
 
     /// Parses and compiles several named TOML sources; reports every problem found.
     pub fn from_sources(sources: &[(&str, &str)]) -> Result<Catalogue, CatalogueError> {
+        Catalogue::compile(sources, true)
+    }
+
+    /// [`Catalogue::from_sources`]; with `check_regexes` false, each rule's regex is first
+    /// compiled when a signal reaches it, and never before ([`LazyRegex`]).
+    fn compile(sources: &[(&str, &str)], check_regexes: bool) -> Result<Catalogue, CatalogueError> {
         let mut problems = Vec::new();
         let mut hasher = Sha256::new();
         let mut defs = Vec::new();
@@ -564,7 +568,8 @@ impl Catalogue {
                 ));
             }
             let regex = match &d.regex {
-                Some(r) => match RegexBuilder::new(r).size_limit(REGEX_SIZE_LIMIT).build() {
+                Some(r) if !check_regexes => Some(LazyRegex::unchecked(r)),
+                Some(r) => match LazyRegex::checked(r) {
                     Ok(re) => Some(re),
                     Err(e) => {
                         problems.push(format!("{id}: invalid regex: {e}"));

@@ -674,7 +674,7 @@ impl Catalogue {
             .iter()
             .map(|&ri| &self.rules[ri])
             .filter(|r| r.notice && r.matches(ctx))
-            .flat_map(|r| r.regex.iter().flat_map(|re| re.find_iter(text)))
+            .flat_map(|r| r.regex.iter().flat_map(|re| re.get().find_iter(text)))
             .map(|f| (f.start(), f.end()))
             .collect();
         notices.sort_unstable();

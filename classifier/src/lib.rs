@@ -47,6 +47,7 @@ mod engine;
 pub mod envelope;
 mod gate;
 mod json;
+mod lazy_regex;
 mod normalize;
 mod pyrepr;
 pub mod redact;
