@@ -180,6 +180,34 @@ fn rollup_kib(pid: u32, field: &str) -> u64 {
     proc_kib(&format!("/proc/{pid}/smaps_rollup"), field)
 }
 
+/// The process's mappings from `/proc/PID/smaps`, summed by what they map (a file, or the
+/// kind of anonymous memory): RSS and anonymous KiB, largest RSS first.
+fn mappings(pid: u32) -> Vec<(u64, u64, String)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    let mut sums: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        if first.contains('-') && !first.ends_with(':') {
+            // A mapping's header: range, perms, offset, device, inode, then the path if any.
+            let perms = words.next().unwrap_or_default().to_owned();
+            current = format!("{} ({perms})", words.nth(3).unwrap_or("[anonymous]"));
+        } else if first == "Rss:" || first == "Anonymous:" {
+            let kib: u64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(0);
+            let entry = sums.entry(current.clone()).or_default();
+            if first == "Rss:" {
+                entry.0 += kib;
+            } else {
+                entry.1 += kib;
+            }
+        }
+    }
+    let mut v: Vec<(u64, u64, String)> = sums.into_iter().map(|(k, (r, a))| (r, a, k)).collect();
+    v.sort_by_key(|m| std::cmp::Reverse(m.0));
+    v
+}
+
 fn proc_kib(path: &str, field: &str) -> u64 {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -384,6 +412,10 @@ async fn main() {
         rollup("Pss:"),
         status_kib(editor_pid, "Threads:")
     );
+    println!("  its largest mappings (RSS KiB, anonymous KiB, what):");
+    for (rss, anon, what) in mappings(editor_pid).into_iter().take(8) {
+        println!("  {rss:8} {anon:8}  {what}");
+    }
     drop((direct_turns, recourse_turns));
     let _ = editor.start_kill();
     let _ = direct.start_kill();

@@ -36,23 +36,13 @@ fn main() -> ExitCode {
         Command::Agents {
             command: server::cli::AgentsCommand::Check { config },
         } => run_async(server::serve::agents_check(&config)),
-        // One thread: the agents it starts are children of this thread (see the agent guard).
-        Command::Acp(args) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(anyhow::Error::from)
-            .and_then(|rt| rt.block_on(server::editor::run(args))),
+        Command::Acp(args) => {
+            server::editor::binary::exec_own_binary();
+            server::editor::binary::serve(args)
+        }
         Command::AgentGuard { command, args } => return server::editor::guard::run(command, args),
     };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            // One place reports a fatal error, with its whole chain of causes.
-            tracing::error!(error = format!("{err:#}"), "recourse failed");
-            eprintln!("error: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
+    server::telemetry::exit(result)
 }
 
 fn run_async<F: std::future::Future<Output = anyhow::Result<ExitCode>>>(fut: F) -> anyhow::Result<ExitCode> {

@@ -40,6 +40,19 @@ pub fn init(format: LogFormat, replica: Option<&ReplicaId>) {
     };
 }
 
+/// The process's exit: the command's code, or its fatal error reported (the one place that
+/// reports one, with its whole chain of causes) and a failure.
+pub fn exit(result: anyhow::Result<std::process::ExitCode>) -> std::process::ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            tracing::error!(error = format!("{err:#}"), "recourse failed");
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// A JSON event format with `"replica_id"` first on every line.
 pub struct WithReplica<F> {
     inner: F,

@@ -14,7 +14,8 @@
 //! cannot be reached), [`session`] (one editor session: its route and its turns), [`agents`]
 //! (a leased attempt on an agent: the `acp` dispatcher's process, protocol and evidence code,
 //! with the editor as the agent's client), [`say`] (what the person reads), [`guard`] (the
-//! agent guard: no agent outlives a killed `recourse acp`).
+//! agent guard: no agent outlives a killed `recourse acp`), [`binary`] (`recourse acp` runs as
+//! the small `recourse-acp` binary when it is installed).
 //!
 //! Start-up fails with a clear message, before any ACP traffic, when the token is missing or
 //! refused, the server cannot be reached, the profile is out of the token's reach, or the
@@ -28,6 +29,7 @@
 
 pub(crate) mod agents;
 pub(crate) mod api;
+pub mod binary;
 pub mod guard;
 pub(crate) mod say;
 pub(crate) mod session;

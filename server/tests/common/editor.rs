@@ -41,9 +41,30 @@ impl Acp {
     /// `recourse acp --server http://ADDR --profile PROFILE --config CONFIG EXTRA...`, the token
     /// in `RECOURSE_TOKEN`, its log in `dir/acp-N.log`.
     pub fn start(dir: &Path, addr: &str, profile: &str, config: &Path, token: &str, extra: &[&str]) -> Acp {
+        Acp::start_binary(
+            Path::new(env!("CARGO_BIN_EXE_recourse")),
+            dir,
+            addr,
+            profile,
+            config,
+            token,
+            extra,
+        )
+    }
+
+    /// [`Acp::start`] with the `recourse` binary at `binary`.
+    pub fn start_binary(
+        binary: &Path,
+        dir: &Path,
+        addr: &str,
+        profile: &str,
+        config: &Path,
+        token: &str,
+        extra: &[&str],
+    ) -> Acp {
         let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
         let log = dir.join(format!("acp-{n}.log"));
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_recourse"))
+        let child = tokio::process::Command::new(binary)
             .args([
                 "acp",
                 "--server",
@@ -79,6 +100,12 @@ impl Acp {
 
     pub fn pid(&self) -> i32 {
         i32::try_from(self.child.id().unwrap()).unwrap()
+    }
+
+    /// The program its process runs now (`recourse acp` replaces itself with `recourse-acp`
+    /// when that lies beside it).
+    pub fn program(&self) -> PathBuf {
+        std::fs::read_link(format!("/proc/{}/exe", self.pid())).unwrap()
     }
 
     /// What it logged.

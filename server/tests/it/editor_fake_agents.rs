@@ -10,6 +10,8 @@
 //! - only the four most recently used sessions keep their agents running between turns;
 //! - a refused token, an unreachable server and a profile out of reach stop it at start with a
 //!   clear message.
+//! - it runs as `recourse-acp` when that is beside `recourse`, and in its own process when
+//!   `recourse` was copied alone.
 //!
 //! The tests with the published agents beneath are in `editor.rs`.
 
@@ -108,6 +110,11 @@ async fn with_fake_agents_a_switch_is_said_and_the_agents_requests_reach_the_edi
         .v1()
         .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
             let mut session = ed::open(&cx, &root).await?;
+            // `recourse acp` replaced itself with the editor's own, smaller binary.
+            assert_eq!(
+                acp.program().file_name().and_then(|n| n.to_str()),
+                Some("recourse-acp")
+            );
             let first = ed::turn(&mut session, "Say hello", Answer::Allow, |_| false).await;
             let second = ed::turn(&mut session, "Once more", Answer::Allow, |_| false).await;
             Ok((first, second))
@@ -317,6 +324,60 @@ async fn the_editor_session_survives_a_server_restart_while_its_agent_runs() {
 /// An editor that goes away while a prompt runs cancels it, as the person's cancel would: the
 /// agent is told `session/cancel`, the route stops (`stopped_by_user`, never left running
 /// without anyone to see it), and `recourse acp` exits by itself with its agent gone.
+/// `recourse` copied somewhere alone (without `recourse-acp` beside it) serves the editor in its
+/// own process: the same turn, the same agent guard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recourse_copied_alone_serves_the_editor_in_its_own_process() {
+    let hello = json!([{"prompt": [{"message": "hello"}, {"respond": {"stopReason": "end_turn"}}]}]);
+    let w = FakeWorld::new(&[("a", hello)]);
+    let p = ed::profile(&w.addr, "fakes", &[("a", "Agent A", stop(), stop())]);
+    let alone = w.dir.path().join("alone");
+    std::fs::create_dir(&alone).unwrap();
+    let binary = alone.join("recourse");
+    std::fs::copy(env!("CARGO_BIN_EXE_recourse"), &binary).unwrap();
+    let mut acp = Acp::start_binary(
+        &binary,
+        w.dir.path(),
+        &w.addr,
+        &p,
+        &w.config,
+        &token_for(&w.addr).unwrap(),
+        &[],
+    );
+    let root = w.agents[0].root.clone();
+    let agent = &w.agents[0];
+    let (program, turn, guard) = Client
+        .v1()
+        .connect_with(acp.transport(), async |cx: ConnectionTo<Agent>| {
+            let mut session = ed::open(&cx, &root).await?;
+            let program = acp.program();
+            let turn = ed::turn(&mut session, "Say hello", Answer::Allow, |_| false).await;
+            // The agent, kept for the next prompt, runs under the copied binary's guard.
+            let pids = agent.pids();
+            assert_eq!(pids.len(), 1, "{pids:?}");
+            let status = std::fs::read_to_string(format!("/proc/{}/status", pids[0])).unwrap();
+            let parent = status
+                .lines()
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .unwrap()
+                .trim()
+                .to_owned();
+            let guard = std::fs::read_link(format!("/proc/{parent}/exe")).unwrap();
+            Ok((program, turn, guard))
+        })
+        .await
+        .unwrap();
+    assert_eq!(program, binary);
+    assert_eq!(guard, binary);
+    assert_eq!(
+        turn.stop_reason.as_deref(),
+        Some("end_turn"),
+        "{turn:?}\n{}",
+        acp.logged()
+    );
+    assert_eq!(turn.messages(), ["hello"], "{turn:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editor_that_goes_away_mid_prompt_cancels_it_and_recourse_acp_exits() {
     let slow = json!([{"prompt": [{"wait_cancel": true}, {"respond": {"stopReason": "cancelled"}}]}]);
