@@ -782,6 +782,9 @@ pub struct Transition {
     pub effects: Vec<RouteEffect>,
     /// The policy decision made by this transition, if any.
     pub decision: Option<Decision>,
+    /// The gate a failure was decided with: the report's own, or the gate of the session it
+    /// offered when the step granted that session (`held`). `None` for any other event.
+    pub gate: Option<Gate>,
     pub changed: bool,
 }
 

@@ -52,6 +52,7 @@ pub fn start(candidates: &[CandidateOption]) -> Result<Transition, TransitionErr
         next,
         effects,
         decision: None,
+        gate: None,
         changed: true,
     })
 }
@@ -419,7 +420,8 @@ fn on_failure(
             },
         )
     });
-    let decision = evaluate(&failure(resumed.map_or(report.gate, |offer| offer.gate)), now);
+    let gate = resumed.map_or(report.gate, |offer| offer.gate);
+    let decision = evaluate(&failure(gate), now);
     let mut next = advance(state)?;
     if let Some(offer) = resumed {
         if matches!(decision.kind, DecisionKind::Retry | DecisionKind::WaitForReset) {
@@ -456,7 +458,10 @@ fn on_failure(
         _ => needs_person(&mut next, manual_reason(decision.reason)),
     };
     next.decision = Some(decision.clone());
-    Ok(changed(next, vec![effect], Some(decision)))
+    Ok(Transition {
+        gate: Some(gate),
+        ..changed(next, vec![effect], Some(decision))
+    })
 }
 
 fn manual_reason(reason: DecisionReason) -> ActionReason {
@@ -506,6 +511,7 @@ fn unchanged(state: &RouteState, effects: Vec<RouteEffect>) -> Transition {
         next: state.clone(),
         effects,
         decision: None,
+        gate: None,
         changed: false,
     }
 }
@@ -519,6 +525,7 @@ fn changed(
         next,
         effects,
         decision,
+        gate: None,
         changed: true,
     }
 }

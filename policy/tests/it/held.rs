@@ -86,8 +86,9 @@ fn a_granted_session_is_held_for_the_retry_which_loads_it_and_a_success_ends_it(
     d.dispatch();
     let failed_at = d.gen();
     let e = failed_after_output(&d, Some(session("a")));
-    d.step(e);
+    let t = d.step(e);
     assert_eq!(d.name(), StateName::RetryWait, "the offer's gate decided");
+    assert_eq!(t.gate, Some(Gate::ALLOW), "and the transition says so");
     assert_eq!(
         d.state.held(),
         Some(&HeldOutput {
@@ -123,8 +124,13 @@ fn an_offer_is_not_granted_when_the_policy_would_not_retry_the_same_candidate() 
     let mut d = Driver::start(doc(None));
     d.dispatch();
     let e = failed_after_output(&d, Some(session("a")));
-    d.step(e);
+    let t = d.step(e);
     assert_eq!(d.name(), StateName::ActionRequired, "the closed gate decided");
+    assert_eq!(
+        t.gate,
+        Some(Gate::deny(GateReason::AssistantOutput)),
+        "the report's own"
+    );
     assert_eq!(d.state.held(), None);
     // An offer for another candidate's session is not granted either.
     let mut d = Driver::start(doc(Some((2, 10))));

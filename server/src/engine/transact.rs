@@ -12,7 +12,6 @@ use chrono::{DateTime, Utc};
 use classifier::{classify, Verdict};
 use policy::{
     api::{CallerKind, CandidateTarget, DispatchOutcome, DispatcherKind, Profile, Work},
-    classification::Gate,
     document::ValidatedPolicyDocument,
     route::{
         step, DispatchState, EventKind, FailureReport, ResumeOffer, RouteEvent, RouteState, StateName,
@@ -105,9 +104,6 @@ pub(crate) async fn transact(
     let mut new_work = None;
     let mut result = None;
     let mut adopt = false;
-    // The gate a failure's evidence gets were the session that holds its output resumed: the
-    // verdict's, if the step grants it.
-    let mut resumed_gate = None;
     let (event, mut verdict) = match input {
         Input::Event(e) => (e, None),
         Input::Orphaned => {
@@ -141,7 +137,7 @@ pub(crate) async fn transact(
             let expected_generation = prev.generation();
             (RouteEvent::Complete { expected_generation }, None)
         }
-        Input::Evidence(evidence) => reported(*evidence, &prev, profile, now, &mut resumed_gate),
+        Input::Evidence(evidence) => reported(*evidence, &prev, profile, now),
     };
     let kind = event.kind();
     let cause = match &event {
@@ -184,16 +180,10 @@ pub(crate) async fn transact(
         });
     }
     pending.cas_route(route_id, prev.generation(), &transition.next, now);
-    if let (Some(gate), Some(verdict)) = (resumed_gate, verdict.as_mut()) {
-        // The step granted the session that holds the output (the route holds it from this
-        // failure on): the gate as it is with that session resumed.
-        if transition
-            .next
-            .held()
-            .is_some_and(|h| h.generation == prev.generation())
-        {
-            verdict.gate = gate;
-        }
+    if let (Some(gate), Some(verdict)) = (transition.gate, verdict.as_mut()) {
+        // The gate the step decided with: the session's, when it granted the session that
+        // holds the output (the route holds it from this failure on).
+        verdict.gate = gate;
     }
     // Circuits (rare: a success closes, a scoped failure opens; these read, so they flush
     // first), then the rest of the step's writes, queued for the job's one round trip.
@@ -296,7 +286,6 @@ fn reported(
     prev: &RouteState,
     profile: &Profile,
     now: DateTime<Utc>,
-    resumed_gate: &mut Option<Gate>,
 ) -> (RouteEvent, Option<Box<Verdict>>) {
     env.active_generation = Some(prev.generation());
     let verdict = classify(&env, now);
@@ -311,7 +300,6 @@ fn reported(
         let gate = classifier::resumed_gate(&mut env, &verdict, &session.session_id)?;
         Some(ResumeOffer { session, gate })
     });
-    *resumed_gate = resume.as_ref().map(|offer| offer.gate);
     let report = FailureReport {
         evidence_generation: env.generation.unwrap_or(0),
         classification: verdict.classification.clone(),
