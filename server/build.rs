@@ -8,6 +8,9 @@
 //! `cargo leptos build` recompiles the server crate, even when the UI came out the same.) It also says, as a build warning, when there is no UI to embed
 //! (a plain `cargo build` in a fresh clone), when the UI was built without precompressed
 //! variants, or when it is older than its sources.
+//!
+//! It also links `recourse-acp` with packed relative relocations where this machine's C library
+//! reads them ([`pack_relative_relocations`]).
 
 use std::{
     fs,
@@ -166,5 +169,8 @@ fn pack_relative_relocations() {
         .collect();
     if version.as_slice() >= [2, 36].as_slice() {
         println!("cargo::rustc-link-arg-bin=recourse-acp=-Wl,-z,pack-relative-relocs");
+        // `recourse acp` execs it only where the C library it runs with reads them
+        // (`src/editor/binary.rs`): a binary built here may be copied to an older system.
+        println!("cargo::rustc-env=RECOURSE_ACP_PACKED_RELOCATIONS=1");
     }
 }

@@ -1,5 +1,8 @@
 //! The composition root: parse the command line, set up logging, and hand off to the library.
-//! Only this file reads the process environment (through clap's `env` attributes).
+//! Only this file reads the process environment (through clap's `env` attributes), with two
+//! exceptions: `recourse acp`'s exec into `recourse-acp` passes the environment on and marks it
+//! (`server::editor::binary`), and `recourse acp` reads its token from the variable its
+//! `--token-env` names.
 
 use clap::Parser;
 use server::cli::{Cli, Command};

@@ -783,7 +783,8 @@ pub struct Transition {
     /// The policy decision made by this transition, if any.
     pub decision: Option<Decision>,
     /// The gate a failure was decided with: the report's own, or the gate of the session it
-    /// offered when the step granted that session (`held`). `None` for any other event.
+    /// offered when the step granted the offer (`held::granted`; the route then holds the
+    /// output if that decision retries). `None` for any other event.
     pub gate: Option<Gate>,
     pub changed: bool,
 }

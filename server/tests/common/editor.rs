@@ -49,10 +49,12 @@ impl Acp {
             config,
             token,
             extra,
+            &[],
         )
     }
 
-    /// [`Acp::start`] with the `recourse` binary at `binary`.
+    /// [`Acp::start`] with the binary at `binary`, and `env` set too.
+    #[allow(clippy::too_many_arguments)]
     pub fn start_binary(
         binary: &Path,
         dir: &Path,
@@ -61,6 +63,7 @@ impl Acp {
         config: &Path,
         token: &str,
         extra: &[&str],
+        env: &[(&str, &str)],
     ) -> Acp {
         let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
         let log = dir.join(format!("acp-{n}.log"));
@@ -76,6 +79,7 @@ impl Acp {
             .arg(config)
             .args(extra)
             .env("RECOURSE_TOKEN", token)
+            .envs(env.iter().copied())
             // The keys the agents' configurations name (the fake provider checks none).
             .envs(DUMMY_KEYS)
             .env("RUST_LOG", "info,server::editor=debug")

@@ -10,8 +10,8 @@
 //! - only the four most recently used sessions keep their agents running between turns;
 //! - a refused token, an unreachable server and a profile out of reach stop it at start with a
 //!   clear message.
-//! - it runs as `recourse-acp` when that is beside `recourse`, and in its own process when
-//!   `recourse` was copied alone.
+//! - it runs as `recourse-acp` when that is beside `recourse`, in its own process when
+//!   `recourse` is installed alone, and a `recourse-acp` of another version hands back.
 //!
 //! The tests with the published agents beneath are in `editor.rs`.
 
@@ -23,7 +23,7 @@ use common::{
     *,
 };
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A served Recourse with fake agents configured (no published agent needed).
 struct FakeWorld {
@@ -321,28 +321,22 @@ async fn the_editor_session_survives_a_server_restart_while_its_agent_runs() {
     assert!(route["snapshot"]["attempt"].is_null(), "{route}");
 }
 
-/// An editor that goes away while a prompt runs cancels it, as the person's cancel would: the
-/// agent is told `session/cancel`, the route stops (`stopped_by_user`, never left running
-/// without anyone to see it), and `recourse acp` exits by itself with its agent gone.
-/// `recourse` copied somewhere alone (without `recourse-acp` beside it) serves the editor in its
-/// own process: the same turn, the same agent guard.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn recourse_copied_alone_serves_the_editor_in_its_own_process() {
+/// One turn of a one-agent profile through `binary` started as `recourse acp` (with `env`):
+/// the program its process ran the turn as, the turn, and the program of the agent's parent
+/// (its guard).
+async fn one_turn_through(binary: &Path, env: &[(&str, &str)]) -> (PathBuf, ed::TurnLog, PathBuf) {
     let hello = json!([{"prompt": [{"message": "hello"}, {"respond": {"stopReason": "end_turn"}}]}]);
     let w = FakeWorld::new(&[("a", hello)]);
     let p = ed::profile(&w.addr, "fakes", &[("a", "Agent A", stop(), stop())]);
-    let alone = w.dir.path().join("alone");
-    std::fs::create_dir(&alone).unwrap();
-    let binary = alone.join("recourse");
-    std::fs::copy(env!("CARGO_BIN_EXE_recourse"), &binary).unwrap();
     let mut acp = Acp::start_binary(
-        &binary,
+        binary,
         w.dir.path(),
         &w.addr,
         &p,
         &w.config,
         &token_for(&w.addr).unwrap(),
         &[],
+        env,
     );
     let root = w.agents[0].root.clone();
     let agent = &w.agents[0];
@@ -352,7 +346,7 @@ async fn recourse_copied_alone_serves_the_editor_in_its_own_process() {
             let mut session = ed::open(&cx, &root).await?;
             let program = acp.program();
             let turn = ed::turn(&mut session, "Say hello", Answer::Allow, |_| false).await;
-            // The agent, kept for the next prompt, runs under the copied binary's guard.
+            // The agent, kept for the next prompt, runs under its guard.
             let pids = agent.pids();
             assert_eq!(pids.len(), 1, "{pids:?}");
             let status = std::fs::read_to_string(format!("/proc/{}/status", pids[0])).unwrap();
@@ -367,8 +361,6 @@ async fn recourse_copied_alone_serves_the_editor_in_its_own_process() {
         })
         .await
         .unwrap();
-    assert_eq!(program, binary);
-    assert_eq!(guard, binary);
     assert_eq!(
         turn.stop_reason.as_deref(),
         Some("end_turn"),
@@ -376,8 +368,41 @@ async fn recourse_copied_alone_serves_the_editor_in_its_own_process() {
         acp.logged()
     );
     assert_eq!(turn.messages(), ["hello"], "{turn:?}");
+    (program, turn, guard)
 }
 
+/// `recourse` installed somewhere alone (without `recourse-acp` beside it) serves the editor in
+/// its own process: the same turn, the same agent guard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recourse_installed_alone_serves_the_editor_in_its_own_process() {
+    let place = tempfile::tempdir().unwrap();
+    let binary = place.path().join("recourse");
+    // A link, not a copy: a file this test process just wrote could still be open in a child
+    // another test is forking, and could not be executed then (ETXTBSY).
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_recourse"), &binary).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_recourse"), &binary).unwrap();
+    }
+    let (program, _, guard) = one_turn_through(&binary, &[]).await;
+    assert_eq!(program, binary, "no exec");
+    assert_eq!(guard, binary);
+}
+
+/// A `recourse-acp` of another version than the `recourse` that ran it (one left from an
+/// earlier install) hands back to that `recourse`, which serves the editor itself (and does not
+/// exec again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recourse_acp_of_another_version_hands_back_to_recourse() {
+    let own = Path::new(env!("CARGO_BIN_EXE_recourse-acp"));
+    let (program, _, guard) =
+        one_turn_through(own, &[(server::editor::binary::EXEC_MARKER, "0.0.0-earlier")]).await;
+    let recourse = std::fs::canonicalize(env!("CARGO_BIN_EXE_recourse")).unwrap();
+    assert_eq!(program, recourse);
+    assert_eq!(guard, recourse);
+}
+
+/// An editor that goes away while a prompt runs cancels it, as the person's cancel would: the
+/// agent is told `session/cancel`, the route stops (`stopped_by_user`, never left running
+/// without anyone to see it), and `recourse acp` exits by itself with its agent gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_editor_that_goes_away_mid_prompt_cancels_it_and_recourse_acp_exits() {
     let slow = json!([{"prompt": [{"wait_cancel": true}, {"respond": {"stopReason": "cancelled"}}]}]);
