@@ -144,8 +144,9 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 /// Links `recourse-acp` (the process an editor keeps open, `src/editor/binary.rs`) with its
 /// relative relocations packed (`DT_RELR`): the dynamic loader then reads a table of a few KB
 /// at start-up instead of 1.3 MB of `.rela.dyn`, pages that stayed in the process's memory.
-/// Only where the loader understands it (glibc 2.36 or later on the machine that builds, which
-/// is the machine that runs it) and for this machine's own target; elsewhere it links as usual.
+/// Only for this machine's own target with glibc 2.36 or later (whose loader reads them);
+/// elsewhere it links as usual. A binary built here may be copied to an older system: there
+/// `recourse acp` does not exec it (`src/editor/binary.rs` reads the running C library).
 fn pack_relative_relocations() {
     let var = |name: &str| std::env::var(name).unwrap_or_default();
     if var("TARGET") != var("HOST")
