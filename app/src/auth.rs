@@ -39,11 +39,11 @@ pub async fn list_audit(before: Option<i64>) -> Result<Vec<AuditEntry>, AppError
 }
 
 /// The session, read once per page load and shared by the navigation and the pages.
-pub type SessionResource = Resource<Result<SessionView, AppError>>;
+pub type SessionResource = crate::codec::Resource<Result<SessionView, AppError>>;
 
 /// Provides [`SessionResource`] to the whole app.
 pub fn provide_session() -> SessionResource {
-    let session = Resource::new(|| (), |_| current_session());
+    let session = crate::codec::resource(|| (), |_| current_session());
     provide_context(session);
     session
 }

@@ -30,6 +30,7 @@ pub mod api;
 pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod backend;
+pub mod codec;
 pub mod components;
 pub mod configured;
 pub mod draft;

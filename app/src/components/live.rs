@@ -58,7 +58,7 @@ impl LiveStatus {
 
 /// The route id an event is about, when its JSON names one (`route_id`, or `snapshot.route_id`).
 pub fn event_route_id(data: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(data).ok()?;
+    let v: serde_json::Value = crate::codec::value(data).ok()?;
     v.get("route_id")
         .or_else(|| v.get("snapshot").and_then(|s| s.get("route_id")))
         .and_then(|id| id.as_str())

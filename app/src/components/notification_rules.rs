@@ -74,7 +74,7 @@ pub fn collect(drafts: &[RuleDraft]) -> Option<Vec<NotificationRule>> {
 /// The rules editor (inside the profile editor's form).
 #[component]
 pub fn NotificationRulesEditor(rules: RwSignal<Vec<RuleDraft>>, messages: ServerMessages) -> impl IntoView {
-    let channels = Resource::new(|| (), |()| list_channels());
+    let channels = crate::codec::resource(|| (), |()| list_channels());
     let next_key = StoredValue::new(rules.with_untracked(|r| r.len() as u64));
     let full = move || rules.with(|r| r.len() >= MAX_NOTIFICATION_RULES);
     let add = move |_| {

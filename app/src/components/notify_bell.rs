@@ -28,7 +28,7 @@ use policy::{auth::Permission, notify::NotificationPage};
 
 /// The header's read of the signed-in person's notifications: `None` for people who may not
 /// view routes (nothing is asked for them).
-pub type HeaderNotifications = Resource<Result<Option<NotificationPage>, AppError>>;
+pub type HeaderNotifications = crate::codec::Resource<Result<Option<NotificationPage>, AppError>>;
 
 /// Makes the header's [`HeaderNotifications`], and the browser's notification for each new
 /// one. Called once, where the header is made: never inside the header's `Suspend`, which the
@@ -38,7 +38,7 @@ pub type HeaderNotifications = Resource<Result<Option<NotificationPage>, AppErro
 pub fn header_notifications(session: SessionResource) -> HeaderNotifications {
     // Every event and gap a page's stream sees: the list is read again.
     let ticks = use_event_ticks();
-    let page = Resource::new(
+    let page = crate::codec::resource(
         move || ticks.map(EventTicks::get),
         move |_| async move {
             let views = matches!(

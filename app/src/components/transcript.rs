@@ -35,7 +35,7 @@ fn ending(record: Option<&DispatchRecord>, shown_output: bool) -> &'static str {
 /// The route's transcripts. `current` is the attempt the route is on, if any.
 #[component]
 pub fn Transcripts(
-    transcripts: Resource<Result<Vec<AttemptTranscript>, AppError>>,
+    transcripts: crate::codec::Resource<Result<Vec<AttemptTranscript>, AppError>>,
     dispatches: Vec<DispatchRecord>,
     current: Option<u32>,
 ) -> impl IntoView {

@@ -94,7 +94,7 @@ fn envelope(kind: Kind, text: &str, number: &str) -> Result<Value, String> {
         }
         Kind::Stderr => json!({"items": [{"kind": "stderr", "lines": text.lines().collect::<Vec<_>>()}]}),
         Kind::AcpError => json!({"items": [{"kind": "acp_error", "code": number()?, "message": text}]}),
-        Kind::Envelope => serde_json::from_str(text)
+        Kind::Envelope => crate::codec::value(text)
             .map_err(|_| "This is not JSON; choose another kind, or fix the envelope.".to_owned())?,
     })
 }
@@ -166,7 +166,7 @@ pub fn TryError(#[prop(into)] candidates: Signal<Option<Vec<ValidatedCandidatePo
     let run = ServerAction::<TryEvidence>::new();
     // The fixtures are listed only once the person asks (the list is long).
     let want_fixtures = RwSignal::new(false);
-    let fixtures = Resource::new(
+    let fixtures = crate::codec::resource(
         move || want_fixtures.get(),
         |want| async move {
             if want {

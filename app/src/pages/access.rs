@@ -98,11 +98,11 @@ crate::pages::lazy_page!(AccessRoute, AccessPage);
 pub fn AccessPage() -> impl IntoView {
     let session = expect_context::<SessionResource>();
     let tokens_changed = RwSignal::new(0u32);
-    let tokens = Resource::new(move || tokens_changed.get(), |_| list_tokens());
+    let tokens = crate::codec::resource(move || tokens_changed.get(), |_| list_tokens());
     // Made with the page (not inside the permission check): the server's render waits for them.
     let accounts_changed = RwSignal::new(0u32);
-    let accounts = Resource::new(move || accounts_changed.get(), |_| list_accounts());
-    let roles = Resource::new(|| (), |_| list_roles());
+    let accounts = crate::codec::resource(move || accounts_changed.get(), |_| list_accounts());
+    let roles = crate::codec::resource(|| (), |_| list_roles());
     view! {
         <Title text="Access" />
         <h1 class="text-2xl font-semibold">"Access"</h1>
@@ -256,7 +256,10 @@ fn NewToken(mine: Permissions, changed: RwSignal<u32>) -> impl IntoView {
 
 /// The tokens the person may see, newest first, each with its state and a Revoke button.
 #[component]
-fn TokenList(tokens: Resource<Result<Vec<TokenView>, AppError>>, changed: RwSignal<u32>) -> impl IntoView {
+fn TokenList(
+    tokens: crate::codec::Resource<Result<Vec<TokenView>, AppError>>,
+    changed: RwSignal<u32>,
+) -> impl IntoView {
     view! {
         <section aria-labelledby="tokens" class="mt-8">
             <h2 id="tokens" class="text-lg font-semibold">"API tokens"</h2>
@@ -368,8 +371,8 @@ fn TokenRow(token: TokenView, changed: RwSignal<u32>) -> impl IntoView {
 /// change (so the form's confirmation stays on screen).
 #[component]
 fn Accounts(
-    accounts: Resource<Result<Vec<AccountView>, AppError>>,
-    roles: Resource<Result<Vec<RoleView>, AppError>>,
+    accounts: crate::codec::Resource<Result<Vec<AccountView>, AppError>>,
+    roles: crate::codec::Resource<Result<Vec<RoleView>, AppError>>,
     changed: RwSignal<u32>,
 ) -> impl IntoView {
     view! {

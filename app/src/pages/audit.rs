@@ -19,7 +19,7 @@ crate::pages::lazy_page!(AuditRoute, AuditPage);
 pub fn AuditPage() -> impl IntoView {
     // The pages read so far, each keyed by the `seq` it starts before.
     let before: RwSignal<Option<i64>> = RwSignal::new(None);
-    let page = Resource::new(move || before.get(), list_audit);
+    let page = crate::codec::resource(move || before.get(), list_audit);
     view! {
         <Title text="Audit log" />
         <h1 class="text-2xl font-semibold">"Audit log"</h1>

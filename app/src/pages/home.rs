@@ -49,7 +49,7 @@ pub fn HomePage() -> impl IntoView {
     let tick = RwSignal::new(0u64);
     let live = use_route_events(move |_| tick.update(|t| *t += 1));
     // Reloaded on any route change, a retry, and every gap in the event stream.
-    let routes = Resource::new(
+    let routes = crate::codec::resource(
         move || (filter.get(), tick.get(), live.gaps()),
         move |(f, _, gap)| live.reload(gap, list_routes(f)),
     );

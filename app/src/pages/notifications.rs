@@ -35,11 +35,11 @@ pub fn NotificationsPage() -> impl IntoView {
         }
         now
     });
-    let page = Resource::new(
+    let page = crate::codec::resource(
         move || (changes.get(), live.gaps(), mark.version().get()),
         move |(_, gap, _)| async move { live.reload(gap, list_notifications(None)).await },
     );
-    let dead = Resource::new(
+    let dead = crate::codec::resource(
         move || (changes.get(), live.gaps()),
         |_| list_deliveries(Some(DeliveryStatus::Dead)),
     );

@@ -25,8 +25,8 @@ crate::pages::lazy_page!(ProfileRoute, ProfilePage);
 pub fn ProfilePage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
-    let profile = Resource::new(id, get_profile);
-    let runners = Resource::new(|| (), |()| list_runners());
+    let profile = crate::codec::resource(id, get_profile);
+    let runners = crate::codec::resource(|| (), |()| list_runners());
     let session = expect_context::<SessionResource>();
     view! {
         <Title text="Profile" />

@@ -38,10 +38,10 @@ use policy::{
 crate::pages::lazy_page!(ProfilesRoute, ProfilesPage);
 #[component]
 pub fn ProfilesPage() -> impl IntoView {
-    let profiles = Resource::new(|| (), |_| list_profiles());
+    let profiles = crate::codec::resource(|| (), |_| list_profiles());
     // Made here, with the page, not inside the permission check's `Suspend`: a resource created
     // while an async block renders is not one the server's render reliably waits for.
-    let runners = Resource::new(|| (), |()| list_runners());
+    let runners = crate::codec::resource(|| (), |()| list_runners());
     let session = expect_context::<SessionResource>();
     // What the last deletion did, announced above the list.
     let deleted: RwSignal<Option<String>> = RwSignal::new(None);
@@ -247,7 +247,7 @@ fn ProfileItem(
 
 /// The new-profile form, once the server's configuration (what its dispatcher may be) is known.
 #[component]
-fn NewProfileSection(runners: Resource<Result<Vec<RunnerOption>, AppError>>) -> impl IntoView {
+fn NewProfileSection(runners: crate::codec::Resource<Result<Vec<RunnerOption>, AppError>>) -> impl IntoView {
     view! {
         <Suspense fallback=|| view! { <Loading what="the server's agents and endpoints" /> }>
             {move || Suspend::new(async move {

@@ -75,11 +75,11 @@ pub fn RoutePage() -> impl IntoView {
         },
     );
     // Reloaded on a change of this route, a retry, and every gap in the event stream.
-    let detail = Resource::new(
+    let detail = crate::codec::resource(
         move || (id.get(), tick.get(), live.gaps()),
         move |(id, _, gap)| live.reload(gap, get_route(id)),
     );
-    let transcripts = Resource::new(
+    let transcripts = crate::codec::resource(
         move || (id.get(), tick.get(), updates.get(), live.gaps()),
         move |(id, ..)| async move {
             reading.try_set_value(true);
@@ -153,7 +153,7 @@ fn RouteDetailView(
     note: RwSignal<Option<ActionNote>>,
     /// Whether the signed-in person may steer this route.
     steer: bool,
-    transcripts: Resource<Result<Vec<policy::transcript::AttemptTranscript>, AppError>>,
+    transcripts: crate::codec::Resource<Result<Vec<policy::transcript::AttemptTranscript>, AppError>>,
 ) -> impl IntoView {
     let timeline = detail.clone();
     let dispatches = detail.dispatches.clone();
