@@ -102,12 +102,17 @@ impl Asset {
     pub fn respond(&self, request: &HeaderMap) -> Response {
         let mut headers = HeaderMap::new();
         headers.insert(CACHE_CONTROL, self.caching.header());
-        headers.insert(ETAG, self.etag.clone());
         if self.brotli.is_some() || self.gzip.is_some() {
             headers.insert(VARY, HeaderValue::from_static("accept-encoding"));
         }
-        if crate::revalidate::is_current(request, &self.etag) {
-            return (StatusCode::NOT_MODIFIED, headers).into_response();
+        // Only a file served under a fixed name carries its ETag. A file whose name changes with
+        // its content is kept for a year and never asked for again, so a validator would be
+        // bytes for nothing on each of the dozens of pieces a first visit fetches.
+        if self.caching == Caching::Revalidate {
+            headers.insert(ETAG, self.etag.clone());
+            if crate::revalidate::is_current(request, &self.etag) {
+                return (StatusCode::NOT_MODIFIED, headers).into_response();
+            }
         }
         headers.insert(CONTENT_TYPE, self.content_type.clone());
         let (coding, body) = match preferred_coding(request, self.brotli.is_some(), self.gzip.is_some()) {
@@ -546,6 +551,11 @@ mod tests {
                 header(&res, "cache-control"),
                 Some("public, max-age=31536000, immutable")
             );
+            assert_eq!(
+                header(&res, "etag"),
+                None,
+                "{name}: a content-hashed name needs no validator"
+            );
         }
         assert_eq!(
             site.get(&format!("/{dir}/recourse.AAA.wasm")).unwrap().identity,
@@ -553,6 +563,7 @@ mod tests {
         );
         let favicon = site.get("/favicon.svg").unwrap().respond(&HeaderMap::new());
         assert_eq!(header(&favicon, "cache-control"), Some("no-cache"));
+        assert!(header(&favicon, "etag").is_some_and(|e| e.starts_with("W/\"")));
         assert_eq!(header(&favicon, "content-type"), Some("image/svg+xml"));
     }
 

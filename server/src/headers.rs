@@ -1,7 +1,9 @@
 //! Security headers on every response.
 //!
 //! - `Content-Security-Policy` ([`policy`]): scripts, styles, images, fonts and connections
-//!   only from this origin; no plugins, no `<base>`, forms post only here, and no framing
+//!   only from this origin (`default-src 'self'`, which every fetch directive the policy does
+//!   not name falls back to: the policy names only those it sets otherwise, since it is sent
+//!   with every response, each WASM piece of a page included); no plugins, no `<base>`, forms post only here, and no framing
 //!   (`frame-ancestors 'none'`, with `X-Frame-Options: DENY` for browsers that predate it).
 //!   Inline scripts run only with the page's nonce: `leptos_axum` makes a fresh one for every
 //!   page it renders and puts it on the hydration script and the streaming scripts;
@@ -42,8 +44,7 @@ pub fn policy(nonce: Option<&str>) -> String {
         None => "'self' 'wasm-unsafe-eval'".to_string(),
     };
     format!(
-        "default-src 'self'; script-src {scripts}; style-src 'self'; img-src 'self'; \
-         font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+        "default-src 'self'; script-src {scripts}; object-src 'none'; base-uri 'none'; \
          form-action 'self'; frame-ancestors 'none'"
     )
 }
@@ -139,6 +140,18 @@ mod tests {
         assert!(p.contains("frame-ancestors 'none'"), "{p}");
         assert!(!p.contains("unsafe-inline"), "{p}");
         assert!(!p.contains("nonce"), "{p}");
+        // Styles, images, fonts and connections: `default-src`, which they fall back to.
+        assert!(p.starts_with("default-src 'self';"), "{p}");
+        for fallback in [
+            "style-src",
+            "img-src",
+            "font-src",
+            "connect-src",
+            "media-src",
+            "worker-src",
+        ] {
+            assert!(!p.contains(fallback), "{p}");
+        }
     }
 
     #[test]
