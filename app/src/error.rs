@@ -8,7 +8,7 @@ use leptos::server_fn::{
     error::{FromServerFnError, ServerFnErrorErr},
     ServerFnError,
 };
-use policy::wire::{RouteSnapshot, ValidationError};
+use policy::{route::StateName, wire::ValidationError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -24,8 +24,11 @@ pub enum AppError {
     /// message is safe to show.
     Conflict { message: String },
     /// A manual action lost: the route changed first (stale `expected_generation`) or the
-    /// action no longer applies. Nothing was done; `snapshot` is how the route is now.
-    RouteChanged { snapshot: Box<RouteSnapshot> },
+    /// action no longer applies. Nothing was done; `state` and `generation` are the route's
+    /// now. (Its state and generation, not its whole snapshot: the page reads the route again
+    /// after any action, and this type is decoded by every page, so the main WASM would carry
+    /// the decoding of a whole snapshot for it.)
+    RouteChanged { state: StateName, generation: u64 },
     /// The server failed internally; the cause is in its log, not here.
     Unavailable,
     /// The signed-in person may not do this; the message says what is needed.

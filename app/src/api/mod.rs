@@ -24,7 +24,10 @@ mod ssr {
                     errors: errors.errors,
                 },
                 BackendError::Conflict(message) => AppError::Conflict { message },
-                BackendError::RouteChanged(snapshot) => AppError::RouteChanged { snapshot },
+                BackendError::RouteChanged(snapshot) => AppError::RouteChanged {
+                    state: snapshot.state,
+                    generation: snapshot.generation,
+                },
                 BackendError::Unavailable => AppError::Unavailable,
                 BackendError::Forbidden(message) => AppError::Forbidden { message },
             }

@@ -94,7 +94,8 @@ pub async fn get_transcripts(id: String) -> Result<Vec<policy::transcript::Attem
 }
 
 /// Retry now, skip now, cancel wait or stop, fenced by `expected_generation`. Answers with the
-/// new snapshot, or [`AppError::RouteChanged`] with the current one when the route moved first.
+/// new snapshot, or [`AppError::RouteChanged`] with its current state and generation when the
+/// route moved first.
 #[server(prefix = "/api/ui", input = Json)]
 pub async fn act_on_route(
     route_id: String,
@@ -112,7 +113,8 @@ pub async fn act_on_route(
     {
         ActionOutcome::Applied(snapshot) => Ok(snapshot),
         ActionOutcome::Conflict(snapshot) => Err(AppError::RouteChanged {
-            snapshot: Box::new(snapshot),
+            state: snapshot.state,
+            generation: snapshot.generation,
         }),
     }
 }
@@ -228,14 +230,15 @@ mod tests {
     }
 
     #[test]
-    fn a_stale_generation_answers_with_the_fresh_snapshot() {
+    fn a_stale_generation_answers_with_the_routes_current_state_and_generation() {
         let current = snapshot(StateName::Retrying, 5);
-        let fake = FakeBackend::answering_action(ActionOutcome::Conflict(current.clone()));
+        let fake = FakeBackend::answering_action(ActionOutcome::Conflict(current));
         let err = with_backend(&fake, act_on_route("r1".into(), ManualAction::SkipNow, 2));
         assert_eq!(
             err,
             Err(AppError::RouteChanged {
-                snapshot: Box::new(current)
+                state: StateName::Retrying,
+                generation: 5
             })
         );
         assert_eq!(

@@ -103,13 +103,9 @@ pub fn RoutePage() -> impl IntoView {
                 state_label(s.state),
                 s.generation
             )),
-            Err(AppError::RouteChanged { snapshot }) => ActionNote::Problem(format!(
-                "{} Current state: {} (generation {}).",
-                AppError::RouteChanged {
-                    snapshot: snapshot.clone()
-                },
-                state_label(snapshot.state),
-                snapshot.generation
+            Err(e @ AppError::RouteChanged { state, generation }) => ActionNote::Problem(format!(
+                "{e} Current state: {} (generation {generation}).",
+                state_label(state),
             )),
             Err(e) => ActionNote::Problem(e.to_string()),
         }));
