@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What went wrong, as the page needs to know it.
+///
+/// Written as `{"kind": "...", ...fields}`, and read back through [`Wire`], the same JSON as one
+/// flat struct (see there).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case", try_from = "Wire")]
 pub enum AppError {
     /// The input was rejected; each error names the field (`candidates[1].hard.retry.max_retries`).
     Invalid { errors: Vec<ValidationError> },
@@ -102,6 +105,59 @@ impl fmt::Display for AppError {
 
 impl std::error::Error for AppError {}
 
+/// [`AppError`] as it is read: its kind and every variant's fields, flat. Serde reads an
+/// internally tagged enum through a buffered copy of the whole value (its `Content` path), and
+/// every page reads this type, so that path would be in the main WASM for it alone; a plain
+/// struct is read in one pass.
+#[derive(Deserialize)]
+struct Wire {
+    kind: Kind,
+    errors: Option<Vec<ValidationError>>,
+    message: Option<String>,
+    state: Option<StateName>,
+    generation: Option<u64>,
+}
+
+/// [`AppError`]'s variants, by the names [`Wire::kind`] carries.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Kind {
+    Invalid,
+    NotFound,
+    Conflict,
+    RouteChanged,
+    Unavailable,
+    Forbidden,
+    Unreachable,
+}
+
+impl TryFrom<Wire> for AppError {
+    type Error = &'static str;
+
+    fn try_from(w: Wire) -> Result<Self, &'static str> {
+        Ok(match w.kind {
+            Kind::Invalid => AppError::Invalid {
+                errors: w.errors.ok_or("a refused input without its errors")?,
+            },
+            Kind::NotFound => AppError::NotFound,
+            Kind::Conflict => AppError::Conflict {
+                message: w.message.ok_or("a conflict without its message")?,
+            },
+            Kind::RouteChanged => AppError::RouteChanged {
+                state: w.state.ok_or("a route change without the route's state")?,
+                generation: w
+                    .generation
+                    .ok_or("a route change without the route's generation")?,
+            },
+            Kind::Unavailable => AppError::Unavailable,
+            Kind::Forbidden => AppError::Forbidden {
+                message: w.message.ok_or("a refusal without its message")?,
+            },
+            Kind::Unreachable => AppError::Unreachable,
+        })
+    }
+}
+
 impl FromServerFnError for AppError {
     type Encoder = JsonEncoding;
 
@@ -166,5 +222,46 @@ mod tests {
         let bytes = err.ser();
         assert_eq!(&bytes[..], br#"{"kind":"unreachable"}"#);
         assert_eq!(AppError::de(bytes), err);
+        let every = [
+            AppError::Invalid {
+                errors: vec![ValidationError {
+                    path: "name".into(),
+                    code: ValidationCode::Missing,
+                    message: "A name is needed.".into(),
+                }],
+            },
+            AppError::Invalid { errors: vec![] },
+            AppError::NotFound,
+            AppError::Conflict {
+                message: "taken".into(),
+            },
+            AppError::RouteChanged {
+                state: StateName::Retrying,
+                generation: 7,
+            },
+            AppError::Unavailable,
+            AppError::Forbidden {
+                message: "not yours".into(),
+            },
+            AppError::Unreachable,
+        ];
+        for err in every {
+            let text = serde_json::to_string(&err).unwrap();
+            assert!(
+                text.starts_with(&format!("{{\"kind\":\"{}\"", err.code())),
+                "{text}"
+            );
+            assert_eq!(serde_json::from_str::<AppError>(&text).unwrap(), err, "{text}");
+        }
+        // A kind's fields are required as before; an unknown kind is refused.
+        for bad in [
+            r#"{"kind":"conflict"}"#,
+            r#"{"kind":"invalid"}"#,
+            r#"{"kind":"route_changed","state":"retrying"}"#,
+            r#"{"kind":"no_such_kind"}"#,
+            r#"{"message":"no kind"}"#,
+        ] {
+            assert!(serde_json::from_str::<AppError>(bad).is_err(), "{bad}");
+        }
     }
 }
