@@ -14,10 +14,10 @@ const FIRST_VISIT_BUDGET = 450_000;
 /** The WASM pieces a further page brings, brotli-compressed (issue 32's goal). */
 const FURTHER_PAGE_BUDGET = 60_000;
 /** Pages over those goals today (README, "Bytes per page"): each is held to what it measured
- * on 2026-12-06 (one JSON reader in the WASM, the UI's error type without a route's snapshot, no
- * `producers` section, shorter headers on each piece), plus 2 %, so it can only shrink until it meets the goal. The goal is not met for them;
+ * on 2026-12-06 (one JSON reader in the WASM, the UI's error type without a route's snapshot and
+ * read in one pass, no `producers` section, shorter headers on each piece), plus 2 %, so it can only shrink until it meets the goal. The goal is not met for them;
  * each run prints by how much. Remove a page once it fits. */
-const FIRST_VISIT_HELD = { profile: 572_700 };
+const FIRST_VISIT_HELD = { profile: 566_400 };
 const FURTHER_PAGE_HELD = { profiles: 111_000, profile: 151_400 };
 const firstVisitLimit = (page) => FIRST_VISIT_HELD[page] ?? FIRST_VISIT_BUDGET;
 const furtherPageLimit = (page) => FURTHER_PAGE_HELD[page] ?? FURTHER_PAGE_BUDGET;
