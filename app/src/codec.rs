@@ -3,9 +3,9 @@
 //!
 //! Leptos's default resource codec reads JSON from a `&str`, and a server function reads its
 //! answer from bytes. The two readers are two instantiations of every `Deserialize` impl a page
-//! reads, so each type's decoding was compiled into the WASM twice (measured: 343 KB of the
-//! 2.9 MB of code before optimisation). Every resource here uses [`resource`], so each type is
-//! decoded by one reader.
+//! reads, so each type's decoding was compiled into the WASM twice. Every resource here uses
+//! [`resource`], so each type is decoded by one reader: the WASM's code before optimisation went
+//! from 2.91 to 2.70 MB, and the brotli pieces of a profile's page from 266 to 254 KB.
 
 use codee::{Decoder, Encoder};
 use leptos::prelude::Resource as LeptosResource;
