@@ -2,9 +2,10 @@
 //!
 //! - `Content-Security-Policy` ([`policy`]): scripts, styles, images, fonts and connections
 //!   only from this origin (`default-src 'self'`, which every fetch directive the policy does
-//!   not name falls back to: the policy names only those it sets otherwise, since it is sent
-//!   with every response, each WASM piece of a page included); no plugins, no `<base>`, forms post only here, and no framing
-//!   (`frame-ancestors 'none'`, with `X-Frame-Options: DENY` for browsers that predate it).
+//!   not name falls back to; it names only those it sets otherwise, since it is sent with every
+//!   response, each WASM piece of a page included); no plugins, no `<base>`, forms post only
+//!   here, and no framing (`frame-ancestors 'none'`, with `X-Frame-Options: DENY` for browsers
+//!   that predate it).
 //!   Inline scripts run only with the page's nonce: `leptos_axum` makes a fresh one for every
 //!   page it renders and puts it on the hydration script and the streaming scripts;
 //!   [`with_page_csp`] puts the same nonce into that page's policy. `'wasm-unsafe-eval'` lets
