@@ -301,6 +301,8 @@ impl Row {
 pub struct Query<'s> {
     sql: Cow<'s, str>,
     binds: Vec<Bind>,
+    /// Whether the connection keeps the prepared statement for the next run of the same text.
+    persistent: bool,
 }
 
 /// A statement with `?` marks.
@@ -308,10 +310,20 @@ pub fn query<'s>(sql: impl Into<Cow<'s, str>>) -> Query<'s> {
     Query {
         sql: sql.into(),
         binds: Vec::new(),
+        persistent: true,
     }
 }
 
 impl<'s> Query<'s> {
+    /// A text built for one run (a batch of statements, a list of values spelled out): the
+    /// connection does not keep it prepared. Each connection keeps a bounded number of
+    /// statements (least recently used out); texts that never come back would push out the
+    /// ones that do, which would then be parsed again at every run.
+    pub fn once(mut self) -> Self {
+        self.persistent = false;
+        self
+    }
+
     /// The value of the next `?`.
     pub fn bind(mut self, v: impl Into<Bind>) -> Self {
         self.binds.push(v.into());
@@ -345,11 +357,17 @@ impl<'s> Query<'s> {
             Exec::Sqlite(c) => Ok(self.sqlite().execute(c).await?.rows_affected()),
             Exec::PgPool(p) => {
                 let sql = numbered(&self.sql);
-                Ok(pg(&sql, self.binds)?.execute(p).await?.rows_affected())
+                Ok(pg(&sql, self.binds, self.persistent)?
+                    .execute(p)
+                    .await?
+                    .rows_affected())
             }
             Exec::Postgres(c) => {
                 let sql = numbered(&self.sql);
-                Ok(pg(&sql, self.binds)?.execute(c).await?.rows_affected())
+                Ok(pg(&sql, self.binds, self.persistent)?
+                    .execute(c)
+                    .await?
+                    .rows_affected())
             }
         }
     }
@@ -373,7 +391,7 @@ impl<'s> Query<'s> {
                 .collect(),
             Exec::PgPool(p) => {
                 let sql = numbered(&self.sql);
-                pg(&sql, self.binds)?
+                pg(&sql, self.binds, self.persistent)?
                     .fetch_all(p)
                     .await?
                     .into_iter()
@@ -382,7 +400,7 @@ impl<'s> Query<'s> {
             }
             Exec::Postgres(c) => {
                 let sql = numbered(&self.sql);
-                pg(&sql, self.binds)?
+                pg(&sql, self.binds, self.persistent)?
                     .fetch_all(c)
                     .await?
                     .into_iter()
@@ -399,11 +417,17 @@ impl<'s> Query<'s> {
             Exec::Sqlite(c) => self.sqlite().fetch_optional(c).await?.map(Row::Sqlite),
             Exec::PgPool(p) => {
                 let sql = numbered(&self.sql);
-                pg(&sql, self.binds)?.fetch_optional(p).await?.map(Row::Postgres)
+                pg(&sql, self.binds, self.persistent)?
+                    .fetch_optional(p)
+                    .await?
+                    .map(Row::Postgres)
             }
             Exec::Postgres(c) => {
                 let sql = numbered(&self.sql);
-                pg(&sql, self.binds)?.fetch_optional(c).await?.map(Row::Postgres)
+                pg(&sql, self.binds, self.persistent)?
+                    .fetch_optional(c)
+                    .await?
+                    .map(Row::Postgres)
             }
         })
     }
@@ -431,7 +455,7 @@ impl<'s> Query<'s> {
     }
 
     fn sqlite(&self) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
-        let mut q = sqlx::query::<Sqlite>(&self.sql);
+        let mut q = sqlx::query::<Sqlite>(&self.sql).persistent(self.persistent);
         for b in &self.binds {
             q = match b {
                 Bind::Text(v) => q.bind(v.as_deref()),
@@ -444,7 +468,11 @@ impl<'s> Query<'s> {
     }
 }
 
-fn pg(sql: &str, binds: Vec<Bind>) -> Result<sqlx::query::Query<'_, Postgres, PgArguments>, sqlx::Error> {
+fn pg(
+    sql: &str,
+    binds: Vec<Bind>,
+    persistent: bool,
+) -> Result<sqlx::query::Query<'_, Postgres, PgArguments>, sqlx::Error> {
     let mut args = PgArguments::default();
     for b in binds {
         match b {
@@ -455,7 +483,7 @@ fn pg(sql: &str, binds: Vec<Bind>) -> Result<sqlx::query::Query<'_, Postgres, Pg
         }
         .map_err(sqlx::Error::Encode)?;
     }
-    Ok(sqlx::query_with(sql, args))
+    Ok(sqlx::query_with(sql, args).persistent(persistent))
 }
 
 /// How many `?` marks `sql` has outside quoted text.

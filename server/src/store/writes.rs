@@ -426,7 +426,13 @@ impl Writes {
                     text.push_str(";\n");
                     binds.append(&mut b);
                 }
-                for tag in sql::query(text).bind_all(binds).scalars::<String>(ex).await? {
+                // The text is this batch's alone: it is not kept prepared (see `once`).
+                for tag in sql::query(text)
+                    .once()
+                    .bind_all(binds)
+                    .scalars::<String>(ex)
+                    .await?
+                {
                     tally(tag);
                 }
             }
