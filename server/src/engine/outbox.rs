@@ -81,9 +81,12 @@ pub(crate) fn queue(writes: &mut Writes, config: &NotifyConfig, change: &Change<
             payload: &crate::store::to_json(&body),
             in_app,
         });
-        for channel in channels.iter().filter(|c| **c != IN_APP_CHANNEL) {
-            writes.notify_delivery(&id, channel, change.route_id, change.now);
-        }
+        let sent: Vec<&str> = channels
+            .iter()
+            .copied()
+            .filter(|c| *c != IN_APP_CHANNEL)
+            .collect();
+        writes.notify_deliveries(&id, &sent, change.route_id, change.now);
         queued += 1;
     }
     queued

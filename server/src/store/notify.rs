@@ -52,26 +52,37 @@ impl Writes {
         );
     }
 
-    /// Queues a delivery of the event `event_id` (queued before it) to `channel`, due now.
-    pub(crate) fn notify_delivery(
+    /// Queues a delivery of the event `event_id` (queued before it) to each of `channels`, due
+    /// now: one statement for up to three channels (each statement costs the writer's one
+    /// thread a parse and a run, whatever its rows), one more for each three after.
+    pub(crate) fn notify_deliveries(
         &mut self,
         event_id: &str,
-        channel: &str,
+        channels: &[&str],
         route_id: &str,
         now: DateTime<Utc>,
     ) {
-        self.push_binds(
-            "INSERT INTO notify_deliveries (event_seq, channel_id, route_id, status, attempts, due_ms) \
-             SELECT seq, ?, ?, 'pending', 0, ? FROM notify_events WHERE id = ?",
-            vec![
-                Bind::from(channel),
-                Bind::from(route_id),
-                Bind::from(ms(now)),
-                Bind::from(event_id),
-            ],
-        );
+        for some in channels.chunks(DELIVERIES_INSERT.len()) {
+            let mut binds = vec![Bind::from(route_id), Bind::from(ms(now))];
+            binds.extend(some.iter().map(|c| Bind::from(*c)));
+            binds.push(Bind::from(event_id));
+            self.push_binds(DELIVERIES_INSERT[some.len() - 1], binds);
+        }
     }
 }
+
+/// The insert of an event's deliveries to one, two or three channels (values: route, due,
+/// each channel, the event's id). A fixed text per count, so each is one cached statement on
+/// PostgreSQL; `column1` names a `VALUES` list's column on both backends.
+const DELIVERIES_INSERT: [&str; 3] = [
+    "INSERT INTO notify_deliveries (event_seq, channel_id, route_id, status, attempts, due_ms) \
+     SELECT e.seq, v.column1, ?, 'pending', 0, ? FROM (VALUES (?)) AS v, notify_events e WHERE e.id = ?",
+    "INSERT INTO notify_deliveries (event_seq, channel_id, route_id, status, attempts, due_ms) \
+     SELECT e.seq, v.column1, ?, 'pending', 0, ? FROM (VALUES (?), (?)) AS v, notify_events e WHERE e.id = ?",
+    "INSERT INTO notify_deliveries (event_seq, channel_id, route_id, status, attempts, due_ms) \
+     SELECT e.seq, v.column1, ?, 'pending', 0, ? FROM (VALUES (?), (?), (?)) AS v, notify_events e \
+     WHERE e.id = ?",
+];
 
 /// A delivery a worker leased.
 #[derive(Debug, Clone)]
