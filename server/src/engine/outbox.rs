@@ -7,8 +7,9 @@
 //!
 //! Why in the same transaction: a change committed without its notification, or a notification
 //! of a change that rolled back, would both be lies. The cost when a profile has no rules is a
-//! check of an empty list; otherwise two statements per event, sent with the transaction's
-//! other writes in its one round trip.
+//! check of an empty list; otherwise, on SQLite, two statements for all the events of the
+//! commit (their rows as JSON), sent with the transaction's other writes in its one round trip;
+//! on PostgreSQL two statements per event (`store/notify.rs`).
 //!
 //! The body is the event as every channel builds on it (Standard Webhooks' shape):
 //! `{"type": "route.needs_person", "timestamp": "...", "data": {...}}`, with ids, link,
@@ -72,21 +73,21 @@ pub(crate) fn queue(writes: &mut Writes, config: &NotifyConfig, change: &Change<
         let id = new_id("msg", change.now);
         let body = Body::of(&id, n, change, config.public_url.as_deref());
         let in_app = channels.contains(&IN_APP_CHANNEL);
+        let sent: Vec<&str> = channels
+            .iter()
+            .copied()
+            .filter(|c| *c != IN_APP_CHANNEL)
+            .collect();
         writes.notify_event(crate::store::NotifyInsert {
             id: &id,
             event: n.event_type(),
             route_id: change.route_id,
             profile_id: &change.profile.id,
             at: change.now,
-            payload: &crate::store::to_json(&body),
+            payload: crate::store::to_json(&body),
             in_app,
+            channels: &sent,
         });
-        let sent: Vec<&str> = channels
-            .iter()
-            .copied()
-            .filter(|c| *c != IN_APP_CHANNEL)
-            .collect();
-        writes.notify_deliveries(&id, &sent, change.route_id, change.now);
         queued += 1;
     }
     queued

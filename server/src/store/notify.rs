@@ -1,7 +1,6 @@
 //! The notification outbox's SQL: the rows a transition queues ([`Writes::notify_event`],
-//! [`Writes::notify_delivery`], inside the writer's transaction), the delivery worker's claims
-//! and settlements, the in-app list with each person's read position, and what operators see
-//! of deliveries.
+//! inside the writer's transaction), the delivery worker's claims and settlements, the in-app
+//! list with each person's read position, and what operators see of deliveries.
 //!
 //! A claim is ONE statement: it leases the due, unleased head of each (channel, route) queue
 //! (nothing of a route goes to a channel while an earlier event of that route is still pending
@@ -22,58 +21,139 @@ use policy::notify::{DeliveryStatus, DeliveryView, NotificationView, NotifyEvent
 const EVENTS: &str = "notify_events";
 const DELIVERIES: &str = "notify_deliveries";
 
-/// A new event row.
+/// A new event row, and the channels it is sent to (`in_app` is a column, not a channel here).
 pub(crate) struct NotifyInsert<'a> {
     pub(crate) id: &'a str,
     pub(crate) event: NotifyEventType,
     pub(crate) route_id: &'a str,
     pub(crate) profile_id: &'a str,
     pub(crate) at: DateTime<Utc>,
-    pub(crate) payload: &'a str,
+    pub(crate) payload: String,
     pub(crate) in_app: bool,
+    pub(crate) channels: &'a [&'a str],
+}
+
+/// An event queued in a batch, with its deliveries (see [`Writes::notify_event`]).
+pub(super) struct QueuedEvent {
+    id: String,
+    event: NotifyEventType,
+    route_id: String,
+    profile_id: String,
+    at: DateTime<Utc>,
+    payload: String,
+    in_app: bool,
+    channels: Vec<String>,
 }
 
 impl Writes {
-    /// Queues an event row.
+    /// Queues an event row and one delivery row per channel, due now. They are written after
+    /// the batch's queued statements, in the order queued (an event's `seq` follows it).
     pub(crate) fn notify_event(&mut self, e: NotifyInsert<'_>) {
-        self.push_binds(
-            "INSERT INTO notify_events (id, type, route_id, profile_id, at, created_ms, payload, in_app) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            vec![
-                Bind::from(e.id),
-                Bind::from(e.event.as_str()),
-                Bind::from(e.route_id),
-                Bind::from(e.profile_id),
-                Bind::from(ts(e.at)),
-                Bind::from(ms(e.at)),
-                Bind::from(e.payload),
-                Bind::from(i64::from(e.in_app)),
-            ],
-        );
+        self.queue_event(QueuedEvent {
+            id: e.id.to_owned(),
+            event: e.event,
+            route_id: e.route_id.to_owned(),
+            profile_id: e.profile_id.to_owned(),
+            at: e.at,
+            payload: e.payload,
+            in_app: e.in_app,
+            channels: e.channels.iter().map(|c| (*c).to_owned()).collect(),
+        });
     }
 
-    /// Queues a delivery of the event `event_id` (queued before it) to each of `channels`, due
-    /// now: one statement for up to three channels (each statement costs the writer's one
-    /// thread a parse and a run, whatever its rows), one more for each three after.
-    pub(crate) fn notify_deliveries(
-        &mut self,
-        event_id: &str,
-        channels: &[&str],
-        route_id: &str,
-        now: DateTime<Utc>,
-    ) {
-        for some in channels.chunks(DELIVERIES_INSERT.len()) {
-            let mut binds = vec![Bind::from(route_id), Bind::from(ms(now))];
-            binds.extend(some.iter().map(|c| Bind::from(*c)));
-            binds.push(Bind::from(event_id));
-            self.push_binds(DELIVERIES_INSERT[some.len() - 1], binds);
+    /// The statements that write `events`. On SQLite, two for the whole batch, whatever it
+    /// holds: the rows travel as one JSON array each, so the text is always the same. The
+    /// batch's text is parsed again at every commit (it is new each time), and parsing is
+    /// about as much of the writer's thread as running the statements; a statement per event
+    /// and per channel made a profile that tells three channels pay for several of them per
+    /// transition. On PostgreSQL (one statement at a time, each prepared once) a statement per
+    /// event and one for its deliveries.
+    pub(super) fn push_events(&mut self, events: Vec<QueuedEvent>, dialect: Dialect) {
+        if events.is_empty() {
+            return;
+        }
+        match dialect {
+            Dialect::Sqlite => {
+                let rows: Vec<serde_json::Value> = events
+                    .iter()
+                    .map(|e| {
+                        serde_json::json!([
+                            e.id,
+                            e.event.as_str(),
+                            e.route_id,
+                            e.profile_id,
+                            ts(e.at),
+                            ms(e.at),
+                            e.payload,
+                            i64::from(e.in_app)
+                        ])
+                    })
+                    .collect();
+                let deliveries: Vec<serde_json::Value> = events
+                    .iter()
+                    .flat_map(|e| {
+                        e.channels
+                            .iter()
+                            .map(|c| serde_json::json!([e.id, c, e.route_id, ms(e.at)]))
+                    })
+                    .collect();
+                self.push_binds(
+                    EVENTS_FROM_JSON,
+                    vec![Bind::from(serde_json::Value::from(rows).to_string())],
+                );
+                if !deliveries.is_empty() {
+                    self.push_binds(
+                        DELIVERIES_FROM_JSON,
+                        vec![Bind::from(serde_json::Value::from(deliveries).to_string())],
+                    );
+                }
+            }
+            Dialect::Postgres => {
+                for e in events {
+                    self.push_binds(
+                        "INSERT INTO notify_events (id, type, route_id, profile_id, at, created_ms, payload, in_app) \
+                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        vec![
+                            Bind::from(e.id.as_str()),
+                            Bind::from(e.event.as_str()),
+                            Bind::from(e.route_id.as_str()),
+                            Bind::from(e.profile_id.as_str()),
+                            Bind::from(ts(e.at)),
+                            Bind::from(ms(e.at)),
+                            Bind::from(e.payload.as_str()),
+                            Bind::from(i64::from(e.in_app)),
+                        ],
+                    );
+                    for some in e.channels.chunks(DELIVERIES_INSERT.len()) {
+                        let mut binds = vec![Bind::from(e.route_id.as_str()), Bind::from(ms(e.at))];
+                        binds.extend(some.iter().map(|c| Bind::from(c.as_str())));
+                        binds.push(Bind::from(e.id.as_str()));
+                        self.push_binds(DELIVERIES_INSERT[some.len() - 1], binds);
+                    }
+                }
+            }
         }
     }
 }
 
-/// The insert of an event's deliveries to one, two or three channels (values: route, due,
-/// each channel, the event's id). A fixed text per count, so each is one cached statement on
-/// PostgreSQL; `column1` names a `VALUES` list's column on both backends.
+/// SQLite: a batch's events, from one JSON array of `[id, type, route, profile, at,
+/// created_ms, payload, in_app]` rows, inserted in the array's order (their `seq` follows it).
+const EVENTS_FROM_JSON: &str =
+    "INSERT INTO notify_events (id, type, route_id, profile_id, at, created_ms, payload, in_app) \
+     SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]'), \
+       json_extract(value, '$[3]'), json_extract(value, '$[4]'), json_extract(value, '$[5]'), \
+       json_extract(value, '$[6]'), json_extract(value, '$[7]') \
+     FROM json_each(?) ORDER BY key";
+
+/// SQLite: a batch's deliveries, from one JSON array of `[event id, channel, route, due]` rows.
+const DELIVERIES_FROM_JSON: &str =
+    "INSERT INTO notify_deliveries (event_seq, channel_id, route_id, status, attempts, due_ms) \
+     SELECT e.seq, json_extract(d.value, '$[1]'), json_extract(d.value, '$[2]'), 'pending', 0, \
+       json_extract(d.value, '$[3]') \
+     FROM json_each(?) AS d JOIN notify_events e ON e.id = json_extract(d.value, '$[0]')";
+
+/// PostgreSQL: the insert of an event's deliveries to one, two or three channels (values:
+/// route, due, each channel, the event's id); `column1` names a `VALUES` list's column.
 const DELIVERIES_INSERT: [&str; 3] = [
     "INSERT INTO notify_deliveries (event_seq, channel_id, route_id, status, attempts, due_ms) \
      SELECT e.seq, v.column1, ?, 'pending', 0, ? FROM (VALUES (?)) AS v, notify_events e WHERE e.id = ?",

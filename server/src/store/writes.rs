@@ -9,8 +9,9 @@
 //! saw to the last state it wrote), a new dispatch record (inserted with the status its later
 //! steps gave it), and a route's timer row (the last upsert or delete). The other statements
 //! (history rows, updates of older dispatch records, lease releases, launch records) run as
-//! queued. Order when run: route inserts, compare-and-sets, the queued statements, new dispatch
-//! records, timer rows, then the release of held dispatches: each only depends on the routes
+//! queued. Order when run: route inserts, compare-and-sets, the queued statements, notification
+//! events and their deliveries (`store/notify.rs`), new dispatch records, timer rows, then the
+//! release of held dispatches: each only depends on the routes
 //! existing, and the release must see every hold the batch arms. Statements use plain `?`
 //! only: sqlx binds them in order across the statements.
 
@@ -56,6 +57,8 @@ pub(crate) struct Writes {
     release_holds_at: Option<DateTime<Utc>>,
     /// Whether a history row is among the statements.
     history: bool,
+    /// Notification events with their deliveries, in order (`store/notify.rs`).
+    events: Vec<super::notify::QueuedEvent>,
 }
 
 /// Makes every held dispatch (`circuit_hold` timer) due at `?`.
@@ -146,6 +149,10 @@ impl Writes {
         self.push(sql, values.iter().map(|v| text(v)));
     }
 
+    pub(super) fn queue_event(&mut self, event: super::notify::QueuedEvent) {
+        self.events.push(event);
+    }
+
     fn push(&mut self, sql: &'static str, binds: impl IntoIterator<Item = Bind>) {
         self.statements.push((sql, binds.into_iter().collect()));
     }
@@ -158,6 +165,7 @@ impl Writes {
             && self.dispatches.is_empty()
             && self.timers.is_empty()
             && self.release_holds_at.is_none()
+            && self.events.is_empty()
     }
 
     /// Compare-and-sets that will run (each must return its tagged row).
@@ -389,6 +397,7 @@ impl Writes {
             all.push_cas(&id, expected, &next, now);
         }
         all.statements.append(&mut self.statements);
+        all.push_events(std::mem::take(&mut self.events), ex.dialect());
         for d in std::mem::take(&mut self.dispatches) {
             all.push_dispatch(&d);
         }

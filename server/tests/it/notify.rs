@@ -541,3 +541,91 @@ async fn the_engines_stop_waits_for_the_delivery_being_sent_and_settles_it_befor
     );
     assert_eq!(gated.accepted().len(), 1);
 }
+
+// Steps delivered together (`submit_all`, as the scheduler does) share one group commit, and
+// with it the statements that write their notifications: the events must still take their
+// `seq` in the order the steps ran, each with one pending delivery per channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_one_group_commit_keep_the_steps_order_and_each_has_a_delivery_per_channel() {
+    let r = Receiver::start(Mode::Accept).await;
+    // Four channels: more than one statement's worth on PostgreSQL (three a statement).
+    let h = quiet_harness(&config(&[("a", &r), ("b", &r), ("c", &r), ("d", &r)], 3)).await;
+    let p = profile(
+        &h,
+        0,
+        json!([{"events": ["route.needs_person"], "channels": ["in_app", "a", "b", "c", "d"]}]),
+    )
+    .await;
+    let mut routes = Vec::new();
+    for i in 0..6 {
+        routes.push(h.start(&p, &format!("inv-{i}")).await);
+    }
+    let mut inputs = Vec::new();
+    for route in &routes {
+        let mut env = unknown_error();
+        env["generation"] = h.snapshot(route).await["generation"].clone();
+        let envelope = classifier::Envelope::from_value(&env).unwrap().into_owned();
+        inputs.push((route.clone(), server::engine::Input::evidence(envelope)));
+    }
+    let before = h.engine.write_stats();
+    for result in h.engine.submit_all(inputs).await {
+        assert_eq!(result.unwrap().snapshot.state.as_str(), "action_required");
+    }
+    let after = h.engine.write_stats();
+    assert_eq!(
+        after.group_commits - before.group_commits,
+        1,
+        "{before:?} {after:?}"
+    );
+
+    let events = server::store::sql::query(
+        "SELECT seq, id, route_id, type, in_app, created_ms FROM notify_events ORDER BY seq",
+    )
+    .fetch_all(&h.pool)
+    .await
+    .unwrap();
+    let order: Vec<String> = events.iter().map(|e| e.try_get("route_id").unwrap()).collect();
+    assert_eq!(order, routes, "one event per route, in the order the steps ran");
+    let deliveries = server::store::sql::query(
+        "SELECT event_seq, channel_id, route_id, status, attempts, due_ms FROM notify_deliveries",
+    )
+    .fetch_all(&h.pool)
+    .await
+    .unwrap();
+    assert_eq!(deliveries.len(), 6 * 4);
+    for e in &events {
+        let seq: i64 = e.try_get("seq").unwrap();
+        let route: String = e.try_get("route_id").unwrap();
+        let kind: String = e.try_get("type").unwrap();
+        let in_app: i64 = e.try_get("in_app").unwrap();
+        let created: i64 = e.try_get("created_ms").unwrap();
+        assert_eq!(kind, "route.needs_person");
+        assert_eq!(in_app, 1, "in_app is a column, not a delivery");
+        let mut channels: Vec<String> = deliveries
+            .iter()
+            .filter(|d| d.try_get::<i64, _>("event_seq").unwrap() == seq)
+            .map(|d| {
+                assert_eq!(d.try_get::<String, _>("route_id").unwrap(), route);
+                assert_eq!(d.try_get::<String, _>("status").unwrap(), "pending");
+                assert_eq!(d.try_get::<i64, _>("attempts").unwrap(), 0);
+                assert_eq!(
+                    d.try_get::<i64, _>("due_ms").unwrap(),
+                    created,
+                    "due when written"
+                );
+                d.try_get("channel_id").unwrap()
+            })
+            .collect();
+        channels.sort();
+        assert_eq!(channels, ["a", "b", "c", "d"], "event {seq}");
+    }
+    // The in-app list has all six, and a worker started now sends every delivery once.
+    assert_eq!(h.get("/api/v1/notifications").await["unread"], 6);
+    start_worker(&h);
+    let rows = wait_deliveries(&h, |rows| {
+        rows.len() == 24 && rows.iter().all(|d| d["status"] == "delivered")
+    })
+    .await;
+    assert_eq!(rows.len(), 24);
+    assert_eq!(r.accepted().len(), 24, "each delivery sent once");
+}
