@@ -72,21 +72,19 @@ pub(crate) fn queue(writes: &mut Writes, config: &NotifyConfig, change: &Change<
         }
         let id = new_id("msg", change.now);
         let body = Body::of(&id, n, change, config.public_url.as_deref());
-        let in_app = channels.contains(&IN_APP_CHANNEL);
-        let sent: Vec<&str> = channels
-            .iter()
-            .copied()
-            .filter(|c| *c != IN_APP_CHANNEL)
-            .collect();
         writes.notify_event(crate::store::NotifyInsert {
-            id: &id,
             event: n.event_type(),
-            route_id: change.route_id,
-            profile_id: &change.profile.id,
+            route_id: change.route_id.to_owned(),
+            profile_id: change.profile.id.clone(),
             at: change.now,
             payload: crate::store::to_json(&body),
-            in_app,
-            channels: &sent,
+            in_app: channels.contains(&IN_APP_CHANNEL),
+            channels: channels
+                .iter()
+                .filter(|c| **c != IN_APP_CHANNEL)
+                .map(|c| (*c).to_owned())
+                .collect(),
+            id,
         });
         queued += 1;
     }

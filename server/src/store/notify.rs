@@ -22,43 +22,22 @@ const EVENTS: &str = "notify_events";
 const DELIVERIES: &str = "notify_deliveries";
 
 /// A new event row, and the channels it is sent to (`in_app` is a column, not a channel here).
-pub(crate) struct NotifyInsert<'a> {
-    pub(crate) id: &'a str,
+pub(crate) struct NotifyInsert {
+    pub(crate) id: String,
     pub(crate) event: NotifyEventType,
-    pub(crate) route_id: &'a str,
-    pub(crate) profile_id: &'a str,
+    pub(crate) route_id: String,
+    pub(crate) profile_id: String,
     pub(crate) at: DateTime<Utc>,
     pub(crate) payload: String,
     pub(crate) in_app: bool,
-    pub(crate) channels: &'a [&'a str],
-}
-
-/// An event queued in a batch, with its deliveries (see [`Writes::notify_event`]).
-pub(super) struct QueuedEvent {
-    id: String,
-    event: NotifyEventType,
-    route_id: String,
-    profile_id: String,
-    at: DateTime<Utc>,
-    payload: String,
-    in_app: bool,
-    channels: Vec<String>,
+    pub(crate) channels: Vec<String>,
 }
 
 impl Writes {
     /// Queues an event row and one delivery row per channel, due now. They are written after
     /// the batch's queued statements, in the order queued (an event's `seq` follows it).
-    pub(crate) fn notify_event(&mut self, e: NotifyInsert<'_>) {
-        self.queue_event(QueuedEvent {
-            id: e.id.to_owned(),
-            event: e.event,
-            route_id: e.route_id.to_owned(),
-            profile_id: e.profile_id.to_owned(),
-            at: e.at,
-            payload: e.payload,
-            in_app: e.in_app,
-            channels: e.channels.iter().map(|c| (*c).to_owned()).collect(),
-        });
+    pub(crate) fn notify_event(&mut self, e: NotifyInsert) {
+        self.events.push(e);
     }
 
     /// The statements that write `events`. On SQLite, two for the whole batch, whatever it
@@ -68,44 +47,34 @@ impl Writes {
     /// and per channel made a profile that tells three channels pay for several of them per
     /// transition. On PostgreSQL (one statement at a time, each prepared once) a statement per
     /// event and one for its deliveries.
-    pub(super) fn push_events(&mut self, events: Vec<QueuedEvent>, dialect: Dialect) {
+    pub(super) fn push_events(&mut self, events: Vec<NotifyInsert>, dialect: Dialect) {
         if events.is_empty() {
             return;
         }
         match dialect {
             Dialect::Sqlite => {
-                let rows: Vec<serde_json::Value> = events
+                let rows: Vec<_> = events
                     .iter()
                     .map(|e| {
-                        serde_json::json!([
-                            e.id,
+                        (
+                            &e.id,
                             e.event.as_str(),
-                            e.route_id,
-                            e.profile_id,
+                            &e.route_id,
+                            &e.profile_id,
                             ts(e.at),
                             ms(e.at),
-                            e.payload,
-                            i64::from(e.in_app)
-                        ])
+                            &e.payload,
+                            i64::from(e.in_app),
+                        )
                     })
                     .collect();
-                let deliveries: Vec<serde_json::Value> = events
+                let deliveries: Vec<_> = events
                     .iter()
-                    .flat_map(|e| {
-                        e.channels
-                            .iter()
-                            .map(|c| serde_json::json!([e.id, c, e.route_id, ms(e.at)]))
-                    })
+                    .flat_map(|e| e.channels.iter().map(move |c| (&e.id, c, &e.route_id, ms(e.at))))
                     .collect();
-                self.push_binds(
-                    EVENTS_FROM_JSON,
-                    vec![Bind::from(serde_json::Value::from(rows).to_string())],
-                );
+                self.push_binds(EVENTS_FROM_JSON, vec![Bind::from(json_rows(&rows))]);
                 if !deliveries.is_empty() {
-                    self.push_binds(
-                        DELIVERIES_FROM_JSON,
-                        vec![Bind::from(serde_json::Value::from(deliveries).to_string())],
-                    );
+                    self.push_binds(DELIVERIES_FROM_JSON, vec![Bind::from(json_rows(&deliveries))]);
                 }
             }
             Dialect::Postgres => {
@@ -134,6 +103,11 @@ impl Writes {
             }
         }
     }
+}
+
+/// Rows as one JSON array of arrays (strings and integers only: it cannot fail).
+fn json_rows(rows: &[impl serde::Serialize]) -> String {
+    serde_json::to_string(rows).unwrap_or_default()
 }
 
 /// SQLite: a batch's events, from one JSON array of `[id, type, route, profile, at,

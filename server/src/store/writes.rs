@@ -58,7 +58,7 @@ pub(crate) struct Writes {
     /// Whether a history row is among the statements.
     history: bool,
     /// Notification events with their deliveries, in order (`store/notify.rs`).
-    events: Vec<super::notify::QueuedEvent>,
+    pub(super) events: Vec<super::notify::NotifyInsert>,
 }
 
 /// Makes every held dispatch (`circuit_hold` timer) due at `?`.
@@ -147,10 +147,6 @@ impl Writes {
     /// A statement whose `?` are all text.
     pub(super) fn push_text(&mut self, sql: &'static str, values: &[&str]) {
         self.push(sql, values.iter().map(|v| text(v)));
-    }
-
-    pub(super) fn queue_event(&mut self, event: super::notify::QueuedEvent) {
-        self.events.push(event);
     }
 
     fn push(&mut self, sql: &'static str, binds: impl IntoIterator<Item = Bind>) {
