@@ -184,6 +184,37 @@ pub struct Settlement {
     pub at: DateTime<Utc>,
 }
 
+/// The claim (values: token, lease end, now, now, limit). The pending rows are read in the
+/// order of `notify_deliveries_pending` (event, pending only), so a claim reads about as many
+/// rows as it leases plus those it passes over (leased, or behind a pending one of their
+/// route), never the deliveries already settled.
+fn claim_sql(dialect: Dialect) -> String {
+    let skip_locked = match dialect {
+        Dialect::Sqlite => "",
+        Dialect::Postgres => " FOR UPDATE OF d SKIP LOCKED",
+    };
+    format!(
+        "UPDATE notify_deliveries SET lease_owner = ?, lease_until_ms = ? \
+         WHERE (event_seq, channel_id) IN (\
+           SELECT d.event_seq, d.channel_id FROM notify_deliveries d \
+           WHERE d.status = 'pending' AND d.due_ms <= ? \
+             AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ?) \
+             AND NOT EXISTS (SELECT 1 FROM notify_deliveries e WHERE e.channel_id = d.channel_id \
+               AND e.route_id = d.route_id AND e.status = 'pending' AND e.event_seq < d.event_seq) \
+           ORDER BY d.event_seq LIMIT ?{skip_locked}) \
+         RETURNING event_seq, channel_id, attempts"
+    )
+}
+
+/// Pending and dead deliveries, each counted through its partial index (the delivered ones,
+/// nearly all rows, are never read).
+const DELIVERY_COUNTS: &str = "SELECT \
+       (SELECT COUNT(*) FROM notify_deliveries WHERE status = 'pending') AS pending, \
+       (SELECT COUNT(*) FROM notify_deliveries WHERE status = 'dead') AS dead";
+
+/// The earliest due time of a pending delivery: one step down `notify_deliveries_due`.
+const NEXT_DUE: &str = "SELECT MIN(due_ms) FROM notify_deliveries WHERE status = 'pending'";
+
 impl Tx<'_> {
     /// Leases up to `limit` due deliveries (the head of each channel's queue per route) for
     /// `token` until `lease_until`; returns them oldest first.
@@ -194,23 +225,8 @@ impl Tx<'_> {
         lease_until: DateTime<Utc>,
         limit: u32,
     ) -> Result<Vec<Claimed>, StoreError> {
-        let skip_locked = match self.dialect() {
-            Dialect::Sqlite => "",
-            Dialect::Postgres => " FOR UPDATE OF d SKIP LOCKED",
-        };
-        let sql = format!(
-            "UPDATE notify_deliveries SET lease_owner = ?, lease_until_ms = ? \
-             WHERE (event_seq, channel_id) IN (\
-               SELECT d.event_seq, d.channel_id FROM notify_deliveries d \
-               WHERE d.status = 'pending' AND d.due_ms <= ? \
-                 AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ?) \
-                 AND NOT EXISTS (SELECT 1 FROM notify_deliveries e WHERE e.channel_id = d.channel_id \
-                   AND e.route_id = d.route_id AND e.status = 'pending' AND e.event_seq < d.event_seq) \
-               ORDER BY d.event_seq LIMIT ?{skip_locked}) \
-             RETURNING event_seq, channel_id, attempts"
-        );
         let now_ms = ms(now);
-        let rows = sql::query(sql)
+        let rows = sql::query(claim_sql(self.dialect()))
             .bind(token)
             .bind(ms(lease_until))
             .bind(now_ms)
@@ -336,22 +352,13 @@ impl Store {
 
     /// The earliest due time of a pending delivery (ignoring leases), if any.
     pub async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let due: Option<i64> =
-            sql::query("SELECT MIN(due_ms) FROM notify_deliveries WHERE status = 'pending'")
-                .scalar(&self.pool)
-                .await?;
+        let due: Option<i64> = sql::query(NEXT_DUE).scalar(&self.pool).await?;
         Ok(due.map(super::from_ms))
     }
 
     /// Deliveries by status, for `/metrics` (pending and dead).
     pub async fn delivery_counts(&self) -> Result<(u64, u64), StoreError> {
-        let row = sql::query(
-            "SELECT COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0) AS pending, \
-             COALESCE(SUM(CASE WHEN status = 'dead' THEN 1 ELSE 0 END), 0) AS dead \
-             FROM notify_deliveries WHERE status <> 'delivered'",
-        )
-        .fetch_one(&self.pool)
-        .await?;
+        let row = sql::query(DELIVERY_COUNTS).fetch_one(&self.pool).await?;
         let pending = non_negative(DELIVERIES, "*", "pending", row.try_get("pending")?)?;
         let dead = non_negative(DELIVERIES, "*", "dead", row.try_get("dead")?)?;
         Ok((pending, dead))
@@ -511,5 +518,64 @@ impl Store {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Pool;
+
+    /// SQLite's plans for the worker's statements on a migrated database: every scan of
+    /// `notify_deliveries` goes through a partial index of the rows still to act on (a scan of
+    /// the whole table reads every delivery ever made), and nothing is sorted (the claim reads
+    /// the pending rows in event order and stops at its limit; sorting them first reads the
+    /// whole backlog at every claim).
+    #[tokio::test]
+    async fn the_workers_statements_never_read_settled_deliveries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plans.db");
+        let pool = Pool::from(crate::db::open_sqlite(path.to_str().unwrap()).await.unwrap());
+        let statements: [(&str, String, usize); 3] = [
+            ("claim", claim_sql(Dialect::Sqlite), 5),
+            ("counts", DELIVERY_COUNTS.to_owned(), 0),
+            ("next due", NEXT_DUE.to_owned(), 0),
+        ];
+        for (what, sql, values) in statements {
+            let mut explain = sql::query(format!("EXPLAIN QUERY PLAN {sql}"));
+            for _ in 0..values {
+                explain = explain.bind(0i64);
+            }
+            let plan: Vec<String> = explain
+                .fetch_all(&pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| row.try_get::<String, _>("detail").unwrap())
+                .collect();
+            let partial = [
+                "notify_deliveries_pending",
+                "notify_deliveries_due",
+                "notify_deliveries_dead",
+            ];
+            for line in &plan {
+                if line.starts_with("SCAN") && !line.contains("CONSTANT ROW") {
+                    assert!(
+                        partial.iter().any(|index| line.contains(index)),
+                        "{what} scans more than the pending or dead deliveries: {plan:?}"
+                    );
+                }
+            }
+            assert!(
+                plan.iter()
+                    .any(|line| partial.iter().any(|index| line.contains(index))),
+                "{what} reads no partial index: {plan:?}"
+            );
+            // A sort reads every pending delivery before the first is leased.
+            assert!(
+                !plan.iter().any(|line| line.contains("TEMP B-TREE")),
+                "{what} sorts: {plan:?}"
+            );
+        }
     }
 }
