@@ -65,6 +65,14 @@ impl Dialect {
             Dialect::Postgres => "SELECT jsonb_array_elements_text(CAST(? AS jsonb))",
         }
     }
+
+    /// A subquery of the integers of a JSON array bound at this `?`.
+    pub fn json_int_array(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "SELECT value FROM json_each(?)",
+            Dialect::Postgres => "SELECT CAST(jsonb_array_elements_text(CAST(? AS jsonb)) AS bigint)",
+        }
+    }
 }
 
 /// A pool of either backend. Cheap to clone.

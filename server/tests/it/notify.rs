@@ -629,3 +629,152 @@ async fn events_of_one_group_commit_keep_the_steps_order_and_each_has_a_delivery
     assert_eq!(rows.len(), 24);
     assert_eq!(r.accepted().len(), 24, "each delivery sent once");
 }
+
+/// The worker's writes, driven by hand: a lease that ran out is taken over by the next claim,
+/// the first holder's settlements then write nothing and come back as lost, and the new
+/// holder's write each outcome (delivered, tried again later, dead) to its own delivery.
+#[tokio::test]
+async fn a_settlement_under_a_lease_another_claim_took_over_writes_nothing() {
+    use server::engine::deliveries::DeliveryClaim;
+    use server::store::notify::{Settle, Settlement};
+
+    let r = Receiver::start(Mode::Accept).await;
+    let h = quiet_harness(&config(&[("a", &r), ("b", &r), ("c", &r)], 3)).await;
+    let p = profile(
+        &h,
+        0,
+        json!([{"events": ["route.needs_person"], "channels": ["a", "b", "c"]}]),
+    )
+    .await;
+    let route = h.start(&p, "inv-lease").await;
+    evidence(&h, &route, unknown_error()).await;
+    let claim = |token: &str| {
+        let claim = DeliveryClaim {
+            token: token.to_owned(),
+            lease: TimeDelta::seconds(10),
+            limit: 10,
+        };
+        let engine = h.engine.clone();
+        async move { engine.write_deliveries(Vec::new(), Some(claim)).await.unwrap() }
+    };
+    let first = claim("lease-a").await;
+    assert_eq!(first.claimed.len(), 3);
+    // Still leased: nothing more to claim.
+    let none = claim("lease-x").await;
+    assert!(none.claimed.is_empty(), "{:?}", none.claimed);
+    // The lease runs out; another claim takes the three over.
+    h.clock.advance(TimeDelta::seconds(11));
+    let second = claim("lease-b").await;
+    assert_eq!(second.claimed.len(), 3);
+
+    let at = h.engine.now();
+    let settle = |claimed: &[server::store::notify::Claimed], token: &str| -> Vec<Settlement> {
+        claimed
+            .iter()
+            .map(|c| Settlement {
+                claimed: c.clone(),
+                token: token.to_owned(),
+                settle: match c.channel_id.as_str() {
+                    "a" => Settle::Delivered,
+                    "b" => Settle::Retry {
+                        due_ms: at.timestamp_millis() + 60_000,
+                        error: "receiver answered 503".to_owned(),
+                    },
+                    _ => Settle::Dead {
+                        error: "receiver answered 410".to_owned(),
+                    },
+                },
+                at,
+            })
+            .collect()
+    };
+    let stale = h
+        .engine
+        .write_deliveries(settle(&first.claimed, "lease-a"), None)
+        .await
+        .unwrap();
+    let mut lost = stale.lost.clone();
+    lost.sort();
+    let seq = first.claimed[0].event_seq;
+    assert_eq!(
+        lost,
+        [
+            ("a".to_owned(), seq),
+            ("b".to_owned(), seq),
+            ("c".to_owned(), seq)
+        ]
+    );
+    let rows = |h: &Harness| {
+        let pool = h.pool.clone();
+        async move {
+            server::store::sql::query(
+                "SELECT channel_id, status, attempts, due_ms, lease_owner, last_error, settled_at \
+                 FROM notify_deliveries ORDER BY channel_id",
+            )
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d.try_get::<String, _>("channel_id").unwrap(),
+                    d.try_get::<String, _>("status").unwrap(),
+                    d.try_get::<i64, _>("attempts").unwrap(),
+                    d.try_get::<i64, _>("due_ms").unwrap(),
+                    d.try_get::<Option<String>, _>("lease_owner").unwrap(),
+                    d.try_get::<Option<String>, _>("last_error").unwrap(),
+                    d.try_get::<Option<String>, _>("settled_at").unwrap().is_some(),
+                )
+            })
+            .collect::<Vec<_>>()
+        }
+    };
+    for (channel, status, attempts, _, owner, error, settled) in rows(&h).await {
+        assert_eq!(
+            (status.as_str(), attempts, owner.as_deref(), error, settled),
+            ("pending", 0, Some("lease-b"), None, false),
+            "{channel}: the stale settlement wrote nothing"
+        );
+    }
+
+    let written = h
+        .engine
+        .write_deliveries(settle(&second.claimed, "lease-b"), None)
+        .await
+        .unwrap();
+    assert!(written.lost.is_empty(), "{:?}", written.lost);
+    let due_before = first.claimed[0].created_ms;
+    let after = rows(&h).await;
+    assert_eq!(
+        after,
+        [
+            (
+                "a".to_owned(),
+                "delivered".to_owned(),
+                1,
+                due_before,
+                None,
+                None,
+                true
+            ),
+            (
+                "b".to_owned(),
+                "pending".to_owned(),
+                1,
+                at.timestamp_millis() + 60_000,
+                None,
+                Some("receiver answered 503".to_owned()),
+                false
+            ),
+            (
+                "c".to_owned(),
+                "dead".to_owned(),
+                1,
+                due_before,
+                None,
+                Some("receiver answered 410".to_owned()),
+                true
+            ),
+        ]
+    );
+}
