@@ -9,7 +9,7 @@
 //! of a change that rolled back, would both be lies. The cost when a profile has no rules is a
 //! check of an empty list; otherwise, on SQLite, two statements for all the events of the
 //! commit (their rows as JSON), sent with the transaction's other writes in its one round trip;
-//! on PostgreSQL two statements per event (`store/notify.rs`).
+//! on PostgreSQL two statements per event (`store/notify/`).
 //!
 //! The body is the event as every channel builds on it (Standard Webhooks' shape):
 //! `{"type": "route.needs_person", "timestamp": "...", "data": {...}}`, with ids, link,

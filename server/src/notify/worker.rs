@@ -9,7 +9,7 @@
 //!   receiver that hangs holds one slot for that long and never the others: other channels
 //!   and other routes go on.
 //! - A route's events reach each channel in order: only the head of a (channel, route) queue is
-//!   ever claimed (`store/notify.rs`).
+//!   ever claimed (`store/notify/deliveries.rs`).
 //! - The lease outlasts the longest attempt ([`LEASE_MARGIN`] beyond the longest channel
 //!   timeout), so a live worker never loses a delivery it is sending; a replica that dies
 //!   mid-delivery leaves a lease that runs out, and another replica sends it again with the

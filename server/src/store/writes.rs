@@ -10,7 +10,7 @@
 //! steps gave it), and a route's timer row (the last upsert or delete). The other statements
 //! (history rows, updates of older dispatch records, lease releases, launch records) run as
 //! queued. Order when run: route inserts, compare-and-sets, the queued statements, notification
-//! events and their deliveries (`store/notify.rs`), new dispatch records, timer rows, then the
+//! events and their deliveries (`store/notify/`), new dispatch records, timer rows, then the
 //! release of held dispatches: each only depends on the routes
 //! existing, and the release must see every hold the batch arms. Statements use plain `?`
 //! only: sqlx binds them in order across the statements.
@@ -57,7 +57,7 @@ pub(crate) struct Writes {
     release_holds_at: Option<DateTime<Utc>>,
     /// Whether a history row is among the statements.
     history: bool,
-    /// Notification events with their deliveries, in order (`store/notify.rs`).
+    /// Notification events with their deliveries, in order (`store/notify/`).
     pub(super) events: Vec<super::notify::NotifyInsert>,
 }
 
