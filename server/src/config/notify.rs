@@ -10,6 +10,7 @@
 //! max_attempts = 12                             # then the delivery is dead
 //! backoff_initial_ms = 1000                     # doubling after each failed attempt ...
 //! backoff_max_ms = 3600000                      # ... up to this
+//! keep_days = 30                                # events settled everywhere are removed after this
 //!
 //! [[channel]]
 //! id = "ops"
@@ -49,6 +50,9 @@ pub struct NotifyConfig {
     pub max_attempts: u32,
     pub backoff_initial_ms: u64,
     pub backoff_max_ms: u64,
+    /// How long an event is kept once nothing is left to send of it (every delivery delivered
+    /// or dead): then it leaves the in-app list and its deliveries leave the operators' view.
+    pub keep_days: u32,
     pub channels: Vec<ChannelConfig>,
 }
 
@@ -60,6 +64,7 @@ impl Default for NotifyConfig {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             backoff_initial_ms: DEFAULT_BACKOFF_INITIAL_MS,
             backoff_max_ms: DEFAULT_BACKOFF_MAX_MS,
+            keep_days: DEFAULT_KEEP_DAYS,
             channels: Vec::new(),
         }
     }
@@ -68,7 +73,10 @@ impl Default for NotifyConfig {
 const DEFAULT_MAX_ATTEMPTS: u32 = 12;
 const DEFAULT_BACKOFF_INITIAL_MS: u64 = 1_000;
 const DEFAULT_BACKOFF_MAX_MS: u64 = 3_600_000;
+const DEFAULT_KEEP_DAYS: u32 = 30;
 const MAX_ATTEMPTS: u32 = 100;
+/// Ten years: a longer retention is no retention.
+const MAX_KEEP_DAYS: u32 = 3_650;
 const MAX_BACKOFF_MS: u64 = 86_400_000;
 const MAX_CHANNEL_TIMEOUT_SECONDS: u64 = 120;
 const MAX_RECIPIENTS: usize = 32;
@@ -151,6 +159,11 @@ impl NotifyConfig {
         id == IN_APP_CHANNEL || self.channel(id).is_some()
     }
 
+    /// How long an event is kept once every delivery of it is settled.
+    pub fn keep(&self) -> chrono::TimeDelta {
+        chrono::TimeDelta::days(i64::from(self.keep_days))
+    }
+
     /// The schedule of a failed delivery's next attempts.
     pub fn schedule(&self) -> policy::notify::DeliverySchedule {
         policy::notify::DeliverySchedule {
@@ -205,6 +218,8 @@ pub(crate) struct NotifySection {
     backoff_initial_ms: Option<u64>,
     #[serde(default)]
     backoff_max_ms: Option<u64>,
+    #[serde(default)]
+    keep_days: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -292,6 +307,13 @@ pub(crate) fn parse(
             config.backoff_max_ms = ms;
         } else {
             problems.push(format!("notify.backoff_max_ms: between 1 and {MAX_BACKOFF_MS}"));
+        }
+    }
+    if let Some(days) = section.keep_days {
+        if (1..=MAX_KEEP_DAYS).contains(&days) {
+            config.keep_days = days;
+        } else {
+            problems.push(format!("notify.keep_days: between 1 and {MAX_KEEP_DAYS}"));
         }
     }
     if config.backoff_max_ms < config.backoff_initial_ms {
@@ -501,6 +523,7 @@ mod tests {
         assert_eq!(n.channels.len(), 3);
         assert_eq!(n.channel("mail").map(|m| m.kind.as_str()), Some("email"));
         assert!(n.has_channel("in_app") && n.has_channel("ops") && !n.has_channel("pager"));
+        assert_eq!(n.keep_days, 30, "the default retention");
         match &n.channel("mail").unwrap().kind {
             super::ChannelKind::Email(e) => assert_eq!(e.port, 587),
             other => panic!("{other:?}"),
@@ -515,6 +538,7 @@ mod tests {
             allow_networks = ["not-a-network"]
             backoff_initial_ms = 5000
             backoff_max_ms = 10
+            keep_days = 0
 
             [[channel]]
             id = "pager"
@@ -546,6 +570,7 @@ mod tests {
         for field in [
             "notify.allow_networks[0]",
             "notify.backoff_max_ms",
+            "notify.keep_days: between 1 and 3650",
             "channel[0]: unknown channel kind",
             "channel[1].id",
             "channel[1].url",

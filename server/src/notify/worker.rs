@@ -20,6 +20,10 @@
 //!   delivery, and deliveries cost the writer statements, not commits.
 //! - At a stop, attempts in flight get up to [`DRAIN`] to end and are settled; one still
 //!   running after that is sent again (same `webhook-id`) when its lease is given back.
+//! - At its start and every [`PRUNE_EVERY`] after, it removes the events older than
+//!   `[notify] keep_days` that have nothing left to send, with their deliveries
+//!   (`store/notify/retention.rs`): a few short statements of [`PRUNE_BATCH`] events, outside
+//!   the writer, between its claims.
 
 use super::DeliveryError;
 use crate::{config::notify::ChannelKind, engine::outbox::Body};
@@ -42,6 +46,13 @@ pub const IN_FLIGHT: usize = 32;
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 /// How long a stop waits for the attempts in flight to end before it settles them.
 pub const DRAIN: Duration = Duration::from_secs(2);
+/// How often the worker removes the events the outbox no longer needs.
+pub const PRUNE_EVERY: chrono::TimeDelta = chrono::TimeDelta::hours(1);
+/// Most events one prune statement removes (each statement its own short transaction).
+pub const PRUNE_BATCH: u32 = 500;
+/// Most prune statements in a row; more left than that is removed at the next turn of the loop,
+/// after the worker claimed and settled what was due.
+const PRUNE_BATCHES: u32 = 20;
 
 /// Runs the worker until `stop` resolves, then settles what ends within [`DRAIN`].
 pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
@@ -61,6 +72,7 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
     // Attempts spawned whose ending has not been received yet.
     let mut in_flight = 0usize;
     let mut settle: Vec<Settlement> = Vec::new();
+    let mut next_prune = engine.now();
     tokio::pin!(stop);
     loop {
         while let Ok(s) = endings.try_recv() {
@@ -105,6 +117,13 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
                 ),
             }
         }
+        if engine.now() >= next_prune {
+            next_prune = if prune(&engine).await {
+                engine.now()
+            } else {
+                engine.now() + PRUNE_EVERY
+            };
+        }
         if full {
             continue;
         }
@@ -144,6 +163,39 @@ pub async fn run(engine: Arc<Engine>, stop: impl Future<Output = ()>) {
             tracing::warn!(error = %e, "cannot settle the notification deliveries sent before the stop; they are sent again");
         }
     }
+}
+
+/// Removes the events kept longer than `[notify] keep_days` with nothing left to send, at most
+/// [`PRUNE_BATCHES`] statements of [`PRUNE_BATCH`]; whether more may be left.
+async fn prune(engine: &Engine) -> bool {
+    let keep = engine.runners().current().notify.keep();
+    let before = (engine.now() - keep).timestamp_millis();
+    let mut removed = 0u64;
+    let mut more = true;
+    for _ in 0..PRUNE_BATCHES {
+        match engine.store().prune_notifications(before, PRUNE_BATCH).await {
+            Ok(n) => {
+                removed += n;
+                if n < u64::from(PRUNE_BATCH) {
+                    more = false;
+                    break;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot remove old notification events; the next pass tries again");
+                more = false;
+                break;
+            }
+        }
+    }
+    if removed > 0 {
+        tracing::info!(
+            events = removed,
+            keep_days = keep.num_days(),
+            "removed notification events older than the retention, with their deliveries"
+        );
+    }
+    more
 }
 
 /// How long a claim's lease lasts: beyond the longest channel timeout.

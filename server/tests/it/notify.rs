@@ -778,3 +778,166 @@ async fn a_settlement_under_a_lease_another_claim_took_over_writes_nothing() {
         ]
     );
 }
+
+/// Retention (`[notify] keep_days`): an event older than it whose deliveries are all settled
+/// (delivered or dead) is removed with its deliveries, and leaves the in-app list; one with a
+/// delivery still pending stays however old, until that delivery is settled; a newer one stays.
+/// The delivery worker prunes on its own at its start and every hour of the engine's clock.
+#[tokio::test]
+async fn events_past_the_retention_with_nothing_left_to_send_are_removed_never_a_pending_one() {
+    use server::engine::deliveries::DeliveryClaim;
+    use server::store::notify::{Settle, Settlement};
+
+    let r = Receiver::start(Mode::Accept).await;
+    let text = config(&[("a", &r), ("b", &r)], 3).replacen(
+        "backoff_max_ms = 4000\n",
+        "backoff_max_ms = 4000\nkeep_days = 2\n",
+        1,
+    );
+    let h = quiet_harness(&text).await;
+    let p = profile(
+        &h,
+        0,
+        json!([{"events": ["route.needs_person"], "channels": ["a", "b", "in_app"]}]),
+    )
+    .await;
+    let old_settled = h.start(&p, "inv-old-settled").await;
+    evidence(&h, &old_settled, unknown_error()).await;
+    let old_pending = h.start(&p, "inv-old-pending").await;
+    evidence(&h, &old_pending, unknown_error()).await;
+
+    // The four deliveries are claimed; the first event's are settled (delivered, dead), the
+    // second's one delivered and one to be tried again.
+    let claimed = h
+        .engine
+        .write_deliveries(
+            Vec::new(),
+            Some(DeliveryClaim {
+                token: "lease-r".to_owned(),
+                lease: TimeDelta::seconds(10),
+                limit: 10,
+            }),
+        )
+        .await
+        .unwrap()
+        .claimed;
+    assert_eq!(claimed.len(), 4, "{claimed:?}");
+    let first = claimed.iter().map(|c| c.event_seq).min().unwrap();
+    let at = h.engine.now();
+    let settlements = claimed
+        .iter()
+        .map(|c| Settlement {
+            claimed: c.clone(),
+            token: "lease-r".to_owned(),
+            settle: match (c.event_seq == first, c.channel_id.as_str()) {
+                (true, "a") | (false, "a") => Settle::Delivered,
+                (true, _) => Settle::Dead {
+                    error: "receiver answered 410".to_owned(),
+                },
+                (false, _) => Settle::Retry {
+                    due_ms: at.timestamp_millis() + 60_000,
+                    error: "receiver answered 503".to_owned(),
+                },
+            },
+            at,
+        })
+        .collect();
+    let written = h.engine.write_deliveries(settlements, None).await.unwrap();
+    assert!(written.lost.is_empty(), "{:?}", written.lost);
+
+    // Three days later, a third route stops for a person.
+    h.clock.advance(TimeDelta::days(3));
+    let new = h.start(&p, "inv-new").await;
+    evidence(&h, &new, unknown_error()).await;
+
+    let events = |h: &Harness| {
+        let pool = h.pool.clone();
+        async move {
+            server::store::sql::query("SELECT route_id FROM notify_events ORDER BY seq")
+                .scalars::<String>(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let deliveries_of = |h: &Harness| {
+        let pool = h.pool.clone();
+        async move {
+            server::store::sql::query(
+                "SELECT e.route_id FROM notify_deliveries d JOIN notify_events e ON e.seq = d.event_seq \
+                 ORDER BY d.event_seq, d.channel_id",
+            )
+            .scalars::<String>(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let orphans = |h: &Harness| {
+        let pool = h.pool.clone();
+        async move {
+            server::store::sql::query(
+                "SELECT COUNT(*) FROM notify_deliveries d WHERE NOT EXISTS \
+                 (SELECT 1 FROM notify_events e WHERE e.seq = d.event_seq)",
+            )
+            .scalar::<i64>(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    assert_eq!(
+        in_app(&h).await,
+        [new.clone(), old_pending.clone(), old_settled.clone()]
+    );
+
+    let before = (h.engine.now() - TimeDelta::days(2)).timestamp_millis();
+    let removed = h.engine.store().prune_notifications(before, 500).await.unwrap();
+    assert_eq!(removed, 1, "only the old event with nothing left to send");
+    assert_eq!(events(&h).await, [old_pending.clone(), new.clone()]);
+    assert_eq!(
+        deliveries_of(&h).await,
+        [old_pending.clone(), old_pending.clone(), new.clone(), new.clone()],
+    );
+    assert_eq!(
+        orphans(&h).await,
+        0,
+        "the removed event's deliveries went with it"
+    );
+    assert_eq!(in_app(&h).await, [new.clone(), old_pending.clone()]);
+    // Nothing else is old enough and settled: a second pass removes nothing.
+    assert_eq!(
+        h.engine.store().prune_notifications(before, 500).await.unwrap(),
+        0
+    );
+
+    // The worker sends what is left (the retry and the new event's two deliveries)...
+    start_worker(&h);
+    let rows = wait_deliveries(&h, |rows| {
+        rows.len() == 4 && rows.iter().all(|d| d["status"] == "delivered")
+    })
+    .await;
+    assert_eq!(rows.len(), 4, "{rows:#?}");
+    idle(&h).await;
+    // ... and an hour later removes the old event it settled, keeping the new one.
+    advance(&h, 3_601);
+    let end = tokio::time::Instant::now() + LIMIT;
+    while events(&h).await != [new.clone()] {
+        assert!(
+            tokio::time::Instant::now() < end,
+            "the worker never removed the old event: {:?}",
+            events(&h).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(deliveries_of(&h).await, [new.clone(), new.clone()]);
+    assert_eq!(orphans(&h).await, 0);
+    assert_eq!(in_app(&h).await, [new]);
+}
+
+/// The routes of the in-app list, newest first.
+async fn in_app(h: &Harness) -> Vec<String> {
+    h.get("/api/v1/notifications").await["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["route_id"].as_str().unwrap().to_owned())
+        .collect()
+}

@@ -1,7 +1,7 @@
 //! The notification outbox's SQL: the rows a transition queues ([`Writes::notify_event`],
 //! inside the writer's transaction), the in-app list with each person's read position, and what
 //! operators see of deliveries. The delivery worker's claims and settlements are
-//! [`deliveries`].
+//! [`deliveries`]; how long the outbox keeps what it sent, [`retention`].
 
 use super::{
     gen_i64, ms, non_negative, parse_ts,
@@ -15,6 +15,7 @@ const EVENTS: &str = "notify_events";
 const DELIVERIES: &str = "notify_deliveries";
 
 mod deliveries;
+mod retention;
 pub use deliveries::{Claimed, Settle, Settlement};
 
 /// A new event row, and the channels it is sent to (`in_app` is a column, not a channel here).
