@@ -33,6 +33,8 @@
 //!   (buckets [`LATENESS_BUCKETS`]).
 //! - [`NOTIFICATION_DELIVERIES`] `{status}`: deliveries `pending` and `dead`, counted when
 //!   `/metrics` is scraped.
+//! - [`NOTIFICATION_EVENTS_REMOVED`]: notification events this replica removed, with their
+//!   deliveries, once past `[notify] keep_days` with nothing left to send.
 
 use crate::replica::ReplicaId;
 use ::metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Level, Metadata, Recorder, Unit};
@@ -52,6 +54,7 @@ pub const CLAIMS_LOST: &str = "recourse_timer_claims_lost_total";
 pub const NOTIFICATIONS: &str = "recourse_notifications_total";
 pub const NOTIFICATION_DELAY: &str = "recourse_notification_delay_seconds";
 pub const NOTIFICATION_DELIVERIES: &str = "recourse_notification_deliveries";
+pub const NOTIFICATION_EVENTS_REMOVED: &str = "recourse_notification_events_removed_total";
 
 /// Upper bounds of the lateness histogram's buckets, in seconds: a healthy scheduler fires in
 /// milliseconds; seconds mean a busy writer; minutes, a stalled one.
@@ -93,6 +96,7 @@ pub struct Metrics {
     notification_delay: Histogram,
     /// Pending, dead.
     deliveries: [Gauge; 2],
+    events_removed: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -153,6 +157,7 @@ impl Metrics {
                     &METADATA,
                 )
             }),
+            events_removed: counter(NOTIFICATION_EVENTS_REMOVED, Vec::new()),
             handle: recorder.handle(),
             recorder,
         };
@@ -222,6 +227,11 @@ impl Metrics {
     /// A notification's last attempt failed: the delivery is dead.
     pub fn notification_dead(&self) {
         self.notifications[2].increment(1);
+    }
+
+    /// `n` notification events were removed past their retention, with their deliveries.
+    pub fn notification_events_removed(&self, n: u64) {
+        self.events_removed.increment(n);
     }
 
     /// Notification deliveries pending and dead, as just counted.
@@ -390,6 +400,12 @@ fn describe(recorder: &PrometheusRecorder) {
         name(NOTIFICATION_DELIVERIES),
         None,
         "Notification deliveries pending and dead, when scraped.".into(),
+    );
+    recorder.describe_counter(
+        name(NOTIFICATION_EVENTS_REMOVED),
+        None,
+        "Notification events removed with their deliveries, past the retention with nothing left to send."
+            .into(),
     );
     recorder.describe_gauge(
         name(REPLICA_INFO),

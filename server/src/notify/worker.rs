@@ -176,6 +176,7 @@ async fn prune(engine: &Engine) -> bool {
         match engine.store().prune_notifications(before, PRUNE_BATCH).await {
             Ok(n) => {
                 removed += n;
+                engine.metrics().notification_events_removed(n);
                 if n < u64::from(PRUNE_BATCH) {
                     more = false;
                     break;

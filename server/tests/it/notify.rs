@@ -930,6 +930,13 @@ async fn events_past_the_retention_with_nothing_left_to_send_are_removed_never_a
     assert_eq!(deliveries_of(&h).await, [new.clone(), new.clone()]);
     assert_eq!(orphans(&h).await, 0);
     assert_eq!(in_app(&h).await, [new]);
+    // The worker counts what it removed (the first removal above was the test's own call).
+    let metrics = h.call(Method::GET, "/metrics", None).await.1;
+    let text = metrics.as_str().unwrap();
+    assert!(
+        text.contains("recourse_notification_events_removed_total 1\n"),
+        "{text}"
+    );
 }
 
 /// The routes of the in-app list, newest first.

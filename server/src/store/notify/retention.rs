@@ -4,29 +4,40 @@
 //! removing it would lose that delivery. The delivery worker calls [`Store::prune_notifications`]
 //! (`crate::notify::worker`).
 
-use super::super::{sql, Store, StoreError};
+use super::super::{sql, Dialect, Store, StoreError};
 
 /// Removes up to `limit` of the oldest events created before `before_ms` (milliseconds since
-/// the epoch) with no pending delivery.
+/// the epoch) with no pending delivery (values: `before_ms`, `before_ms`, `limit`).
 ///
 /// The events are read in `seq` order, which is the order they were made in, and the read is
 /// bounded by the first event made at or after `before_ms`: a pass that finds nothing left to
 /// remove stops there instead of reading every event kept. A slow replica's clock can make an
-/// event a little older than one before it; such an event waits for a later pass.
-const PRUNE: &str = "DELETE FROM notify_events WHERE seq IN ( \
-     SELECT e.seq FROM notify_events e \
-     WHERE e.seq < COALESCE((SELECT n.seq FROM notify_events n WHERE n.created_ms >= ? ORDER BY n.seq LIMIT 1), \
-                            9223372036854775807) \
-       AND e.created_ms < ? \
-       AND NOT EXISTS (SELECT 1 FROM notify_deliveries d WHERE d.event_seq = e.seq AND d.status = 'pending') \
-     ORDER BY e.seq LIMIT ?)";
+/// event a little older than one before it; such an event waits for a later pass. On
+/// PostgreSQL the events are locked as they are picked, skipping those another replica's pass
+/// holds, so two replicas pruning at once take different events and never wait for each other.
+fn prune_sql(dialect: Dialect) -> String {
+    let skip_locked = match dialect {
+        Dialect::Sqlite => "",
+        Dialect::Postgres => " FOR UPDATE OF e SKIP LOCKED",
+    };
+    format!(
+        "DELETE FROM notify_events WHERE seq IN ( \
+           SELECT e.seq FROM notify_events e \
+           WHERE e.seq < COALESCE((SELECT n.seq FROM notify_events n WHERE n.created_ms >= ? \
+                                   ORDER BY n.seq LIMIT 1), 9223372036854775807) \
+             AND e.created_ms < ? \
+             AND NOT EXISTS (SELECT 1 FROM notify_deliveries d \
+                             WHERE d.event_seq = e.seq AND d.status = 'pending') \
+           ORDER BY e.seq LIMIT ?{skip_locked})"
+    )
+}
 
 impl Store {
     /// Removes up to `limit` events made before `before_ms` whose deliveries are all settled,
     /// and their deliveries; how many events it removed. Callers repeat while it returns
     /// `limit`, each call a short transaction of its own.
     pub async fn prune_notifications(&self, before_ms: i64, limit: u32) -> Result<u64, StoreError> {
-        Ok(sql::query(PRUNE)
+        Ok(sql::query(prune_sql(self.dialect()))
             .bind(before_ms)
             .bind(before_ms)
             .bind(i64::from(limit))
@@ -47,7 +58,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("prune.db");
         let pool = Pool::from(crate::db::open_sqlite(path.to_str().unwrap()).await.unwrap());
-        let plan: Vec<String> = sql::query(format!("EXPLAIN QUERY PLAN {PRUNE}"))
+        let plan: Vec<String> = sql::query(format!("EXPLAIN QUERY PLAN {}", prune_sql(Dialect::Sqlite)))
             .bind(0i64)
             .bind(0i64)
             .bind(10i64)
