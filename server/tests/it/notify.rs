@@ -850,27 +850,9 @@ async fn events_past_the_retention_with_nothing_left_to_send_are_removed_never_a
     let new = h.start(&p, "inv-new").await;
     evidence(&h, &new, unknown_error()).await;
 
-    let events = |h: &Harness| {
-        let pool = h.pool.clone();
-        async move {
-            server::store::sql::query("SELECT route_id FROM notify_events ORDER BY seq")
-                .scalars::<String>(&pool)
-                .await
-                .unwrap()
-        }
-    };
-    let deliveries_of = |h: &Harness| {
-        let pool = h.pool.clone();
-        async move {
-            server::store::sql::query(
-                "SELECT e.route_id FROM notify_deliveries d JOIN notify_events e ON e.seq = d.event_seq \
-                 ORDER BY d.event_seq, d.channel_id",
-            )
-            .scalars::<String>(&pool)
-            .await
-            .unwrap()
-        }
-    };
+    const EVENTS: &str = "SELECT route_id FROM notify_events ORDER BY seq";
+    const DELIVERIES: &str = "SELECT e.route_id FROM notify_deliveries d \
+        JOIN notify_events e ON e.seq = d.event_seq ORDER BY d.event_seq, d.channel_id";
     let orphans = |h: &Harness| {
         let pool = h.pool.clone();
         async move {
@@ -891,9 +873,9 @@ async fn events_past_the_retention_with_nothing_left_to_send_are_removed_never_a
     let before = (h.engine.now() - TimeDelta::days(2)).timestamp_millis();
     let removed = h.engine.store().prune_notifications(before, 500).await.unwrap();
     assert_eq!(removed, 1, "only the old event with nothing left to send");
-    assert_eq!(events(&h).await, [old_pending.clone(), new.clone()]);
+    assert_eq!(route_ids(&h, EVENTS).await, [old_pending.clone(), new.clone()]);
     assert_eq!(
-        deliveries_of(&h).await,
+        route_ids(&h, DELIVERIES).await,
         [old_pending.clone(), old_pending.clone(), new.clone(), new.clone()],
     );
     assert_eq!(
@@ -919,15 +901,15 @@ async fn events_past_the_retention_with_nothing_left_to_send_are_removed_never_a
     // ... and an hour later removes the old event it settled, keeping the new one.
     advance(&h, 3_601);
     let end = tokio::time::Instant::now() + LIMIT;
-    while events(&h).await != [new.clone()] {
+    while route_ids(&h, EVENTS).await != [new.clone()] {
         assert!(
             tokio::time::Instant::now() < end,
             "the worker never removed the old event: {:?}",
-            events(&h).await
+            route_ids(&h, EVENTS).await
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(deliveries_of(&h).await, [new.clone(), new.clone()]);
+    assert_eq!(route_ids(&h, DELIVERIES).await, [new.clone(), new.clone()]);
     assert_eq!(orphans(&h).await, 0);
     assert_eq!(in_app(&h).await, [new]);
     // The worker counts what it removed (the first removal above was the test's own call).
@@ -937,6 +919,14 @@ async fn events_past_the_retention_with_nothing_left_to_send_are_removed_never_a
         text.contains("recourse_notification_events_removed_total 1\n"),
         "{text}"
     );
+}
+
+/// The route ids `sql` (one text column) reads, in its order.
+async fn route_ids(h: &Harness, sql: &'static str) -> Vec<String> {
+    server::store::sql::query(sql)
+        .scalars::<String>(&h.pool)
+        .await
+        .unwrap()
 }
 
 /// The routes of the in-app list, newest first.

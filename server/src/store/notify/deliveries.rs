@@ -279,7 +279,6 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Pool;
 
     /// SQLite's plans for the worker's statements on a migrated database: every scan of
     /// `notify_deliveries` goes through a partial index of the rows still to act on (a scan of
@@ -289,8 +288,6 @@ mod tests {
     #[tokio::test]
     async fn the_workers_statements_never_read_settled_deliveries() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("plans.db");
-        let pool = Pool::from(crate::db::open_sqlite(path.to_str().unwrap()).await.unwrap());
         let statements: [(&str, String, usize); 5] = [
             ("claim", claim_sql(Dialect::Sqlite), 5),
             ("counts", DELIVERY_COUNTS.to_owned(), 0),
@@ -299,17 +296,7 @@ mod tests {
             ("bodies", bodies_sql(Dialect::Sqlite), 1),
         ];
         for (what, sql, values) in statements {
-            let mut explain = sql::query(format!("EXPLAIN QUERY PLAN {sql}"));
-            for _ in 0..values {
-                explain = explain.bind(0i64);
-            }
-            let plan: Vec<String> = explain
-                .fetch_all(&pool)
-                .await
-                .unwrap()
-                .iter()
-                .map(|row| row.try_get::<String, _>("detail").unwrap())
-                .collect();
+            let plan = super::super::sqlite_plan(&dir, &sql, values).await;
             let partial = ["notify_deliveries_pending", "notify_deliveries_dead"];
             for line in &plan {
                 let table_scan = line.starts_with("SCAN")

@@ -299,3 +299,22 @@ impl Store {
             .collect()
     }
 }
+
+/// SQLite's query plan (`EXPLAIN QUERY PLAN`'s lines) of `sql` with `values` zeros bound, on a
+/// migrated database in `dir`: what the plan tests of the worker's statements read.
+#[cfg(test)]
+async fn sqlite_plan(dir: &tempfile::TempDir, sql: &str, values: usize) -> Vec<String> {
+    let path = dir.path().join("plans.db");
+    let pool = super::Pool::from(crate::db::open_sqlite(path.to_str().unwrap()).await.unwrap());
+    let mut explain = sql::query(format!("EXPLAIN QUERY PLAN {sql}"));
+    for _ in 0..values {
+        explain = explain.bind(0i64);
+    }
+    explain
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.try_get::<String, _>("detail").unwrap())
+        .collect()
+}

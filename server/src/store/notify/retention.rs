@@ -49,25 +49,13 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Pool;
 
     /// SQLite's plan: the events are read in `seq` order (the primary key), bounded, and each
     /// one's pending deliveries are looked up by the deliveries' key; nothing is sorted.
     #[tokio::test]
     async fn a_prune_reads_the_events_in_order_and_never_sorts() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("prune.db");
-        let pool = Pool::from(crate::db::open_sqlite(path.to_str().unwrap()).await.unwrap());
-        let plan: Vec<String> = sql::query(format!("EXPLAIN QUERY PLAN {}", prune_sql(Dialect::Sqlite)))
-            .bind(0i64)
-            .bind(0i64)
-            .bind(10i64)
-            .fetch_all(&pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.try_get::<String, _>("detail").unwrap())
-            .collect();
+        let plan = super::super::sqlite_plan(&dir, &prune_sql(Dialect::Sqlite), 3).await;
         assert!(
             !plan.iter().any(|line| line.contains("TEMP B-TREE")),
             "the prune sorts: {plan:?}"
