@@ -102,6 +102,13 @@ impl Writes {
     }
 }
 
+/// Binds `within` (the profiles a token is scoped to, or `None`: any) twice, as
+/// [`Store::within_profiles`]' fragment reads it.
+fn bind_within<'q>(query: sql::Query<'q>, within: Option<&[String]>) -> sql::Query<'q> {
+    let scope = within.map(|w| super::to_json(&w));
+    query.bind(scope.clone()).bind(scope)
+}
+
 /// Rows as one JSON array of arrays (strings, integers and nulls only: it cannot fail).
 fn json_rows(rows: &[impl serde::Serialize]) -> String {
     serde_json::to_string(rows).unwrap_or_default()
@@ -160,11 +167,8 @@ impl Store {
              WHERE in_app = 1 AND seq < ? AND {} ORDER BY seq DESC LIMIT ?",
             self.within_profiles("profile_id")
         );
-        let scope = within.map(|w| super::to_json(&w));
-        let rows = sql::query(sql)
-            .bind(before.unwrap_or(i64::MAX))
-            .bind(scope.clone())
-            .bind(scope)
+        let query = sql::query(sql).bind(before.unwrap_or(i64::MAX));
+        let rows = bind_within(query, within)
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await?;
@@ -198,17 +202,13 @@ impl Store {
             "SELECT COUNT(*) FROM notify_events WHERE in_app = 1 AND seq > ? AND {}",
             self.within_profiles("profile_id")
         );
-        let scope = within.map(|w| super::to_json(&w));
-        let n: i64 = sql::query(sql)
-            .bind(through)
-            .bind(scope.clone())
-            .bind(scope)
-            .scalar(&self.pool)
-            .await?;
+        let query = sql::query(sql).bind(through);
+        let n: i64 = bind_within(query, within).scalar(&self.pool).await?;
         non_negative(EVENTS, "*", "unread", n)
     }
 
-    /// `column` is one of the profiles of a JSON array bound twice (or the array is NULL: any).
+    /// `column` is one of the profiles of a JSON array bound twice (or the array is NULL: any);
+    /// [`bind_within`] binds it.
     fn within_profiles(&self, column: &str) -> String {
         format!(
             "(? IS NULL OR {column} IN ({}))",
@@ -262,13 +262,11 @@ impl Store {
              WHERE (? IS NULL OR d.status = ?) AND e.seq < ? AND {} ORDER BY e.seq DESC, d.channel_id LIMIT ?",
             self.within_profiles("e.profile_id")
         );
-        let scope = within.map(|w| super::to_json(&w));
-        let rows = sql::query(sql)
+        let query = sql::query(sql)
             .bind(status.map(|s| s.as_str()))
             .bind(status.map(|s| s.as_str()))
-            .bind(before.unwrap_or(i64::MAX))
-            .bind(scope.clone())
-            .bind(scope)
+            .bind(before.unwrap_or(i64::MAX));
+        let rows = bind_within(query, within)
             .bind(i64::from(limit))
             .fetch_all(&self.pool)
             .await?;
