@@ -3,7 +3,8 @@
 //
 // Usage: node end2end/run.mjs [test files...]   (every file in end2end/tests/ when none is named;
 // expects `cargo leptos build --release --precompress --split` to have run)
-// Env: RECOURSE_BIN (default target/release/recourse). The binary carries its UI. The tests get
+// Env: RECOURSE_BIN (default target/release/recourse; `./dev test` names its debug build with
+// the UI embedded, `--features server/embed-ui`). The binary carries its UI. The tests get
 // RECOURSE_URL (this server: no configuration file), RECOURSE_ARTIFACTS and RECOURSE_BIN;
 // RECOURSE_FAKE_AGENT (default target/release/fake-acp-agent) is the scripted ACP agent.
 

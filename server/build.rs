@@ -34,8 +34,11 @@ fn main() {
     };
     let site = workspace.join("target").join("site");
     // Debug builds read the folder when they run (rust-embed's dynamic mode), so they neither
-    // need to rebuild when it changes nor embed anything that could be stale.
-    if std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some() {
+    // need to rebuild when it changes nor embed anything that could be stale; with the
+    // `embed-ui` feature they embed it as release builds do.
+    if std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some()
+        && std::env::var_os("CARGO_FEATURE_EMBED_UI").is_none()
+    {
         return;
     }
     // cargo reruns a script on every build while a path it watches is missing; the folder

@@ -48,8 +48,8 @@ use std::{
     sync::{Arc, LazyLock},
 };
 
-/// `target/site`, read at compile time in release builds (rust-embed reads it from disk at run
-/// time in debug builds). Keep the folder in step with `site-root` in the workspace's
+/// `target/site`, read at compile time in release builds and in debug builds with the
+/// `embed-ui` feature (rust-embed reads it from disk at run time in other debug builds). Keep the folder in step with `site-root` in the workspace's
 /// `[[workspace.metadata.leptos]]` and with `server/build.rs`.
 #[derive(rust_embed::Embed)]
 #[folder = "../target/site"]

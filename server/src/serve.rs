@@ -43,12 +43,13 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let mut leptos = leptos_options(&args)?;
     match site.ui() {
         Some(ui) => {
-            // Release builds carry it; debug builds read the clone's target/site.
+            // Release builds carry it, and debug builds with `embed-ui`; other debug builds
+            // read the clone's target/site.
             tracing::info!(
                 folder = ui.pkg_dir(),
                 name = ui.output_name(),
                 split = ui.split().is_some(),
-                embedded = cfg!(not(debug_assertions)),
+                embedded = cfg!(any(not(debug_assertions), feature = "embed-ui")),
                 "serving the web UI"
             );
             leptos.output_name = ui.output_name().into();
