@@ -148,9 +148,39 @@ impl Published {
         root: &Path,
         timeouts: &str,
     ) -> String {
+        self.toml_with(agents, id, base_url, home, root, timeouts, None)
+    }
+
+    /// [`Self::toml`], with the agent's own timers of a second or more made `timer_scale` times
+    /// shorter when given (a Node agent: `scaled-timers.cjs`, loaded through NODE_OPTIONS):
+    /// for the cells where an agent's own retry waits are all that takes time.
+    #[allow(clippy::too_many_arguments)]
+    pub fn toml_with(
+        self,
+        agents: &Path,
+        id: &str,
+        base_url: &str,
+        home: &Path,
+        root: &Path,
+        timeouts: &str,
+        timer_scale: Option<u32>,
+    ) -> String {
         std::fs::create_dir_all(home).unwrap();
         let bin = agents.join("node_modules/.bin").join(self.bin());
-        let mut set_env = vec![("HOME", home.to_str().unwrap().to_owned())];
+        // Its temporary files too (Gemini CLI writes an error report there at every failed
+        // request): in its own folder, removed with the test's, never the machine's /tmp.
+        let tmp = home.join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut set_env = vec![
+            ("HOME", home.to_str().unwrap().to_owned()),
+            ("TMPDIR", tmp.to_str().unwrap().to_owned()),
+        ];
+        if let Some(scale) = timer_scale {
+            assert!(self != Published::Codex, "Codex's adapter is not a Node program");
+            let preload = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/common/scaled-timers.cjs");
+            set_env.push(("NODE_OPTIONS", format!("--require \"{preload}\"")));
+            set_env.push(("RECOURSE_TIMER_SCALE", scale.to_string()));
+        }
         let (args, env, auth): (&[&str], &[&str], Option<&str>) = match self {
             Published::Claude => {
                 for (k, v) in [

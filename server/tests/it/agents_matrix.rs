@@ -16,8 +16,9 @@
 //! Speed: each agent's own retries are set to what README recommends (none: Recourse's policy
 //! retries), so most failing cells end after one request instead of the agent's minutes of
 //! retrying; Qwen Code still retries a 429 or 5xx for about 80 s in a loop no setting reaches
-//! (README), and the hang cell gives up after `prompt_idle = 25`. Route time is the manual
-//! clock. Agents take real time to start (Gemini CLI and Qwen Code 4 to 7 s on an idle
+//! (README), which runs on its own clock made 20 times faster (`scaled-timers.cjs`,
+//! [`own_retry_loop`]), and the hang cell gives up after `prompt_idle = 25`. Route time is the
+//! manual clock. Agents take real time to start (Gemini CLI and Qwen Code 4 to 7 s on an idle
 //! machine, far more on a loaded one), waited for as events, never slept for. `MATRIX |`
 //! lines (`--nocapture`) print the table README shows.
 //!
@@ -256,6 +257,23 @@ async fn agents_gone(h: &Harness) {
     }
 }
 
+/// How many times sooner the agent's own timers of a second or more fire in the cells where
+/// its own retry loop is all that takes time (`scaled-timers.cjs`).
+const TIMER_SCALE: u32 = 20;
+
+/// Whether the agent answers this behaviour with a retry loop of its own that no setting turns
+/// off: Qwen Code's 7 requests over about 80 s for a 429 or a 5xx (README). The loop runs on
+/// the agent's clock, scaled by [`TIMER_SCALE`] (about 4 s): the same requests, the same
+/// silence, the same error at the end. A hang is not scaled: there the agent's own timeouts
+/// must keep their length, and Recourse's `prompt_idle` decides.
+fn own_retry_loop(agent: Published, b: Behaviour) -> bool {
+    agent == Published::Qwen
+        && matches!(
+            b,
+            Behaviour::Overloaded | Behaviour::RateLimited | Behaviour::Quota
+        )
+}
+
 async fn cell(agent: Published, b: Behaviour) {
     let test = format!("agents_matrix::{}::{}", agent.name(), b.name());
     let Some(dir) = agents::dir(&test) else { return };
@@ -275,13 +293,14 @@ async fn cell(agent: Published, b: Behaviour) {
     let config: String = ["switch", "wait"]
         .iter()
         .map(|p| {
-            agent.toml(
+            agent.toml_with(
                 &dir,
                 &format!("{}-{p}", agent.name()),
                 &provider.base_url(p),
                 &tmp.path().join(format!("home-{p}")),
                 &root,
                 &timeouts,
+                own_retry_loop(agent, b).then_some(TIMER_SCALE),
             )
         })
         .collect();
@@ -334,6 +353,10 @@ async fn cell(agent: Published, b: Behaviour) {
         calls.0 >= 1 && calls.1 >= 1,
         "{test}: the agent never called the provider: {calls:?}"
     );
+    // On the scaled clock the agent's own loop still runs whole: its 7 requests, each route.
+    if own_retry_loop(agent, b) {
+        assert_eq!(calls, (7, 7), "{test}: the agent's own retry loop");
+    }
     if b == Behaviour::Success {
         assert!(
             a.failed.is_none() && w.failed.is_none(),
