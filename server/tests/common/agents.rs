@@ -138,24 +138,11 @@ impl Published {
 
     /// Writes its settings into `home` (a fresh folder) and returns its `[[agent]]` table:
     /// `id`, pointed at `base_url` (the fake provider's prefix for it), working under `root`,
-    /// with these `[agent.timeouts]` lines.
-    pub fn toml(
-        self,
-        agents: &Path,
-        id: &str,
-        base_url: &str,
-        home: &Path,
-        root: &Path,
-        timeouts: &str,
-    ) -> String {
-        self.toml_with(agents, id, base_url, home, root, timeouts, None)
-    }
-
-    /// [`Self::toml`], with the agent's own timers of a second or more made `timer_scale` times
-    /// shorter when given (a Node agent: `scaled-timers.cjs`, loaded through NODE_OPTIONS):
-    /// for the cells where an agent's own retry waits are all that takes time.
+    /// with these `[agent.timeouts]` lines; with `timer_scale`, the agent's own timers of a
+    /// second or more fire that many times sooner (a Node agent: `scaled-timers.cjs`, loaded
+    /// through NODE_OPTIONS), for the cells where its own retry waits are all that takes time.
     #[allow(clippy::too_many_arguments)]
-    pub fn toml_with(
+    pub fn toml(
         self,
         agents: &Path,
         id: &str,

@@ -378,6 +378,7 @@ pub fn agents_config(
                 &home,
                 work,
                 timeouts,
+                None,
             ) + "\n"
         })
         .collect();

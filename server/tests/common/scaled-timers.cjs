@@ -1,4 +1,4 @@
-// Test-only, for the published agents (server/tests/common/agents.rs, `Published::toml_with`):
+// Test-only, for the published agents (server/tests/common/agents.rs, `Published::toml`):
 // loaded into an agent's Node process with `--require` (NODE_OPTIONS), it makes every timer of
 // a second or more fire RECOURSE_TIMER_SCALE times sooner. This is the agent's clock, injected
 // as the tests inject Recourse's: Qwen Code retries a 429 or 5xx in a loop no setting reaches

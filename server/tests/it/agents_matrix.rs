@@ -293,7 +293,7 @@ async fn cell(agent: Published, b: Behaviour) {
     let config: String = ["switch", "wait"]
         .iter()
         .map(|p| {
-            agent.toml_with(
+            agent.toml(
                 &dir,
                 &format!("{}-{p}", agent.name()),
                 &provider.base_url(p),
