@@ -70,6 +70,15 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// The document's title for a page's title; the shell's own (empty) is just the product's name.
+fn shell_title(page: String) -> String {
+    if page.is_empty() {
+        "Recourse".to_owned()
+    } else {
+        format!("{page} · Recourse")
+    }
+}
+
 /// The application: navigation plus one page per route.
 #[component]
 pub fn App() -> impl IntoView {
@@ -82,7 +91,11 @@ pub fn App() -> impl IntoView {
     Effect::new(move |_| set_hydrated.set(true));
 
     view! {
-        <Title formatter=|page: String| format!("{page} · Recourse") />
+        // The shell's title: every page's `<Title>` is shown as "Page · Recourse". It has a text
+        // of its own, empty, shown as "Recourse": leptos_meta sets the document's title from the
+        // titles registered so far, and a page's registers only once its lazy code has loaded,
+        // after the shell hydrated. Without one the document had no title in between.
+        <Title text="" formatter=shell_title />
         <Router>
             <div id="app" data-hydrated=move || hydrated.get().to_string() class="flex min-h-screen flex-col">
                 <NavBar />

@@ -114,3 +114,73 @@ test('an unknown address shows a not-found page with status 404', async () => {
   assert.equal(res.status, 404);
   assert.match(await res.text(), /Page not found/);
 });
+
+// Every page is a lazy route: the shell hydrates first, and the page's code (with its `<Title>`)
+// arrives after it. The document must have a title all along, the served one until the page's
+// registers; an empty one is what a screen reader or axe meets in between (leptos_meta sets the
+// title from the titles registered so far, and the shell's alone has no text).
+for (const [name, path] of [['routes', '/'], ['missing-profile', '/profiles/no-such-profile']]) {
+  test(`the document keeps a title while the page's code loads after hydration (${name})`, async () => {
+    const { context, page, errors } = await openPage(browser, 'desktop');
+    try {
+      // Every title the page sets (the setter WASM's glue calls), and the title the next task
+      // after each sees: what a screen reader, axe or the browser's tab can meet. (leptos_meta
+      // sets an empty title for an instant when the shell hydrates, and the shell's own in the
+      // same task; only a title that lasts into another task is seen.)
+      await context.addInitScript(() => {
+        const title = Object.getOwnPropertyDescriptor(Document.prototype, 'title');
+        window.__titles = [];
+        window.__titlesSeen = [];
+        Object.defineProperty(Document.prototype, 'title', {
+          configurable: true,
+          get() {
+            return title.get.call(this);
+          },
+          set(value) {
+            window.__titles.push(String(value));
+            title.set.call(this, value);
+            setTimeout(() => window.__titlesSeen.push(title.get.call(document)), 0);
+          },
+        });
+      });
+      // The shell's WASM loads; the page's piece (every later WASM) waits until the shell has
+      // hydrated, so the moment in between is held open and seen.
+      let wasms = 0;
+      let releasePieces;
+      const piecesAllowed = new Promise((ok) => {
+        releasePieces = ok;
+      });
+      await page.route('**/pkg/**/*.wasm', async (route) => {
+        wasms += 1;
+        if (wasms > 1) await piecesAllowed;
+        await route.continue();
+      });
+      // The title the server renders for the page (the shell may hydrate before the document's
+      // load event, so it is read from the served HTML, not from the page).
+      const html = await (await page.request.get(`${BASE_URL}${path}`)).text();
+      const served = html.match(/<title>([^<]*)<\/title>/)?.[1] ?? '';
+      assert.ok(served.endsWith(' · Recourse'), `the served page names itself: "${served}"`);
+      await page.goto(`${BASE_URL}${path}`, { waitUntil: 'domcontentloaded' });
+      // The shell has hydrated (or, should it wait for the page's code, at least set a title).
+      await page.waitForFunction(
+        () => window.__titles.length > 0 || document.querySelector('#app[data-hydrated="true"]'),
+        null,
+        { timeout: 15000 },
+      );
+      assert.ok((await page.title()).trim().length > 0, 'a title while the page\'s code is held back');
+      releasePieces();
+      await waitHydrated(page);
+      await page.waitForFunction((want) => document.title === want, served, { timeout: 15000 });
+      const { set, seen } = await page.evaluate(() => ({ set: window.__titles, seen: window.__titlesSeen }));
+      assert.ok(seen.length > 0, 'the titles set were seen');
+      assert.deepEqual(
+        seen.filter((t) => t.trim() === ''),
+        [],
+        `no empty title seen on the way: seen ${JSON.stringify(seen)}, set ${JSON.stringify(set)}`,
+      );
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+}
