@@ -155,14 +155,20 @@ impl Store {
         lease_ms: i64,
         local: DateTime<Utc>,
     ) -> Result<Renewal, StoreError> {
-        let now = self.db_now_ms(local).await?;
-        let renewed =
-            sql::query("UPDATE replicas SET lease_until_ms = ? WHERE instance = ? AND lease_until_ms >= ?")
-                .bind(now.saturating_add(lease_ms))
-                .bind(instance)
-                .bind(now)
-                .execute(self.pool())
-                .await?;
+        // The database's time as the statement runs (PostgreSQL), not read before it: a process
+        // stopped between reading the time and renewing (SIGSTOP, a long pause) renewed a lease
+        // that had run out meanwhile, and never learnt that others had taken its routes up.
+        let dialect = self.dialect();
+        let now = now_sql(dialect);
+        let q = sql::query(format!(
+            "UPDATE replicas SET lease_until_ms = {now} + ? WHERE instance = ? AND lease_until_ms >= {now}"
+        ));
+        let local_ms = local.timestamp_millis();
+        let q = match dialect {
+            Dialect::Sqlite => q.bind(local_ms).bind(lease_ms).bind(instance).bind(local_ms),
+            Dialect::Postgres => q.bind(lease_ms).bind(instance),
+        };
+        let renewed = q.execute(self.pool()).await?;
         if renewed == 1 {
             return Ok(Renewal::Renewed);
         }
