@@ -142,8 +142,9 @@ async fn profile_on(engine: &Engine, interval: u64, target: policy::api::Candida
         .id
 }
 
-fn request(profile: &str, i: usize) -> StartRouteRequest {
-    StartRouteRequest {
+/// Starts route number `i` on `profile`: its id and generation.
+async fn started(engine: &Engine, profile: &str, i: usize) -> (String, u64) {
+    let request = StartRouteRequest {
         profile_id: profile.to_owned(),
         caller: Caller {
             kind: CallerKind::Workflow,
@@ -153,15 +154,16 @@ fn request(profile: &str, i: usize) -> StartRouteRequest {
         title: None,
         work: None,
         pin: None,
-    }
+    };
+    let s = engine
+        .start_route(policy::input::ValidatedStartRoute::parse(&request).unwrap())
+        .await
+        .unwrap();
+    (s.id, s.snapshot.generation)
 }
 
 async fn start(engine: &Engine, profile: &str, i: usize) -> String {
-    engine
-        .start_route(policy::input::ValidatedStartRoute::parse(&request(profile, i)).unwrap())
-        .await
-        .unwrap()
-        .id
+    started(engine, profile, i).await.0
 }
 
 fn overloaded(generation: u64) -> Input {
@@ -185,14 +187,9 @@ async fn waiting_routes(engines: &[Arc<Engine>], n: usize, interval: u64) -> Vec
         setups.push(tokio::spawn(async move {
             let mut ids = Vec::new();
             for i in (w..n).step_by(tasks) {
-                let started = e
-                    .start_route(policy::input::ValidatedStartRoute::parse(&request(&p, i)).unwrap())
-                    .await
-                    .unwrap();
-                e.submit(&started.id, overloaded(started.snapshot.generation))
-                    .await
-                    .unwrap();
-                ids.push(started.id);
+                let (r, g) = started(&e, &p, i).await;
+                e.submit(&r, overloaded(g)).await.unwrap();
+                ids.push(r);
             }
             ids
         }));
