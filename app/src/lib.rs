@@ -40,7 +40,8 @@ pub mod pages;
 use components::nav::NavBar;
 use pages::{
     access::AccessRoute, audit::AuditRoute, home::HomeRoute, login::LoginRoute, not_found::NotFound,
-    notifications::NotificationsRoute, profile::ProfileRoute, profiles::ProfilesRoute, route::RoutePageRoute,
+    notifications::NotificationsRoute, profile::ProfileRoute, profile_edit::ProfileEditRoute,
+    profiles::ProfilesRoute, route::RoutePageRoute,
 };
 
 /// The HTML document around the app, rendered by the server for every page.
@@ -112,7 +113,9 @@ pub fn App() -> impl IntoView {
                     <Routes fallback=NotFound>
                         <Route path=path!("") view={Lazy::<HomeRoute>::new()} ssr=SsrMode::InOrder />
                         <Route path=path!("/profiles") view={Lazy::<ProfilesRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/profiles/new") view={Lazy::<ProfileEditRoute>::new()} ssr=SsrMode::InOrder />
                         <Route path=path!("/profiles/:id") view={Lazy::<ProfileRoute>::new()} ssr=SsrMode::InOrder />
+                        <Route path=path!("/profiles/:id/edit") view={Lazy::<ProfileEditRoute>::new()} ssr=SsrMode::InOrder />
                         <Route path=path!("/routes/:id") view={Lazy::<RoutePageRoute>::new()} ssr=SsrMode::InOrder />
                         <Route path=path!("/login") view={Lazy::<LoginRoute>::new()} ssr=SsrMode::InOrder />
                         <Route path=path!("/audit") view={Lazy::<AuditRoute>::new()} ssr=SsrMode::InOrder />

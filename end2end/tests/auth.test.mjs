@@ -79,6 +79,10 @@ for (const viewport of ['desktop', 'phone']) {
         await page.getByRole('button', { name: 'Sign in' }).click();
         await page.getByTestId('login-error').getByText('The name or the password is wrong.').waitFor();
         await signInAt(page, `/profiles/${id}`, manager);
+        // The profile as text first; its editor is a page of its own.
+        await page.getByTestId('read-only-policy').waitFor();
+        await page.getByRole('link', { name: 'Edit profile' }).click();
+        await page.waitForURL((u) => u.pathname === `/profiles/${id}/edit`);
         await page.getByRole('button', { name: /Edit policies for main/ }).click();
         const transient = page.getByRole('region', { name: 'Transient errors' });
         await transient.getByRole('switch', { name: /Retry the same candidate/ }).click();
@@ -104,9 +108,24 @@ for (const viewport of ['desktop', 'phone']) {
         await page.getByTestId('not-yours').first().getByText(/manage_profiles/).waitFor();
         assert.equal(await page.getByRole('button', { name: 'Save profile' }).count(), 0, 'no save control');
         assert.equal(await page.getByRole('button', { name: /Edit policies/ }).count(), 0, 'no edit control');
+        assert.equal(await page.getByRole('link', { name: 'Edit profile' }).count(), 0, 'no link to the editor');
+        // The editor's address, typed: it says whose editing is, and offers nothing to edit.
+        await page.goto(`${BASE_URL}/profiles/${id}/edit`);
+        await waitHydrated(page);
+        await page.getByTestId('not-yours').getByText(/manage_profiles/).waitFor();
+        assert.equal(await page.getByRole('button', { name: 'Save profile' }).count(), 0, 'no save control on the editor page');
+        assert.equal(await page.locator('main').getByRole('textbox').count(), 0, 'no field on the editor page');
         await page.goto(`${BASE_URL}/profiles`);
         await waitHydrated(page);
         assert.equal(await page.getByRole('button', { name: 'Create profile' }).count(), 0, 'no create control');
+        assert.equal(await page.getByRole('link', { name: 'New profile' }).count(), 0, 'no link to the form');
+        await page.getByTestId('not-yours').getByText(/Creating and deleting profiles is for/).waitFor();
+        await page.goto(`${BASE_URL}/profiles/new`);
+        await waitHydrated(page);
+        await page.getByTestId('not-yours').getByText(/Creating profiles is for/).waitFor();
+        assert.equal(await page.getByRole('button', { name: 'Create profile' }).count(), 0, 'no create control on the form page');
+        await page.goto(`${BASE_URL}/profiles`);
+        await waitHydrated(page);
         assert.equal(await page.getByRole('button', { name: /^Delete/ }).count(), 0, 'no delete control');
         await screenshot(page, `signed-in-office-${viewport}`);
         assert.deepEqual(errors, []);

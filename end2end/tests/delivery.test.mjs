@@ -13,12 +13,13 @@ import { routeInRetryWait } from '../lib/fixtures.mjs';
 const FIRST_VISIT_BUDGET = 450_000;
 /** The WASM pieces a further page brings, brotli-compressed (issue 32's goal). */
 const FURTHER_PAGE_BUDGET = 60_000;
-/** Pages over those goals today (README, "Bytes per page"): each is held to what it measured
- * on 2026-12-06 (one JSON reader in the WASM, the UI's error type without a route's snapshot and
- * read in one pass, no `producers` section, shorter headers on each piece), plus 2 %, so it can only shrink until it meets the goal. The goal is not met for them;
- * each run prints by how much. Remove a page once it fits. */
-const FIRST_VISIT_HELD = { profile: 566_400 };
-const FURTHER_PAGE_HELD = { profiles: 111_000, profile: 151_400 };
+/** Pages over those goals today (README, "Bytes per page"): the profile editor's two pages
+ * (`/profiles/:id/edit` and `/profiles/new`, one lazy route and one piece), each held to what it
+ * measured on 2026-12-07 (the editor and the new-profile form split from the profile's page and
+ * the list), plus 2 %, so it can only shrink until it meets the goal. The goal is not met for
+ * them; each run prints by how much. Remove a page once it fits. */
+const FIRST_VISIT_HELD = { 'profile-edit': 566_600, 'profile-new': 562_000 };
+const FURTHER_PAGE_HELD = { 'profile-edit': 177_100 };
 const firstVisitLimit = (page) => FIRST_VISIT_HELD[page] ?? FIRST_VISIT_BUDGET;
 const furtherPageLimit = (page) => FURTHER_PAGE_HELD[page] ?? FURTHER_PAGE_BUDGET;
 /** A second visit of a page, everything cached. */
@@ -34,7 +35,9 @@ before(async () => {
   pages = [
     { name: 'routes', path: '/', heading: 'Routes' },
     { name: 'profiles', path: '/profiles', heading: 'Profiles' },
-    { name: 'profile', path: `/profiles/${profiles.body[0].id}`, heading: 'Try an error' },
+    { name: 'profile', path: `/profiles/${profiles.body[0].id}`, heading: 'Candidates' },
+    { name: 'profile-edit', path: `/profiles/${profiles.body[0].id}/edit`, heading: 'Try an error' },
+    { name: 'profile-new', path: '/profiles/new', heading: 'New profile' },
     { name: 'route', path: `/routes/${routeId}`, heading: 'Timeline' },
     { name: 'access', path: '/access', heading: 'New API token' },
     { name: 'audit', path: '/audit', heading: 'Audit log' },
@@ -149,7 +152,7 @@ test('another page cannot frame Recourse', async () => {
   }
 });
 
-for (const which of ['routes', 'profiles', 'profile', 'route', 'access', 'audit', 'notifications']) {
+for (const which of ['routes', 'profiles', 'profile', 'profile-edit', 'profile-new', 'route', 'access', 'audit', 'notifications']) {
   test(`a first visit to the ${which} page on a phone stays under 450 KB (or what it is held to) and a second under 20 KB`, async () => {
     const p = pages.find((x) => x.name === which);
     const { context, page, errors } = await openPage(browser, 'phone');
@@ -205,6 +208,7 @@ test('every further page brings at most 60 KB of WASM (or what it is held to), a
     const steps = [
       ['profiles', () => viaHeader('Profiles')],
       ['profile', () => page.locator('main a[href^="/profiles/"]').first().click()],
+      ['profile-edit', () => page.getByRole('link', { name: 'Edit profile' }).click()],
       ['access', () => viaHeader('Access')],
       ['audit', () => viaHeader('Audit')],
       // The header's item names its unread count too ("Notifications, 2 unread").

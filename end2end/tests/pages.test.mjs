@@ -53,11 +53,13 @@ before(async () => {
     { name: 'routes', path: '/', ready: { role: 'heading', name: 'Routes' } },
     { name: 'profiles', path: '/profiles', ready: { role: 'heading', name: 'Profiles' } },
     {
-      name: 'profile',
-      path: `/profiles/${profile.body.id}`,
+      name: 'profile-edit',
+      path: `/profiles/${profile.body.id}/edit`,
       ready: { role: 'button', name: /Edit policies for claude-main/ },
       open: /Edit policies for claude-main/,
     },
+    { name: 'profile', path: `/profiles/${profile.body.id}`, ready: { role: 'link', name: 'Edit profile' } },
+    { name: 'profile-new', path: '/profiles/new', ready: { role: 'button', name: 'Create profile' } },
     { name: 'route', path: `/routes/${routeId}`, ready: { role: 'heading', name: 'History' } },
     { name: 'notifications', path: '/notifications', ready: { role: 'heading', name: 'Notifications' } },
     { name: 'not-found', path: '/no/such/page', ready: { role: 'heading', name: 'Page not found' } },
@@ -94,7 +96,7 @@ for (const viewport of Object.keys(VIEWPORTS)) {
   });
 }
 
-test('keyboard focus reaches every control of the profile page, each with a visible ring', async () => {
+test('keyboard focus reaches every control of the profile editor, each with a visible ring', async () => {
   const { context, page, errors } = await openPage(browser, 'desktop');
   try {
     await page.goto(`${BASE_URL}${pages[2].path}`);

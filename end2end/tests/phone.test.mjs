@@ -37,6 +37,9 @@ for (const viewport of ['phone', 'small-phone']) {
       await page.goto(`${BASE_URL}/profiles`);
       await waitHydrated(page);
       await assertPhoneLayout(page, 'on the profile list');
+      await page.getByRole('link', { name: 'New profile' }).click();
+      await page.getByRole('heading', { name: 'New profile', level: 1 }).waitFor();
+      await assertPhoneLayout(page, 'on the new-profile form');
       const first = unique('phone');
       await page.getByLabel('Name', { exact: true }).fill(unique('Phone'));
       await page.getByLabel('First candidate id').fill(first);

@@ -23,16 +23,20 @@ after(async () => {
   await browser?.close();
 });
 
-/** Creates a profile through the "New profile" form and lands on its page. */
+/** Creates a profile through the "New profile" form and lands on its editor. */
 async function createProfile(page, name, firstId) {
   await page.goto(`${BASE_URL}/profiles`);
   await waitHydrated(page);
+  // The form is a page of its own, one link from the list.
+  await page.getByRole('link', { name: 'New profile' }).click();
+  await page.waitForURL((u) => u.pathname === '/profiles/new');
   await page.getByLabel('Name', { exact: true }).fill(name);
   await page.getByLabel('First candidate id').fill(firstId);
   await page.getByRole('button', { name: 'Create profile' }).click();
   await page.getByRole('heading', { name, level: 1 }).waitFor();
   await waitHydrated(page);
-  assert.match(new URL(page.url()).pathname, /^\/profiles\/.+/);
+  // The new profile's editor opens: adding candidates and setting policies is what comes next.
+  assert.match(new URL(page.url()).pathname, /^\/profiles\/[^/]+\/edit$/);
 }
 
 async function text(locator) {
@@ -207,7 +211,7 @@ test("a candidate's dispatcher, provider, model and label are chosen in view, ch
     // The first candidate's dispatcher is chosen when the profile is created.
     const name = unique('Targets');
     const first = unique('sim');
-    await page.goto(`${BASE_URL}/profiles`);
+    await page.goto(`${BASE_URL}/profiles/new`);
     await waitHydrated(page);
     await page.getByLabel('Name', { exact: true }).fill(name);
     await page.getByLabel('First candidate id').fill(first);
@@ -218,7 +222,7 @@ test("a candidate's dispatcher, provider, model and label are chosen in view, ch
     await page.getByRole('button', { name: 'Create profile' }).click();
     await page.getByRole('heading', { name, level: 1 }).waitFor();
     await waitHydrated(page);
-    const id = new URL(page.url()).pathname.split('/').pop();
+    const id = new URL(page.url()).pathname.split('/')[2];
     const rows = page.locator('li[data-candidate-key]');
     assert.equal(await text(rows.nth(0).getByTestId('target-summary')), 'Dispatcher: simulated');
 

@@ -64,7 +64,7 @@ test('a route recovers from a failing agent onto a second one, watched on its pa
   const { context, page, errors } = await openPage(browser, 'desktop', { session: server.session });
   try {
     // The profile, from the configured agents, in the browser.
-    await page.goto(`${server.url}/profiles`);
+    await page.goto(`${server.url}/profiles/new`);
     await waitHydrated(page);
     const name = unique('Recovery');
     await page.getByLabel('Name', { exact: true }).fill(name);
@@ -74,7 +74,7 @@ test('a route recovers from a failing agent onto a second one, watched on its pa
     await page.getByRole('button', { name: 'Create profile' }).click();
     await page.getByRole('heading', { name, level: 1 }).waitFor();
     await waitHydrated(page);
-    const profileId = new URL(page.url()).pathname.split('/').pop();
+    const profileId = new URL(page.url()).pathname.split('/')[2];
     await page.getByLabel('Add a candidate (its id)').fill('standby');
     await page.getByRole('button', { name: 'Add candidate' }).click();
     const second = await targetOf(page, 1);

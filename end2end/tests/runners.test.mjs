@@ -80,7 +80,7 @@ for (const viewport of ['desktop', 'phone']) {
   test(`without a configuration file only simulated and external are offered, and the page says so (${viewport})`, async () => {
     const { context, page, errors } = await openPage(browser, viewport);
     try {
-      await page.goto(`${BASE_URL}/profiles`);
+      await page.goto(`${BASE_URL}/profiles/new`);
       await waitHydrated(page);
       const chosen = page.getByLabel('Its dispatcher');
       assert.deepEqual(await optionValues(chosen), ['simulated', 'external']);
@@ -116,7 +116,7 @@ test('with a configuration, an acp candidate names a configured agent and an htt
   const server = await startConfigured('runners-configured', { agents: AGENTS, endpoints: ENDPOINTS });
   const { context, page, errors } = await openPage(browser, 'desktop', { session: server.session });
   try {
-    await page.goto(`${server.url}/profiles`);
+    await page.goto(`${server.url}/profiles/new`);
     await waitHydrated(page);
     const chosen = page.getByLabel('Its dispatcher');
     assert.deepEqual(await optionValues(chosen), ['simulated', 'acp', 'http', 'external']);
@@ -138,7 +138,7 @@ test('with a configuration, an acp candidate names a configured agent and an htt
     await page.getByRole('button', { name: 'Create profile' }).click();
     await page.getByRole('heading', { name, level: 1 }).waitFor();
     await waitHydrated(page);
-    const id = new URL(page.url()).pathname.split('/').pop();
+    const id = new URL(page.url()).pathname.split('/')[2];
     const rows = page.locator('li[data-candidate-key]');
     // The server filled the provider from the agent's configuration.
     assert.equal(
@@ -185,7 +185,7 @@ test('with a configuration, an acp candidate names a configured agent and an htt
     // The same page on a phone: one column, nothing wider than the screen, axe-clean.
     const phone = await openPage(browser, 'phone', { session: server.session });
     try {
-      await phone.page.goto(`${server.url}/profiles/${id}`);
+      await phone.page.goto(`${server.url}/profiles/${id}/edit`);
       await waitHydrated(phone.page);
       await openRow(phone.page, 0);
       await openRow(phone.page, 1);
@@ -225,7 +225,7 @@ test('an agent the configuration no longer has is shown as not configured, refus
 
     // The operator removes backup-agent and reloads.
     await server.reload({ agents: [AGENTS[0]], endpoints: ENDPOINTS });
-    await page.goto(`${server.url}/profiles/${id}`);
+    await page.goto(`${server.url}/profiles/${id}/edit`);
     await waitHydrated(page);
     const rows = page.locator('li[data-candidate-key]');
     assert.equal(
@@ -283,7 +283,7 @@ test('an agent the configuration no longer has is shown as not configured, refus
     await assertPageStandards(page, 'no agents, desktop');
     const phone = await openPage(browser, 'phone', { session: server.session });
     try {
-      await phone.page.goto(`${server.url}/profiles/${id}`);
+      await phone.page.goto(`${server.url}/profiles/${id}/edit`);
       await waitHydrated(phone.page);
       await openRow(phone.page, 0);
       await openRow(phone.page, 1);

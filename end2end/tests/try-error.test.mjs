@@ -60,7 +60,7 @@ for (const viewport of Object.keys(VIEWPORTS)) {
   test(`a pasted overload is read and played against the unsaved policy (${viewport})`, async () => {
     const { context, page, errors } = await openPage(browser, viewport);
     try {
-      await page.goto(`${BASE_URL}/profiles/${profileId}`);
+      await page.goto(`${BASE_URL}/profiles/${profileId}/edit`);
       await waitHydrated(page);
       const panel = page.getByTestId('try-error');
       await panel.getByLabel('What it is').selectOption('http');
@@ -104,7 +104,7 @@ for (const viewport of Object.keys(VIEWPORTS)) {
 test('a catalogue fixture is picked, shown and read like any pasted envelope', async () => {
   const { context, page, errors } = await openPage(browser, 'phone');
   try {
-    await page.goto(`${BASE_URL}/profiles/${profileId}`);
+    await page.goto(`${BASE_URL}/profiles/${profileId}/edit`);
     await waitHydrated(page);
     const panel = page.getByTestId('try-error');
     await panel.getByRole('button', { name: 'Pick a catalogue fixture' }).click();

@@ -33,7 +33,10 @@ use axum::{
     body::{Body, Bytes},
     extract::Request,
     http::{
-        header::{ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_TYPE, ETAG, VARY},
+        header::{
+            ACCEPT_ENCODING, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG,
+            VARY,
+        },
         HeaderMap, HeaderValue, Method, StatusCode,
     },
     middleware::Next,
@@ -108,6 +111,12 @@ impl Asset {
         // Only a file served under a fixed name carries its ETag. A file whose name changes with
         // its content is kept for a year and never asked for again, so a validator would be
         // bytes for nothing on each of the dozens of pieces a first visit fetches.
+        if self.caching == Caching::Immutable {
+            headers.insert(
+                CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(crate::headers::RESOURCE_POLICY),
+            );
+        }
         if self.caching == Caching::Revalidate {
             headers.insert(ETAG, self.etag.clone());
             if crate::revalidate::is_current(request, &self.etag) {
@@ -556,6 +565,13 @@ mod tests {
                 None,
                 "{name}: a content-hashed name needs no validator"
             );
+            // A file a page loads, never a document: the policy that allows nothing (the
+            // security layer keeps a policy a response already has).
+            assert_eq!(
+                header(&res, "content-security-policy"),
+                Some("default-src 'none'; frame-ancestors 'none'"),
+                "{name}"
+            );
         }
         assert_eq!(
             site.get(&format!("/{dir}/recourse.AAA.wasm")).unwrap().identity,
@@ -565,6 +581,8 @@ mod tests {
         assert_eq!(header(&favicon, "cache-control"), Some("no-cache"));
         assert!(header(&favicon, "etag").is_some_and(|e| e.starts_with("W/\"")));
         assert_eq!(header(&favicon, "content-type"), Some("image/svg+xml"));
+        // Not a file of the build: the security layer gives it the policy of every response.
+        assert_eq!(header(&favicon, "content-security-policy"), None);
     }
 
     #[test]

@@ -10,7 +10,13 @@
 //!   page it renders and puts it on the hydration script and the streaming scripts;
 //!   [`with_page_csp`] puts the same nonce into that page's policy. `'wasm-unsafe-eval'` lets
 //!   the page compile its own WASM (it allows nothing else). Responses that are not pages get the
-//!   policy without a nonce.
+//!   policy without a nonce, except the files of the UI's build (below).
+//! - The files of the UI's build (`/pkg/<build>/…`: the script, the WASM and its pieces, the
+//!   stylesheet) get [`RESOURCE_POLICY`], which allows nothing: they are loaded by a page, whose
+//!   own policy governs them (a browser applies a script's, a stylesheet's or a WASM file's own
+//!   policy to nothing), and opened by themselves they are shown as text or downloaded. It is
+//!   the strictest policy and the shortest, which counts: a page's first visit fetches dozens
+//!   of pieces, each with its headers.
 //! - `X-Content-Type-Options: nosniff` and `Referrer-Policy: same-origin`.
 //! - `Strict-Transport-Security` when the request came over TLS. Recourse does not terminate
 //!   TLS itself, so that is what a TLS-terminating proxy says (`X-Forwarded-Proto: https` or
@@ -49,6 +55,10 @@ pub fn policy(nonce: Option<&str>) -> String {
          form-action 'self'; frame-ancestors 'none'"
     )
 }
+
+/// The policy of a file of the UI's build (see the module's documentation): nothing may load
+/// or run from it, and nothing may frame it.
+pub const RESOURCE_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
 
 /// The nonce in a policy made by [`policy`], if it has one.
 pub fn nonce_of(policy: &HeaderValue) -> Option<&str> {

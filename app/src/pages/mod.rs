@@ -17,6 +17,8 @@ pub mod login;
 pub mod not_found;
 pub mod notifications;
 pub mod profile;
+pub mod profile_edit;
+pub mod profile_new;
 pub mod profiles;
 pub mod route;
 

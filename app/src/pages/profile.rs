@@ -1,14 +1,15 @@
-//! One profile's page: its candidates and their Transient and Hard policies, editable by those
-//! who manage profiles (the only right that edits policies), with what the server's
-//! configuration offers their targets, and shown read-only to others.
+//! One profile's page: its candidates, how each is reached, their Transient and Hard policies
+//! and who is told what, as text for everyone who may read profiles. Those who manage profiles
+//! (the only right that edits policies) get an "Edit profile" link to the editor's own page
+//! (`profile_edit`), whose code loads only when it is opened: most visits to a profile read it,
+//! and the editor is most of the profile's code.
 
 use crate::{
-    api::{profiles::get_profile, runners::list_runners},
+    api::profiles::get_profile,
     auth::{holders, manages_profiles, SessionResource},
     components::{
         controls::FOCUS,
         notification_rules::NotificationRulesView,
-        profile_editor::ProfileEditor,
         status::{ErrorPanel, Loading},
     },
 };
@@ -16,6 +17,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::A, hooks::use_params_map};
 use policy::{
+    api::{CandidateTarget, DispatcherKind, Profile},
     auth::Permission,
     document::{ClassPolicy, OnExhausted},
 };
@@ -26,7 +28,6 @@ pub fn ProfilePage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let profile = crate::codec::resource(id, get_profile);
-    let runners = crate::codec::resource(|| (), |()| list_runners());
     let session = expect_context::<SessionResource>();
     view! {
         <Title text="Profile" />
@@ -38,52 +39,48 @@ pub fn ProfilePage() -> impl IntoView {
         <Suspense fallback=|| view! { <Loading what="the profile" /> }>
             {move || Suspend::new(async move {
                 let manage = matches!(session.await, Ok(v) if v.viewer.as_ref().is_some_and(|w| manages_profiles(w.permissions)));
-                let loaded = match profile.await {
-                    Ok(p) => runners.await.map(|r| (p, r)),
-                    Err(e) => Err(e),
-                };
-                match loaded {
-                    Ok((p, runners)) => {
+                match profile.await {
+                    Ok(p) => {
                         let title = p.name.clone();
+                        let edit = format!("/profiles/{}/edit", p.id);
+                        let rules = p.notifications.clone();
                         view! {
                             <Title text=title.clone() />
                             <h1 class="text-2xl font-semibold break-words">{title}</h1>
-                            <p class="mt-1 mb-4 text-slate-700">
-                                "Edits affect the next failure decision of this profile's routes; pending waits and \
-                                 history keep the policy they were decided with."
-                            </p>
-                            {(p.kind == policy::api::ProfileKind::Concrete)
-                                .then(|| {
-                                    view! {
-                                        <p class="mb-4 text-slate-700" data-testid="profile-kind">
-                                            "A single-agent (concrete) profile: one candidate, used interactively. \
-                                             When its recovery is used up it stops for you instead of switching."
-                                        </p>
-                                    }
-                                })}
+                            <ProfileKindNote profile=p.clone() />
                             {if manage {
-                                view! { <ProfileEditor profile=p runners=runners /> }.into_any()
-                            } else {
-                                let rules = p.notifications.clone();
                                 view! {
-                                    <ReadOnlyPolicy profile=p />
-                                    <NotificationRulesView rules=rules />
+                                    <p class="mb-4">
+                                        <A
+                                            href=edit
+                                            attr:data-testid="edit-profile"
+                                            attr:class=format!(
+                                                "inline-flex min-h-11 items-center rounded-md bg-indigo-700 px-5 text-sm \
+                                                 font-semibold text-white hover:bg-indigo-800 {FOCUS}",
+                                            )
+                                        >
+                                            "Edit profile"
+                                        </A>
+                                    </p>
+                                }
+                                    .into_any()
+                            } else {
+                                view! {
+                                    <p class="mb-4 text-sm text-slate-700" data-testid="not-yours">
+                                        {format!("Editing policies is for {}.", holders(Permission::ManageProfiles))}
+                                    </p>
                                 }
                                     .into_any()
                             }}
+                            <ReadOnlyPolicy profile=p />
+                            <NotificationRulesView rules=rules />
                         }
                             .into_any()
                     }
                     Err(e) => {
                         view! {
                             <h1 class="text-2xl font-semibold">"Profile"</h1>
-                            <ErrorPanel
-                                error=e
-                                retry=Callback::new(move |()| {
-                                    profile.refetch();
-                                    runners.refetch();
-                                })
-                            />
+                            <ErrorPanel error=e retry=Callback::new(move |()| profile.refetch()) />
                         }
                             .into_any()
                     }
@@ -94,9 +91,45 @@ pub fn ProfilePage() -> impl IntoView {
     .into_any()
 }
 
-/// The profile's candidates and policies as text, for someone who may not edit them.
+/// What a concrete profile is for (nothing for a dynamic one).
 #[component]
-fn ReadOnlyPolicy(profile: policy::api::Profile) -> impl IntoView {
+pub(crate) fn ProfileKindNote(profile: Profile) -> impl IntoView {
+    (profile.kind == policy::api::ProfileKind::Concrete).then(|| {
+        view! {
+            <p class="mb-4 text-slate-700" data-testid="profile-kind">
+                "A single-agent (concrete) profile: one candidate, used interactively. \
+                 When its recovery is used up it stops for you instead of switching."
+            </p>
+        }
+    })
+}
+
+/// How a candidate is reached, in words.
+fn reached(target: Option<&CandidateTarget>) -> String {
+    let Some(t) = target else {
+        return "another system runs it (external)".to_owned();
+    };
+    let mut s = match t.dispatcher {
+        DispatcherKind::Simulated => "the built-in scripted provider (simulated)".to_owned(),
+        DispatcherKind::Acp => format!("the agent {} (acp)", t.runner.as_deref().unwrap_or("?")),
+        DispatcherKind::Http => format!("the endpoint {} (http)", t.runner.as_deref().unwrap_or("?")),
+        DispatcherKind::External => "another system runs it (external)".to_owned(),
+    };
+    for (what, value) in [
+        ("provider", &t.provider_id),
+        ("model", &t.model_id),
+        ("label", &t.label),
+    ] {
+        if let Some(v) = value {
+            s.push_str(&format!("; {what} {v}"));
+        }
+    }
+    s
+}
+
+/// The profile's candidates and policies as text.
+#[component]
+fn ReadOnlyPolicy(profile: Profile) -> impl IntoView {
     let class = |c: &ClassPolicy| {
         let retry = if c.retry.enabled {
             format!(
@@ -118,9 +151,7 @@ fn ReadOnlyPolicy(profile: policy::api::Profile) -> impl IntoView {
         format!("{retry}; {wait}; {then}")
     };
     view! {
-        <p class="mb-4 text-sm text-slate-700" data-testid="not-yours">
-            {format!("Editing policies is for {}.", holders(Permission::ManageProfiles))}
-        </p>
+        <h2 class="mb-2 text-lg font-semibold">"Candidates"</h2>
         <ol class="space-y-3" data-testid="read-only-policy">
             {profile
                 .policy
@@ -128,10 +159,13 @@ fn ReadOnlyPolicy(profile: policy::api::Profile) -> impl IntoView {
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
+                    let target = profile.targets.iter().find(|t| t.id == c.id);
                     view! {
                         <li class="rounded-lg border border-slate-300 bg-white p-4">
-                            <h2 class="break-all text-base font-semibold">{format!("{}. {}", i + 1, c.id)}</h2>
+                            <h3 class="break-all text-base font-semibold">{format!("{}. {}", i + 1, c.id)}</h3>
                             <dl class="mt-2 grid grid-cols-1 gap-x-4 gap-y-1 text-sm sm:grid-cols-[auto_1fr]">
+                                <dt class="font-medium">"Reached through"</dt>
+                                <dd class="break-words">{reached(target)}</dd>
                                 <dt class="font-medium">"Transient errors"</dt>
                                 <dd>{class(&c.transient)}</dd>
                                 <dt class="font-medium">"Hard errors"</dt>

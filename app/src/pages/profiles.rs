@@ -1,6 +1,6 @@
-//! Dynamic profiles: the list (each profile can be deleted after a confirmation), and a form to
-//! create one (a name and its first candidate, with the dispatcher that reaches it and, for
-//! `acp` and `http`, the configured agent or endpoint that runs it).
+//! Dynamic profiles: the list (each profile can be deleted after a confirmation), and for those
+//! who manage profiles a "New profile" link to the form that creates one (`/profiles/new`,
+//! [`super::profile_new`], whose code loads with the profile editor's, when first opened).
 //!
 //! Deleting asks first, in place: the row's Delete button turns into a question with "Delete"
 //! and "Keep" buttons, focus moves to "Keep" (the harmless answer), and Escape or "Keep" puts
@@ -10,38 +10,24 @@
 //! manage profiles; others read whose they are.
 
 use crate::{
-    api::{
-        profiles::{list_profiles, CreateProfile, DeleteProfile},
-        runners::list_runners,
-    },
+    api::profiles::{list_profiles, DeleteProfile},
     auth::{holders, manages_profiles, IfAllowed, SessionResource},
     components::{
-        controls::{FieldMessage, FOCUS},
-        dispatcher_choice::DispatcherChoice,
+        controls::FOCUS,
         profile_editor::focus_later,
         status::{Empty, ErrorPanel, Loading},
     },
-    configured::Configured,
-    draft::TargetDraft,
     error::AppError,
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::{components::A, hooks::use_navigate};
-use policy::{
-    api::{ProfileInput, ProfileSummary, RunnerOption},
-    auth::Permission,
-    document::{validate_candidate_id, CandidatePolicy, PolicyDocument},
-    limits::POLICY_DOCUMENT_VERSION,
-};
+use leptos_router::components::A;
+use policy::{api::ProfileSummary, auth::Permission};
 
 crate::pages::lazy_page!(ProfilesRoute, ProfilesPage);
 #[component]
 pub fn ProfilesPage() -> impl IntoView {
     let profiles = crate::codec::resource(|| (), |_| list_profiles());
-    // Made here, with the page, not inside the permission check's `Suspend`: a resource created
-    // while an async block renders is not one the server's render reliably waits for.
-    let runners = crate::codec::resource(|| (), |()| list_runners());
     let session = expect_context::<SessionResource>();
     // What the last deletion did, announced above the list.
     let deleted: RwSignal<Option<String>> = RwSignal::new(None);
@@ -74,7 +60,7 @@ pub fn ProfilesPage() -> impl IntoView {
                     Ok(list) if list.is_empty() => {
                         view! {
                             <Empty id="empty-profiles" title="No profiles yet">
-                                <p>"Create one below; you can add more candidates and set their policies on its page."</p>
+                                <p>"Create one with New profile below; you then add more candidates and set their policies in its editor."</p>
                             </Empty>
                         }
                             .into_any()
@@ -100,7 +86,17 @@ pub fn ProfilesPage() -> impl IntoView {
             allowed=manages_profiles
             note=format!("Creating and deleting profiles is for {}.", holders(Permission::ManageProfiles))
         >
-            <NewProfileSection runners=runners />
+            <p class="mt-8">
+                <A
+                    href="/profiles/new"
+                    attr:class=format!(
+                        "inline-flex min-h-11 items-center rounded-md bg-indigo-700 px-5 text-sm font-semibold text-white \
+                         hover:bg-indigo-800 {FOCUS}",
+                    )
+                >
+                    "New profile"
+                </A>
+            </p>
         </IfAllowed>
     }
     .into_any()
@@ -241,176 +237,6 @@ fn ProfileItem(
                 {move || failure.get()}
             </p>
         </li>
-    }
-    .into_any()
-}
-
-/// The new-profile form, once the server's configuration (what its dispatcher may be) is known.
-#[component]
-fn NewProfileSection(runners: crate::codec::Resource<Result<Vec<RunnerOption>, AppError>>) -> impl IntoView {
-    view! {
-        <Suspense fallback=|| view! { <Loading what="the server's agents and endpoints" /> }>
-            {move || Suspend::new(async move {
-                match runners.await {
-                    Ok(list) => view! { <NewProfile runners=list /> }.into_any(),
-                    Err(e) => {
-                        view! {
-                            <section aria-labelledby="new-profile" class="mt-8">
-                                <h2 id="new-profile" class="text-lg font-semibold">"New profile"</h2>
-                                <ErrorPanel error=e retry=Callback::new(move |()| runners.refetch()) />
-                            </section>
-                        }
-                            .into_any()
-                    }
-                }
-            })}
-        </Suspense>
-    }
-    .into_any()
-}
-
-/// A name and a first candidate id; the new profile's page opens after it is created.
-#[component]
-fn NewProfile(runners: Vec<RunnerOption>) -> impl IntoView {
-    let configured = StoredValue::new(Configured::new(runners));
-    let create = ServerAction::<CreateProfile>::new();
-    let name = RwSignal::new(String::new());
-    let first = RwSignal::new(String::new());
-    // How the first candidate is reached: `external` unless the person picks another.
-    let target = TargetDraft::external("");
-    let touched = RwSignal::new(false);
-    let name_error = Signal::derive(move || {
-        (touched.get() && name.with(|n| n.trim().is_empty())).then(|| "Name cannot be empty.".to_owned())
-    });
-    let first_error = Signal::derive(move || {
-        if !touched.get() {
-            return None;
-        }
-        first.with(|id| validate_candidate_id(id).err().map(|e| e.message))
-    });
-    let failure: RwSignal<Option<AppError>> = RwSignal::new(None);
-    // The server's message for the runner (a 422 at `targets[0].runner`), on its select.
-    let server_runner = Signal::derive(move || {
-        failure.with(|f| {
-            f.as_ref()
-                .and_then(|e| e.at("targets[0].runner").next().map(|e| e.message.clone()))
-        })
-    });
-    let runner_problem = Signal::derive(move || configured.with_value(|c| target.problem(c)));
-    let navigate = use_navigate();
-    Effect::new(move |_| match create.value().get() {
-        Some(Ok(p)) => navigate(&format!("/profiles/{}", p.id), Default::default()),
-        Some(Err(e)) => failure.set(Some(e)),
-        None => {}
-    });
-    let on_submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        touched.set(true);
-        if name_error.get_untracked().is_some()
-            || first_error.get_untracked().is_some()
-            || runner_problem.get_untracked().is_some()
-        {
-            return;
-        }
-        let id = first.get_untracked().trim().to_owned();
-        let doc = PolicyDocument {
-            version: POLICY_DOCUMENT_VERSION,
-            candidates: vec![CandidatePolicy::with_defaults(&id)],
-        };
-        let Ok(policy) = serde_json::to_value(&doc) else {
-            return;
-        };
-        failure.set(None);
-        create.dispatch(CreateProfile {
-            input: ProfileInput {
-                name: name.get_untracked().trim().to_owned(),
-                kind: policy::api::ProfileKind::Dynamic,
-                description: None,
-                // The target the person chose (and saw), not a silent server default.
-                targets: target.target(&id).into_iter().collect(),
-                policy,
-                expected_revision: None,
-                notifications: Vec::new(),
-            },
-        });
-    };
-    let input_class =
-        format!("mt-1 h-11 w-full rounded-md border border-slate-400 bg-white px-3 text-base {FOCUS}");
-    view! {
-        <section aria-labelledby="new-profile" class="mt-8 rounded-lg border border-slate-300 bg-white p-4">
-            <h2 id="new-profile" class="text-lg font-semibold">"New profile"</h2>
-            <form on:submit=on_submit novalidate class="mt-3 grid gap-3 sm:grid-cols-2">
-                <div>
-                    <label for="new-profile-name" class="block text-sm font-medium">"Name"</label>
-                    <input
-                        id="new-profile-name"
-                        type="text"
-                        autocomplete="off"
-                        class=input_class.clone()
-                        aria-describedby="new-profile-name-error"
-                        aria-invalid=move || name_error.with(Option::is_some).to_string()
-                        value=move || name.get()
-                        prop:value=move || name.get()
-                        on:input=move |ev| name.set(event_target_value(&ev))
-                    />
-                    <FieldMessage id="new-profile-name-error" message=name_error />
-                </div>
-                <div>
-                    <label for="new-profile-first" class="block text-sm font-medium">"First candidate id"</label>
-                    <input
-                        id="new-profile-first"
-                        type="text"
-                        autocomplete="off"
-                        placeholder="e.g. claude-main"
-                        class=input_class
-                        aria-describedby="new-profile-first-error"
-                        aria-invalid=move || first_error.with(Option::is_some).to_string()
-                        value=move || first.get()
-                        prop:value=move || first.get()
-                        on:input=move |ev| first.set(event_target_value(&ev))
-                    />
-                    <FieldMessage id="new-profile-first-error" message=first_error />
-                </div>
-                <DispatcherChoice
-                    target=target
-                    configured=configured
-                    prefix="new-profile"
-                    labels=("Its dispatcher", "Its")
-                    server_runner=server_runner
-                    on_edit=Callback::new(move |()| failure.set(None))
-                    hint_suffix="Provider, model and label are set on the profile's page."
-                />
-                <div class="sm:col-span-2">
-                    <button
-                        type="submit"
-                        class=format!(
-                            "min-h-11 rounded-md bg-indigo-700 px-5 text-sm font-semibold text-white hover:bg-indigo-800 \
-                             disabled:bg-slate-500 {FOCUS}",
-                        )
-                        disabled=move || create.pending().get()
-                    >
-                        {move || if create.pending().get() { "Creating…" } else { "Create profile" }}
-                    </button>
-                    <div role="alert" class="mt-2 text-sm font-medium text-red-700">
-                        <p>{move || failure.get().map(|e| e.to_string())}</p>
-                        // Every server message, so one whose field is not on this form is never lost.
-                        <ul class="list-disc pl-5 font-normal">
-                            {move || {
-                                failure
-                                    .get()
-                                    .into_iter()
-                                    .flat_map(|e| match e {
-                                        AppError::Invalid { errors } => errors,
-                                        _ => Vec::new(),
-                                    })
-                                    .map(|e| view! { <li class="break-words">{format!("{}: {}", e.path, e.message)}</li> })
-                                    .collect_view()
-                            }}
-                        </ul>
-                    </div>
-                </div>
-            </form>
-        </section>
     }
     .into_any()
 }

@@ -105,7 +105,9 @@ pub const ROUTES: &[(&str, &str, Surface, Access)] = &[
     // Pages.
     ("GET", "/", Surface::Page, VIEW),
     ("GET", "/profiles", Surface::Page, READ_PROFILES),
+    ("GET", "/profiles/new", Surface::Page, READ_PROFILES),
     ("GET", "/profiles/{id}", Surface::Page, READ_PROFILES),
+    ("GET", "/profiles/{id}/edit", Surface::Page, READ_PROFILES),
     ("GET", "/routes/{id}", Surface::Page, VIEW),
     ("GET", "/audit", Surface::Page, ADMIN),
     ("GET", "/notifications", Surface::Page, VIEW),
