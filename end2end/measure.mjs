@@ -110,11 +110,14 @@ async function phoneContext() {
 async function measurePages() {
   const get = async (path) => (await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${server.token}` } })).json();
   const profiles = await get('/api/v1/profiles');
-  const routes = await get('/api/v1/routes?state=all');
+  const routes = await get('/api/v1/routes');
   pages = [
     ['routes', '/', 'Routes'],
     ['profiles', '/profiles', 'Profiles'],
-    ['profile', `/profiles/${profiles[0].id}`, 'Try an error'],
+    // A profile as text; its editor and the new-profile form are one lazy route of their own.
+    ['profile', `/profiles/${profiles[0].id}`, 'Candidates'],
+    ['profile-edit', `/profiles/${profiles[0].id}/edit`, 'Try an error'],
+    ['profile-new', '/profiles/new', 'New profile'],
     ['route', `/routes/${routes[0].id}`, 'Timeline'],
     ['access', '/access', 'New API token'],
     ['audit', '/audit', 'Audit log'],
@@ -137,6 +140,7 @@ async function measurePages() {
   const steps = [
     ['profiles', (page) => page.locator('#main-menu a[href="/profiles"]').click()],
     ['profile', (page) => page.locator('main a[href^="/profiles/"]').first().click()],
+    ['profile-edit', (page) => page.getByRole('link', { name: 'Edit profile' }).click()],
     ['access', (page) => page.locator('#main-menu a[href="/access"]').click()],
     ['audit', (page) => page.locator('#main-menu a[href="/audit"]').click()],
     ['routes', (page) => page.locator('#main-menu a[href="/"]').click()],

@@ -17,7 +17,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::A, hooks::use_params_map};
 use policy::{
-    api::{CandidateTarget, DispatcherKind, Profile},
+    api::{CandidateTarget, DispatcherKind, Profile, ProfileKind},
     auth::Permission,
     document::{ClassPolicy, OnExhausted},
 };
@@ -47,7 +47,7 @@ pub fn ProfilePage() -> impl IntoView {
                         view! {
                             <Title text=title.clone() />
                             <h1 class="text-2xl font-semibold break-words">{title}</h1>
-                            <ProfileKindNote profile=p.clone() />
+                            <ProfileKindNote kind=p.kind />
                             {if manage {
                                 view! {
                                     <p class="mb-4">
@@ -65,12 +65,7 @@ pub fn ProfilePage() -> impl IntoView {
                                 }
                                     .into_any()
                             } else {
-                                view! {
-                                    <p class="mb-4 text-sm text-slate-700" data-testid="not-yours">
-                                        {format!("Editing policies is for {}.", holders(Permission::ManageProfiles))}
-                                    </p>
-                                }
-                                    .into_any()
+                                view! { <NotYoursToEdit /> }.into_any()
                             }}
                             <ReadOnlyPolicy profile=p />
                             <NotificationRulesView rules=rules />
@@ -91,10 +86,20 @@ pub fn ProfilePage() -> impl IntoView {
     .into_any()
 }
 
+/// Whose editing policies is, for someone who may not.
+#[component]
+pub(crate) fn NotYoursToEdit() -> impl IntoView {
+    view! {
+        <p class="mb-4 text-sm text-slate-700" data-testid="not-yours">
+            {format!("Editing policies is for {}.", holders(Permission::ManageProfiles))}
+        </p>
+    }
+}
+
 /// What a concrete profile is for (nothing for a dynamic one).
 #[component]
-pub(crate) fn ProfileKindNote(profile: Profile) -> impl IntoView {
-    (profile.kind == policy::api::ProfileKind::Concrete).then(|| {
+pub(crate) fn ProfileKindNote(kind: ProfileKind) -> impl IntoView {
+    (kind == ProfileKind::Concrete).then(|| {
         view! {
             <p class="mb-4 text-slate-700" data-testid="profile-kind">
                 "A single-agent (concrete) profile: one candidate, used interactively. \

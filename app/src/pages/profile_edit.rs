@@ -11,18 +11,20 @@
 
 use crate::{
     api::{profiles::get_profile, runners::list_runners},
-    auth::{holders, manages_profiles, SessionResource},
+    auth::{manages_profiles, SessionResource},
     components::{
         controls::FOCUS,
         profile_editor::ProfileEditor,
         status::{ErrorPanel, Loading},
     },
-    pages::{profile::ProfileKindNote, profile_new::NewProfilePage},
+    pages::{
+        profile::{NotYoursToEdit, ProfileKindNote},
+        profile_new::NewProfilePage,
+    },
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{components::A, hooks::use_params_map};
-use policy::auth::Permission;
 
 crate::pages::lazy_page!(ProfileEditRoute, ProfileEditing);
 /// `/profiles/new` (no `id`) or `/profiles/:id/edit`.
@@ -71,17 +73,12 @@ fn ProfileEditPage() -> impl IntoView {
                                         "Edits affect the next failure decision of this profile's routes; pending waits and \
                                          history keep the policy they were decided with."
                                     </p>
-                                    <ProfileKindNote profile=p.clone() />
+                                    <ProfileKindNote kind=p.kind />
                                     <ProfileEditor profile=p runners=runners />
                                 }
                                     .into_any()
                             } else {
-                                view! {
-                                    <p class="mt-1 text-sm text-slate-700" data-testid="not-yours">
-                                        {format!("Editing policies is for {}.", holders(Permission::ManageProfiles))}
-                                    </p>
-                                }
-                                    .into_any()
+                                view! { <NotYoursToEdit /> }.into_any()
                             }}
                         }
                             .into_any()
