@@ -168,7 +168,7 @@ fn NewProfile(runners: Vec<RunnerOption>) -> impl IntoView {
                     labels=("Its dispatcher", "Its")
                     server_runner=server_runner
                     on_edit=Callback::new(move |()| failure.set(None))
-                    hint_suffix="Provider, model and label are set on the profile's page."
+                    hint_suffix="Provider, model and label are set in the profile's editor, which opens next."
                 />
                 <div class="sm:col-span-2">
                     <button
