@@ -50,7 +50,7 @@ pub fn ProfilePage() -> impl IntoView {
                             <ProfileKindNote kind=p.kind />
                             {if manage {
                                 view! {
-                                    <p class="mb-4">
+                                    <p class="mt-3 mb-4">
                                         <A
                                             href=edit
                                             attr:data-testid="edit-profile"
