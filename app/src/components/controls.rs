@@ -75,6 +75,25 @@ pub fn FieldMessage(
     }
 }
 
+/// Every message the server gave about a form, as `path: message` lines under its submit
+/// button, so one whose field is not on screen (or is not a field at all) is never lost.
+#[component]
+pub fn ServerMessageList(
+    #[prop(into)] errors: Signal<Vec<policy::document::ValidationError>>,
+) -> impl IntoView {
+    view! {
+        <ul class="list-disc pl-5 font-normal">
+            {move || {
+                errors
+                    .get()
+                    .into_iter()
+                    .map(|e| view! { <li class="break-words">{format!("{}: {}", e.path, e.message)}</li> })
+                    .collect_view()
+            }}
+        </ul>
+    }
+}
+
 /// A number typed as text (so the policy validator sees exactly what was typed), with a unit
 /// picker when `units` is not empty and a fixed unit word otherwise.
 #[component]

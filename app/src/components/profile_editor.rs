@@ -20,7 +20,7 @@ use crate::{
     api::profiles::SaveProfile,
     components::{
         class_policy::{ClassPolicyEditor, ServerMessages},
-        controls::{FieldMessage, FOCUS},
+        controls::{FieldMessage, ServerMessageList, FOCUS},
         dispatcher_choice::DispatcherChoice,
         notification_rules::{self, NotificationRulesEditor},
         try_error::TryError,
@@ -383,17 +383,7 @@ pub fn ProfileEditor(profile: Profile, runners: Vec<RunnerOption>) -> impl IntoV
                 </div>
                 <div role="alert" class="mt-2 text-sm font-medium text-red-700">
                     <p>{move || notice.get()}</p>
-                    // Every server message is also listed here, so one whose field is not on
-                    // screen (or not a field at all) is never lost.
-                    <ul class="list-disc pl-5 font-normal">
-                        {move || {
-                            server_errors
-                                .get()
-                                .into_iter()
-                                .map(|e| view! { <li class="break-words">{format!("{}: {}", e.path, e.message)}</li> })
-                                .collect_view()
-                        }}
-                    </ul>
+                    <ServerMessageList errors=server_errors />
                 </div>
             </div>
         </form>

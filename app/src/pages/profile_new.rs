@@ -8,7 +8,7 @@ use crate::{
     api::{profiles::CreateProfile, runners::list_runners},
     auth::{holders, manages_profiles, SessionResource},
     components::{
-        controls::{FieldMessage, FOCUS},
+        controls::{FieldMessage, ServerMessageList, FOCUS},
         dispatcher_choice::DispatcherChoice,
         status::{ErrorPanel, Loading},
     },
@@ -183,20 +183,10 @@ fn NewProfile(runners: Vec<RunnerOption>) -> impl IntoView {
                     </button>
                     <div role="alert" class="mt-2 text-sm font-medium text-red-700">
                         <p>{move || failure.get().map(|e| e.to_string())}</p>
-                        // Every server message, so one whose field is not on this form is never lost.
-                        <ul class="list-disc pl-5 font-normal">
-                            {move || {
-                                failure
-                                    .get()
-                                    .into_iter()
-                                    .flat_map(|e| match e {
-                                        AppError::Invalid { errors } => errors,
-                                        _ => Vec::new(),
-                                    })
-                                    .map(|e| view! { <li class="break-words">{format!("{}: {}", e.path, e.message)}</li> })
-                                    .collect_view()
-                            }}
-                        </ul>
+                        <ServerMessageList errors=Signal::derive(move || match failure.get() {
+                            Some(AppError::Invalid { errors }) => errors,
+                            _ => Vec::new(),
+                        }) />
                     </div>
                 </div>
             </form>
