@@ -233,6 +233,33 @@ pub fn spawn_serve_env(
     (child, addr, keep_log.then_some(rx))
 }
 
+/// Sends SIGTERM to a served process and waits for it to exit (see [`exited`]).
+pub fn terminate(child: &mut std::process::Child, within: std::time::Duration) -> std::process::ExitStatus {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    exited(child, within)
+}
+
+/// Waits for a process that was told to stop to exit, at most `within`: one still running then
+/// is killed and the test fails (it never hangs the suite). Returns its exit status.
+pub fn exited(child: &mut std::process::Child, within: std::time::Duration) -> std::process::ExitStatus {
+    let end = std::time::Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the process was still running {} s after it was told to stop",
+                within.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// A blocking HTTP/1.0 request to a served process (JSON in, JSON out), with the token
 /// [`spawn_serve`] made for it; `None` when the server is gone.
 pub fn http(addr: &str, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {

@@ -181,18 +181,8 @@ fn gone_with_the_server(pid: i32, helper: i32) {
 
 /// Waits (bounded) for the server to exit after SIGTERM; it must exit cleanly.
 fn stopped(mut server: std::process::Child) {
-    let end = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = server.try_wait().unwrap() {
-            assert!(status.success(), "exit status after SIGTERM: {status}");
-            return;
-        }
-        if Instant::now() > end {
-            let _ = server.kill();
-            panic!("the server was still running 60 s after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status = common::exited(&mut server, Duration::from_secs(60));
+    assert!(status.success(), "exit status after SIGTERM: {status}");
 }
 
 #[test]

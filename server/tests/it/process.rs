@@ -1,5 +1,7 @@
 //! The real `recourse` binary as an operator runs it.
 
+use crate::common;
+
 use std::{
     io::{BufRead, BufReader, Read, Write},
     net::TcpStream,
@@ -82,12 +84,7 @@ fn serve_creates_its_database_answers_healthz_and_stops_cleanly_on_sigterm() {
     assert!(health.ends_with(r#"{"status":"ok","database":"ok"}"#), "{health}");
     assert!(db.exists(), "database file was created");
 
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
+    let status = common::terminate(&mut child, Duration::from_secs(60));
     assert!(status.success(), "exit status after SIGTERM: {status}");
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(
@@ -132,12 +129,7 @@ fn a_second_serve_on_the_same_sqlite_file_is_refused_until_the_first_is_gone() {
     first.wait().unwrap();
     let (mut next, addr) = serve_quietly(&db);
     assert!(http_get(&addr, "/healthz").is_some_and(|h| h.contains(r#""status":"ok""#)));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(next.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    assert!(next.wait().unwrap().success());
+    assert!(common::terminate(&mut next, Duration::from_secs(60)).success());
 }
 
 #[test]
