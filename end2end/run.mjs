@@ -43,7 +43,9 @@ try {
   console.log(`end2end: recourse serve is up at ${server.url} (log: end2end/artifacts/server.log)`);
   const named = process.argv.slice(2).map((f) => resolve(f));
   const files = named.length ? named : [join(root, 'end2end', 'tests')];
-  tests = spawn(process.execPath, ['--test', '--test-concurrency=1', ...files], {
+  // A test still running after five minutes fails, named (the longest takes about 10 s): a
+  // hang must not hold CI until its limit and say nothing.
+  tests = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...files], {
     cwd: root,
     stdio: 'inherit',
     env: {

@@ -192,16 +192,28 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         stopping.trigger();
     };
     web::run(listener, app, shutdown).await.context("server failed")?;
+    tracing::debug!("stopping: no request is served any longer");
     housekeeping.abort();
     upkeep.abort();
     // The engine stops: no new work, its tasks end, the agents in flight are stopped (their
     // dispatches are ambiguous at the next boot, as after a crash), this replica retires (its
     // routes are the others' to take up at once), and the writer ends last.
     engine.shutdown().await;
-    store.close().await;
-    tracing::info!("recourse stopped cleanly");
+    // Every connection is back in the pool by now. Should one not be (a task that outlived the
+    // stop holds it), the stop does not wait for it forever: what was committed is durable.
+    if tokio::time::timeout(CLOSE_TIMEOUT, store.close()).await.is_ok() {
+        tracing::info!("recourse stopped cleanly");
+    } else {
+        tracing::warn!(
+            "a database connection was still in use {} s into the stop; recourse stopped without closing it",
+            CLOSE_TIMEOUT.as_secs()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
+
+/// How long the stop waits for the database's connections to be closed.
+const CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Every ten minutes: deletes abandoned session rows and forgets login-limit keys that have
 /// refilled, until the server stops.

@@ -150,9 +150,12 @@ impl Engine {
             return;
         }
         self.stop.join(Task::Work).await;
+        tracing::debug!("stopping: the scheduler and the notification worker ended");
         self.stop_attempts().await;
+        tracing::debug!("stopping: the attempts in flight are stopped");
         self.stop.phase.send_replace(Phase::Retiring);
         self.stop.join(Task::Membership).await;
+        tracing::debug!("stopping: this replica retired");
         // The writer last: closed under the queue's lock, so no submission can slip in after.
         let handle = {
             let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
@@ -165,5 +168,6 @@ impl Engine {
                 tracing::error!(error = %e, "the writer task failed while stopping");
             }
         }
+        tracing::debug!("stopping: the writer ended");
     }
 }

@@ -243,18 +243,28 @@ pub fn terminate(child: &mut std::process::Child, within: std::time::Duration) -
 /// Waits for a process that was told to stop to exit, at most `within`: one still running then
 /// is killed and the test fails (it never hangs the suite). Returns its exit status.
 pub fn exited(child: &mut std::process::Child, within: std::time::Duration) -> std::process::ExitStatus {
+    exit_within(child, within).unwrap_or_else(|| {
+        panic!(
+            "the process was still running {} s after it was told to stop",
+            within.as_secs()
+        )
+    })
+}
+
+/// Waits for a process to exit, at most `within`; one still running then is killed (`None`).
+pub fn exit_within(
+    child: &mut std::process::Child,
+    within: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
     let end = std::time::Instant::now() + within;
     loop {
         if let Some(status) = child.try_wait().expect("wait") {
-            return status;
+            return Some(status);
         }
         if std::time::Instant::now() > end {
             let _ = child.kill();
             let _ = child.wait();
-            panic!(
-                "the process was still running {} s after it was told to stop",
-                within.as_secs()
-            );
+            return None;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

@@ -365,10 +365,31 @@ fn no_secret_reaches_the_api_the_event_stream_the_log_or_the_database_file() {
     let _ = sse_thread.join();
     let events = stream.bytes();
 
-    let exit = common::terminate(&mut child, Duration::from_secs(60));
-    assert!(exit.success(), "exit status after SIGTERM: {exit}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid")),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let exit = common::exit_within(&mut child, Duration::from_secs(60));
     log_thread.join().expect("log thread");
     let log = log.lock().expect("log").clone();
+    // Where a stop that hung had come to (the server logs each stage of its stop).
+    let tail = || {
+        let text = String::from_utf8_lossy(&log);
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(20)..].join("\n")
+    };
+    let exit = exit.unwrap_or_else(|| {
+        panic!(
+            "the server was still running 60 s after SIGTERM; its log ends:\n{}",
+            tail()
+        )
+    });
+    assert!(
+        exit.success(),
+        "exit status after SIGTERM: {exit}; its log ends:\n{}",
+        tail()
+    );
 
     let mut files = Vec::new();
     for suffix in ["", "-wal", "-shm"] {
