@@ -350,3 +350,38 @@ fn every_json_log_line_carries_the_replica_id_and_a_transitions_line_its_route_a
         assert!(id.ends_with(&format!("-{pid}")), "{line}");
     }
 }
+
+/// sqlx's line per statement is at TRACE (`db::STATEMENT_LOG`): `RUST_LOG=debug` shows what
+/// Recourse itself says, and `sqlx=trace` brings the statements back.
+#[test]
+fn sql_statements_are_logged_at_trace_not_at_debug() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = backend::database(dir.path(), "statements.db");
+    let logged = |filter: &str| -> Vec<String> {
+        let (mut child, addr, log) = spawn_serve_env(&db, &[], true, &[("RUST_LOG", filter)]);
+        let log = log.unwrap();
+        let (status, body) = http(&addr, "GET", "/api/v1/routes", None).unwrap();
+        assert_eq!(status, 200, "{body}");
+        let exit = terminate(&mut child, std::time::Duration::from_secs(60));
+        assert!(exit.success(), "exit status after SIGTERM: {exit}");
+        // Every line it logged: the reader ends at the stopped process's end of output.
+        log.iter().collect()
+    };
+    let statement = |line: &String| line.contains(r#""target":"sqlx::query""#);
+
+    let debug = logged("debug");
+    assert!(
+        debug.iter().any(|l| l.contains(r#""level":"DEBUG""#)),
+        "no debug line at RUST_LOG=debug: {debug:?}"
+    );
+    assert!(
+        !debug.iter().any(statement),
+        "a statement at RUST_LOG=debug: {debug:?}"
+    );
+
+    let trace = logged("debug,sqlx=trace");
+    assert!(
+        trace.iter().any(statement),
+        "no statement at sqlx=trace: {trace:?}"
+    );
+}
