@@ -139,7 +139,7 @@ async function measurePages() {
   // Further pages, in one tab, opened as a person would from the routes page.
   const steps = [
     ['profiles', (page) => page.locator('#main-menu a[href="/profiles"]').click()],
-    ['profile', (page) => page.locator('main a[href^="/profiles/"]').first().click()],
+    ['profile', (page) => page.getByTestId('profile-list').locator('a[href^="/profiles/"]').first().click()],
     ['profile-edit', (page) => page.getByRole('link', { name: 'Edit profile' }).click()],
     ['access', (page) => page.locator('#main-menu a[href="/access"]').click()],
     ['audit', (page) => page.locator('#main-menu a[href="/audit"]').click()],
