@@ -181,12 +181,7 @@ fn sigkill_at_random_moments_never_repeats_a_dispatch_nor_loses_a_schedule() {
         .unwrap();
         assert_eq!(status, 200, "{v}");
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    child.wait().unwrap();
+    common::terminate(&mut child, std::time::Duration::from_secs(60));
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

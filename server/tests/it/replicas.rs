@@ -464,12 +464,7 @@ fn until(what: &str, limit: std::time::Duration, mut done: impl FnMut() -> bool)
 }
 
 fn stop(mut child: std::process::Child) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    child.wait().unwrap();
+    common::terminate(&mut child, std::time::Duration::from_secs(60));
 }
 
 fn profile_body(target: serde_json::Value, interval: u64) -> serde_json::Value {
