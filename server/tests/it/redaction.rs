@@ -57,7 +57,7 @@ fn request(addr: &str, method: &str, path: &str, body: Option<&Value>) -> (u16, 
 }
 
 /// The event stream as read so far, shared by the thread that reads it and the test that waits
-/// on it: its bytes, the routes its events named, whether it said `lagged`.
+/// on it: its bytes, the routes it showed stopping for a person, whether it said `lagged`.
 #[derive(Default)]
 struct Watched {
     seen: Mutex<Seen>,
@@ -69,7 +69,8 @@ struct Seen {
     bytes: Vec<u8>,
     /// Where the next line to look at begins.
     parsed: usize,
-    named: HashSet<String>,
+    /// Routes an event showed reaching `action_required` (each route's last change here).
+    stopped: HashSet<String>,
     lagged: bool,
 }
 
@@ -80,7 +81,7 @@ impl Watched {
         let Seen {
             bytes,
             parsed,
-            named,
+            stopped,
             lagged,
         } = &mut *seen;
         bytes.extend_from_slice(chunk);
@@ -98,9 +99,10 @@ impl Watched {
                 } else if let Some(data) = line.strip_prefix(b"data:") {
                     if let Some(route) = serde_json::from_slice::<Value>(data)
                         .ok()
+                        .filter(|v| v["to"] == "action_required")
                         .and_then(|v| v["route_id"].as_str().map(str::to_owned))
                     {
-                        named.insert(route);
+                        stopped.insert(route);
                     }
                 }
             }
@@ -109,21 +111,22 @@ impl Watched {
         self.changed.notify_all();
     }
 
-    /// Waits until the stream has named each of `routes`, at most `within`; fails at once when
-    /// it lagged (it missed events, so it may never name them).
-    fn wait_named(&self, routes: &[String], within: Duration) {
+    /// Waits until the stream has shown each of `routes` stopping for a person (the change its
+    /// evidence made, so every event of theirs has been read), at most `within`; fails at once
+    /// when it lagged (it missed events, so it may never show them).
+    fn wait_stopped(&self, routes: &[String], within: Duration) {
         let end = Instant::now() + within;
         let mut seen = self.seen.lock().expect("stream");
         loop {
             assert!(!seen.lagged, "the event stream lagged: it missed events");
-            let missing = routes.iter().filter(|r| !seen.named.contains(*r)).count();
+            let missing = routes.iter().filter(|r| !seen.stopped.contains(*r)).count();
             if missing == 0 {
                 return;
             }
             let left = end.saturating_duration_since(Instant::now());
             assert!(
                 !left.is_zero(),
-                "the event stream never named {missing} of {} route(s) in {} s",
+                "the event stream never showed {missing} of {} route(s) stopping for a person in {} s",
                 routes.len(),
                 within.as_secs()
             );
@@ -251,7 +254,7 @@ fn no_secret_reaches_the_api_the_event_stream_the_log_or_the_database_file() {
         .expect("the server logs its address");
 
     // The event stream, read raw for the whole run by a thread of its own, which notes the
-    // routes each event names and whether the stream ever said `lagged`.
+    // routes it shows stopping for a person and whether it ever said `lagged`.
     let mut sse = TcpStream::connect(&addr).expect("connect events");
     write!(
         sse,
@@ -295,8 +298,9 @@ fn no_secret_reaches_the_api_the_event_stream_the_log_or_the_database_file() {
 
     // The envelopes go in from a few clients at once (the server's work is what takes time),
     // each client taking every `CLIENTS`th (secret, position) pair, `ROUND` pairs at a time:
-    // a round ends when the event stream has named each of its routes, so the stream is never
-    // more than two rounds' events behind. Unpaced, a stream starved of CPU on a busy machine
+    // a round ends when the event stream has shown each of its routes stopping for a person
+    // (the last change of each), so every event is read and the stream is never more than a
+    // round's events behind. Unpaced, a stream starved of CPU on a busy machine
     // can fall more than the server's event channel (1,024 events) behind and miss events
     // (`lagged`), which is the server's documented answer to a slow client, not a leak.
     const CLIENTS: usize = 4;
@@ -357,7 +361,7 @@ fn no_secret_reaches_the_api_the_event_stream_the_log_or_the_database_file() {
                 }
             }
         });
-        stream.wait_named(&these, Duration::from_secs(120));
+        stream.wait_stopped(&these, Duration::from_secs(120));
         routes.extend(these);
     }
     assert_eq!(routes.len(), n, "one route per envelope");
