@@ -82,7 +82,7 @@ async fn main() {
         let writer = log.clone();
         tracing_subscriber::fmt()
             .json()
-            .with_env_filter("sqlx::query=debug")
+            .with_env_filter("sqlx::query=trace") // db::STATEMENT_LOG
             .with_writer(move || writer.clone())
             .init();
         log
