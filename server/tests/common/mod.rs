@@ -233,10 +233,15 @@ pub fn spawn_serve_env(
     (child, addr, keep_log.then_some(rx))
 }
 
-/// Sends SIGTERM to a served process and waits for it to exit (see [`exited`]).
-pub fn terminate(child: &mut std::process::Child, within: std::time::Duration) -> std::process::ExitStatus {
+/// Sends SIGTERM to a served process (what an operator's stop sends).
+pub fn sigterm(child: &std::process::Child) {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+}
+
+/// Sends SIGTERM to a served process and waits for it to exit (see [`exited`]).
+pub fn terminate(child: &mut std::process::Child, within: std::time::Duration) -> std::process::ExitStatus {
+    sigterm(child);
     exited(child, within)
 }
 

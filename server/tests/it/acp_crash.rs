@@ -100,14 +100,6 @@ fn args_of(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
 }
 
-fn sigterm(server: &std::process::Child) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(server.id()).unwrap()),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-}
-
 /// Mid-prompt: the agent ignores stdin EOF and works on.
 fn mid_prompt() -> Value {
     json!([{"grandchild": {"ignore_term": true}}, {"message": "working on it"}, {"hang": true}])
@@ -166,8 +158,8 @@ fn a_killed_server_with_an_agent_mid_prompt_comes_back_with_the_dispatch_ambiguo
     );
     ambiguous_and_never_repeated(&addr, &id, &agent);
 
-    sigterm(&server);
-    server.wait().unwrap();
+    common::sigterm(&server);
+    common::exited(&mut server, Duration::from_secs(60));
 }
 
 /// Neither the agent nor the helper in its group (which ignores SIGTERM) outlived the server.
@@ -198,14 +190,14 @@ fn a_stopped_server_stops_the_agent_it_had_mid_prompt_and_comes_back_with_the_di
     } = start(dir.path(), mid_prompt());
     let (pid, helper) = mid_prompt_with_its_helper(&agent);
 
-    sigterm(&server);
+    common::sigterm(&server);
     stopped(server);
     gone_with_the_server(pid, helper);
 
     // The dispatch is ambiguous, as after a crash: a person decides.
     let (server, addr, _) = common::spawn_serve(&db, &args_of(&args), false);
     ambiguous_and_never_repeated(&addr, &id, &agent);
-    sigterm(&server);
+    common::sigterm(&server);
     stopped(server);
 }
 
@@ -234,7 +226,7 @@ fn a_server_stopped_right_after_a_success_leaves_no_agent_behind() {
     let (pid, helper) = (agent.pids()[0], agent.grandchildren()[0]);
     assert!(running(helper), "the helper is still there when the stop begins");
 
-    sigterm(&server);
+    common::sigterm(&server);
     stopped(server);
     gone_with_the_server(pid, helper);
 }

@@ -369,11 +369,7 @@ fn no_secret_reaches_the_api_the_event_stream_the_log_or_the_database_file() {
     let _ = sse_thread.join();
     let events = stream.bytes();
 
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid")),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .expect("SIGTERM");
+    common::sigterm(&child);
     let exit = common::exit_within(&mut child, Duration::from_secs(60));
     log_thread.join().expect("log thread");
     let log = log.lock().expect("log").clone();
