@@ -11,11 +11,13 @@
 // agent. RECOURSE_E2E_WORKERS: how many files run at once (default 2), each worker one file at
 // a time against its own server.
 //
-// Why workers: a browser test mostly waits (a page's requests, a live event, a route's timer),
-// so one file at a time kept about two thirds of one core busy. Files never share a server
-// with a file running at the same time; a file still finds whatever the files its worker ran
-// before it left, as when every file ran on one server. Each file's output is printed whole
-// when it ends, so the log reads file by file.
+// Why workers: one file at a time left part of a 2-core machine idle while a test waited (a
+// page's requests, a live event, a route's timer): 19% idle over the suite alone. In CI's
+// last step, beside the conformance check, two at a time took the suite from 162-167 s to
+// 142-150 s; it is Chromium's CPU that bounds it after that. Files never share a server with
+// a file running at the same time; a file still finds whatever the files its worker ran before
+// it left, as when every file ran on one server. Each file's output is printed whole when it
+// ends, so the log reads file by file.
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, existsSync, readdirSync } from 'node:fs';
