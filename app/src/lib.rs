@@ -86,10 +86,10 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     auth::provide_session();
     components::live::provide_event_ticks();
-    // Effects run only in the browser, so this flips once the WASM has hydrated the page.
-    // Tests and people can tell a live page from a static one by `data-hydrated`.
-    let (hydrated, set_hydrated) = signal(false);
-    Effect::new(move |_| set_hydrated.set(true));
+    // True once the page shown has hydrated: the shell and the page's own piece
+    // (`pages::PageLive`). Tests and people can tell a live page from a static one by
+    // `data-hydrated`.
+    let live = pages::provide_page_live();
 
     view! {
         // The shell's title: every page's `<Title>` is shown as "Page · Recourse". It has a text
@@ -98,7 +98,7 @@ pub fn App() -> impl IntoView {
         // after the shell hydrated. Without one the document had no title in between.
         <Title text="" formatter=shell_title />
         <Router>
-            <div id="app" data-hydrated=move || hydrated.get().to_string() class="flex min-h-screen flex-col">
+            <div id="app" data-hydrated=move || live.get().to_string() class="flex min-h-screen flex-col">
                 <NavBar />
                 <main id="main" class="mx-auto w-full max-w-5xl flex-1 px-4 py-6 sm:px-6">
                     // Pages are rendered in order (each Suspense waits for its data) rather

@@ -80,7 +80,8 @@ export async function openPage(browser, viewportName, { session = SESSION } = {}
   return { context, page, errors, csp };
 }
 
-/** Resolves once the WASM has hydrated the page (an effect that only runs in the browser). */
+/** Resolves once the page is live: the shell and the page's own WASM piece have hydrated it
+ * (`app::pages::PageLive`, an effect that only runs in the browser, once the page's code has run). */
 export async function waitHydrated(page) {
   await page.locator('#app[data-hydrated="true"]').waitFor({ state: 'attached', timeout: 15000 });
 }

@@ -4,7 +4,17 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch, openPage, waitHydrated, screenshot, documentOverflow, authHeaders, BASE_URL } from '../lib/browser.mjs';
+import {
+  launch,
+  openPage,
+  waitHydrated,
+  screenshot,
+  documentOverflow,
+  authHeaders,
+  api,
+  unique,
+  BASE_URL,
+} from '../lib/browser.mjs';
 
 let browser;
 before(async () => {
@@ -184,3 +194,67 @@ for (const [name, path] of [['routes', '/'], ['missing-profile', '/profiles/no-s
     }
   });
 }
+
+// `data-hydrated` (what every test waits for before it taps) says the page is live: its own
+// code has arrived and hydrated it, not just the shell. It flipped with the shell alone once,
+// so a tap right after it, while the page's piece was still on its way (two browsers and two
+// servers on two cores were enough), reached a button with no handler yet and was lost.
+test('a page is live only once its own code has hydrated it, and a tap right after works', async () => {
+  const name = unique('Live');
+  const off = {
+    retry: { enabled: false, max_retries: 0, initial_interval_seconds: 0 },
+    wait_for_reset: { enabled: false, max_wait_seconds: 0 },
+    on_exhausted: 'skip',
+  };
+  const created = await api('/api/v1/profiles', {
+    method: 'POST',
+    body: { name, policy: { version: 1, candidates: [{ id: 'only', transient: off, hard: off }] } },
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const { context, page, errors } = await openPage(browser, 'phone');
+  try {
+    // The shell's hydration is seen by the title it sets (leptos_meta, see the test above).
+    await context.addInitScript(() => {
+      const title = Object.getOwnPropertyDescriptor(Document.prototype, 'title');
+      window.__titleSet = false;
+      Object.defineProperty(Document.prototype, 'title', {
+        configurable: true,
+        get() {
+          return title.get.call(this);
+        },
+        set(value) {
+          window.__titleSet = true;
+          title.set.call(this, value);
+        },
+      });
+    });
+    // The shell's WASM loads; the page's pieces (every later WASM) wait until released.
+    let wasms = 0;
+    let releasePieces;
+    const piecesAllowed = new Promise((ok) => {
+      releasePieces = ok;
+    });
+    await page.route('**/pkg/**/*.wasm', async (route) => {
+      wasms += 1;
+      if (wasms > 1) await piecesAllowed;
+      await route.continue();
+    });
+    await page.goto(`${BASE_URL}/profiles`, { waitUntil: 'domcontentloaded' });
+    await page.waitForFunction(() => window.__titleSet, null, { timeout: 15000 });
+    const hydrated = page.locator('#app[data-hydrated="true"]');
+    assert.equal(await hydrated.count(), 0, 'the shell has hydrated, the page has not: not live yet');
+
+    releasePieces();
+    await waitHydrated(page);
+    // At once, as every test does: the row's Delete asks its question.
+    const row = page.locator(`li[data-profile-id="${created.body.id}"]`);
+    await row.getByRole('button', { name: `Delete profile ${name}` }).click();
+    const keep = row.getByRole('button', { name: 'Keep it' });
+    await keep.waitFor({ state: 'visible', timeout: 5000 });
+    await keep.click();
+    await row.getByRole('button', { name: `Delete profile ${name}` }).waitFor({ state: 'visible' });
+    assert.deepEqual(errors, []);
+  } finally {
+    await context.close();
+  }
+});

@@ -5,6 +5,7 @@ use leptos_meta::Title;
 
 #[component]
 pub fn NotFound() -> impl IntoView {
+    crate::pages::page_shown();
     #[cfg(feature = "ssr")]
     {
         if let Some(resp) = use_context::<leptos_axum::ResponseOptions>() {
