@@ -8,16 +8,16 @@
 // the UI embedded, `--features server/embed-ui`). The binary carries its UI. The tests get
 // RECOURSE_URL (their worker's server: no configuration file), RECOURSE_ARTIFACTS and
 // RECOURSE_BIN; RECOURSE_FAKE_AGENT (default target/release/fake-acp-agent) is the scripted ACP
-// agent. RECOURSE_E2E_WORKERS: how many files run at once (default 1), each worker one file at
+// agent. RECOURSE_E2E_WORKERS: how many files run at once (default 2), each worker one file at
 // a time against its own server.
 //
 // Why workers: one file at a time left part of a 2-core machine idle while a test waited (a
 // page's requests, a live event, a route's timer): 19% idle over the suite alone. In CI's
 // last step, beside the conformance check, two at a time took the suite from 162-167 s to
-// 142-150 s; it is Chromium's CPU that bounds it after that. The default stays one: in one CI
-// run of four with two, a test timed out waiting for the delete confirmation of the profiles
-// list on a small phone (`profile-delete.test.mjs`), a race the contention brings out that is
-// not understood yet. Files never share a server with
+// 142-150 s; it is Chromium's CPU that bounds it after that. (One CI run of four with two once
+// timed out on the profiles list's delete confirmation: `data-hydrated` flipped with the shell,
+// before the page's own piece had hydrated, and the contention made that gap long enough for a
+// tap to fall in it; it now waits for the page, 3ab587c.) Files never share a server with
 // a file running at the same time; a file still finds whatever the files its worker ran before
 // it left, as when every file ran on one server. Each file's output is printed whole when it
 // ends, so the log reads file by file.
@@ -38,7 +38,7 @@ if (!existsSync(bin)) {
 }
 mkdirSync(artifacts, { recursive: true });
 
-const workersWanted = Number(process.env.RECOURSE_E2E_WORKERS ?? 1);
+const workersWanted = Number(process.env.RECOURSE_E2E_WORKERS ?? 2);
 if (!Number.isInteger(workersWanted) || workersWanted < 1 || workersWanted > 16) {
   console.error('end2end: RECOURSE_E2E_WORKERS must be a whole number from 1 to 16');
   process.exit(2);
