@@ -125,6 +125,46 @@ test('an unknown address shows a not-found page with status 404', async () => {
   assert.match(await res.text(), /Page not found/);
 });
 
+/** Records every title the page sets (the setter WASM's glue calls) in `window.__titles`, and
+ * the title the next task after each sees in `window.__titlesSeen`: what a screen reader, axe or
+ * the browser's tab can meet. (leptos_meta sets an empty title for an instant when the shell
+ * hydrates, and the shell's own in the same task; only a title that lasts into another task is
+ * seen.) The first title set says the shell has hydrated. */
+async function recordTitles(context) {
+  await context.addInitScript(() => {
+    const title = Object.getOwnPropertyDescriptor(Document.prototype, 'title');
+    window.__titles = [];
+    window.__titlesSeen = [];
+    Object.defineProperty(Document.prototype, 'title', {
+      configurable: true,
+      get() {
+        return title.get.call(this);
+      },
+      set(value) {
+        window.__titles.push(String(value));
+        title.set.call(this, value);
+        setTimeout(() => window.__titlesSeen.push(title.get.call(document)), 0);
+      },
+    });
+  });
+}
+
+/** Lets the shell's WASM load and holds every later one (the page's pieces) until the returned
+ * function is called, so the moment between the shell's hydration and the page's is held open. */
+async function holdPieces(page) {
+  let wasms = 0;
+  let release;
+  const allowed = new Promise((ok) => {
+    release = ok;
+  });
+  await page.route('**/pkg/**/*.wasm', async (route) => {
+    wasms += 1;
+    if (wasms > 1) await allowed;
+    await route.continue();
+  });
+  return release;
+}
+
 // Every page is a lazy route: the shell hydrates first, and the page's code (with its `<Title>`)
 // arrives after it. The document must have a title all along, the served one until the page's
 // registers; an empty one is what a screen reader or axe meets in between (leptos_meta sets the
@@ -133,38 +173,8 @@ for (const [name, path] of [['routes', '/'], ['missing-profile', '/profiles/no-s
   test(`the document keeps a title while the page's code loads after hydration (${name})`, async () => {
     const { context, page, errors } = await openPage(browser, 'desktop');
     try {
-      // Every title the page sets (the setter WASM's glue calls), and the title the next task
-      // after each sees: what a screen reader, axe or the browser's tab can meet. (leptos_meta
-      // sets an empty title for an instant when the shell hydrates, and the shell's own in the
-      // same task; only a title that lasts into another task is seen.)
-      await context.addInitScript(() => {
-        const title = Object.getOwnPropertyDescriptor(Document.prototype, 'title');
-        window.__titles = [];
-        window.__titlesSeen = [];
-        Object.defineProperty(Document.prototype, 'title', {
-          configurable: true,
-          get() {
-            return title.get.call(this);
-          },
-          set(value) {
-            window.__titles.push(String(value));
-            title.set.call(this, value);
-            setTimeout(() => window.__titlesSeen.push(title.get.call(document)), 0);
-          },
-        });
-      });
-      // The shell's WASM loads; the page's piece (every later WASM) waits until the shell has
-      // hydrated, so the moment in between is held open and seen.
-      let wasms = 0;
-      let releasePieces;
-      const piecesAllowed = new Promise((ok) => {
-        releasePieces = ok;
-      });
-      await page.route('**/pkg/**/*.wasm', async (route) => {
-        wasms += 1;
-        if (wasms > 1) await piecesAllowed;
-        await route.continue();
-      });
+      await recordTitles(context);
+      const releasePieces = await holdPieces(page);
       // The title the server renders for the page (the shell may hydrate before the document's
       // load event, so it is read from the served HTML, not from the page).
       const html = await (await page.request.get(`${BASE_URL}${path}`)).text();
@@ -213,34 +223,11 @@ test('a page is live only once its own code has hydrated it, and a tap right aft
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const { context, page, errors } = await openPage(browser, 'phone');
   try {
-    // The shell's hydration is seen by the title it sets (leptos_meta, see the test above).
-    await context.addInitScript(() => {
-      const title = Object.getOwnPropertyDescriptor(Document.prototype, 'title');
-      window.__titleSet = false;
-      Object.defineProperty(Document.prototype, 'title', {
-        configurable: true,
-        get() {
-          return title.get.call(this);
-        },
-        set(value) {
-          window.__titleSet = true;
-          title.set.call(this, value);
-        },
-      });
-    });
-    // The shell's WASM loads; the page's pieces (every later WASM) wait until released.
-    let wasms = 0;
-    let releasePieces;
-    const piecesAllowed = new Promise((ok) => {
-      releasePieces = ok;
-    });
-    await page.route('**/pkg/**/*.wasm', async (route) => {
-      wasms += 1;
-      if (wasms > 1) await piecesAllowed;
-      await route.continue();
-    });
+    // The shell's hydration is seen by the first title it sets; the page's pieces wait.
+    await recordTitles(context);
+    const releasePieces = await holdPieces(page);
     await page.goto(`${BASE_URL}/profiles`, { waitUntil: 'domcontentloaded' });
-    await page.waitForFunction(() => window.__titleSet, null, { timeout: 15000 });
+    await page.waitForFunction(() => window.__titles.length > 0, null, { timeout: 15000 });
     const hydrated = page.locator('#app[data-hydrated="true"]');
     assert.equal(await hydrated.count(), 0, 'the shell has hydrated, the page has not: not live yet');
 
