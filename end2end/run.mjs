@@ -14,10 +14,9 @@
 // Why workers: one file at a time left part of a 2-core machine idle while a test waited (a
 // page's requests, a live event, a route's timer): 19% idle over the suite alone. In CI's
 // last step, beside the conformance check, two at a time took the suite from 162-167 s to
-// 142-150 s; it is Chromium's CPU that bounds it after that. (One CI run of four with two once
-// timed out on the profiles list's delete confirmation: `data-hydrated` flipped with the shell,
-// before the page's own piece had hydrated, and the contention made that gap long enough for a
-// tap to fall in it; it now waits for the page, 3ab587c.) Files never share a server with
+// 142-150 s; it is Chromium's CPU that bounds it after that. The contention of two workers is
+// also what once showed that a page's readiness (`data-hydrated`) came before its own code had
+// hydrated it (fixed; `hydration.test.mjs` holds it). Files never share a server with
 // a file running at the same time; a file still finds whatever the files its worker ran before
 // it left, as when every file ran on one server. Each file's output is printed whole when it
 // ends, so the log reads file by file.
