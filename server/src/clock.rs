@@ -14,8 +14,9 @@ use std::{
         atomic::{AtomicI64, Ordering},
         Arc, Mutex,
     },
+    time::Duration,
 };
-use tokio::sync::watch;
+use tokio::{sync::watch, time::Instant};
 
 /// A boxed, sendable future.
 pub type ClockFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
@@ -177,6 +178,60 @@ impl Clock for SkewedClock {
     }
 }
 
+/// The clock the runners' watchdogs count on: an agent's silence in a turn, the turn's length,
+/// the grace a cancel gets. Monotonic real time, unlike [`Clock`], in which routes' deadlines
+/// are written: a watchdog measures how long a process has been running, not when something is
+/// due. Nothing in the product moves it; a test may ([`WatchdogClock::skip`]) to fire a
+/// watchdog once what it waits for has been seen, instead of waiting out the real time.
+#[derive(Debug, Clone)]
+pub struct WatchdogClock {
+    skipped: Arc<watch::Sender<Duration>>,
+}
+
+/// A watchdog's deadline passed before what it watched ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elapsed;
+
+impl Default for WatchdogClock {
+    fn default() -> WatchdogClock {
+        WatchdogClock {
+            skipped: Arc::new(watch::channel(Duration::ZERO).0),
+        }
+    }
+}
+
+impl WatchdogClock {
+    pub fn now(&self) -> Instant {
+        Instant::now() + *self.skipped.borrow()
+    }
+
+    /// Moves the clock forward by `by`: every watchdog whose deadline that reaches fires now.
+    pub fn skip(&self, by: Duration) {
+        self.skipped.send_modify(|s| *s += by);
+    }
+
+    /// `future`'s output, unless the clock reaches `deadline` first (`future` is polled first,
+    /// as `tokio::time::timeout_at` does).
+    pub async fn timeout_at<F: Future>(&self, deadline: Instant, future: F) -> Result<F::Output, Elapsed> {
+        let mut moved = self.skipped.subscribe();
+        let mut future = std::pin::pin!(future);
+        loop {
+            let now = Instant::now() + *moved.borrow_and_update();
+            let left = deadline.saturating_duration_since(now);
+            tokio::select! {
+                biased;
+                out = &mut future => return Ok(out),
+                () = tokio::time::sleep(left) => {
+                    if self.now() >= deadline {
+                        return Err(Elapsed);
+                    }
+                }
+                Ok(()) = moved.changed() => {}
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +283,46 @@ mod tests {
         let clock = ManualClock::new(t0);
         clock.set(t0 - TimeDelta::seconds(1));
         assert_eq!(clock.now(), t0);
+    }
+
+    #[tokio::test]
+    async fn a_skip_fires_the_watchdogs_it_reaches_at_once_and_only_those() {
+        let clock = WatchdogClock::default();
+        let hour = Duration::from_secs(3600);
+        let soon = tokio::spawn({
+            let clock = clock.clone();
+            async move {
+                clock
+                    .timeout_at(clock.now() + hour, std::future::pending::<()>())
+                    .await
+            }
+        });
+        let later = tokio::spawn({
+            let clock = clock.clone();
+            async move {
+                clock
+                    .timeout_at(clock.now() + hour * 3, std::future::pending::<()>())
+                    .await
+            }
+        });
+        tokio::task::yield_now().await;
+        clock.skip(hour + Duration::from_secs(1));
+        let fired = tokio::time::timeout(Duration::from_secs(30), soon).await;
+        assert_eq!(fired.expect("the skip woke it").unwrap(), Err(Elapsed));
+        // One runtime thread: these yields let `later` see the skip and go back to sleep.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!later.is_finished(), "a deadline the skip did not reach fired");
+        later.abort();
+    }
+
+    #[tokio::test]
+    async fn what_a_watchdog_watches_wins_when_it_is_ready() {
+        let clock = WatchdogClock::default();
+        let now = clock.now();
+        assert_eq!(clock.timeout_at(now, async { 7 }).await, Ok(7));
+        clock.skip(Duration::from_secs(5));
+        assert!(clock.now() >= now + Duration::from_secs(5));
     }
 }

@@ -27,6 +27,7 @@ pub mod notify;
 pub mod secret;
 
 use self::notify::{NotifyConfig, NotifySection};
+use crate::clock::WatchdogClock;
 use policy::input::check_identifier;
 use policy::input::is_env_name;
 use serde::Deserialize;
@@ -458,17 +459,28 @@ pub struct ConfigError {
 }
 
 /// The current configuration, shared: a reload replaces it for the next launch; an attempt
-/// already running keeps the snapshot it took.
+/// already running keeps the snapshot it took. With it, the clock the runners' watchdogs count
+/// on.
 #[derive(Debug, Clone)]
 pub struct Runners {
     rx: watch::Receiver<Arc<RunnerConfig>>,
     tx: Arc<watch::Sender<Arc<RunnerConfig>>>,
+    watchdog: WatchdogClock,
 }
 
 impl Runners {
     pub fn new(config: RunnerConfig) -> Runners {
         let (tx, rx) = watch::channel(Arc::new(config));
-        Runners { rx, tx: Arc::new(tx) }
+        Runners {
+            rx,
+            tx: Arc::new(tx),
+            watchdog: WatchdogClock::default(),
+        }
+    }
+
+    /// The clock of the agents' turn watchdogs (`prompt_idle`, `prompt_total`, `cancel_grace`).
+    pub fn watchdog(&self) -> WatchdogClock {
+        self.watchdog.clone()
     }
 
     /// No agents and no endpoints (no `--config`).

@@ -15,6 +15,7 @@
 //! agent. The server classifies that envelope again and decides what the route does.
 
 use crate::{
+    clock::WatchdogClock,
     config::AgentConfig,
     engine::dispatch::acp::{
         evidence::{self, Identity, Live, Phase, Recorder},
@@ -195,6 +196,7 @@ impl Agents {
                             auth_method: agent.auth_method.clone(),
                             load: None,
                             timeouts: agent.timeouts,
+                            watchdog: WatchdogClock::default(),
                         };
                         let peer: Arc<dyn Peer> = Arc::new(editor.clone());
                         Running {

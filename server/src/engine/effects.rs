@@ -261,6 +261,7 @@ impl Engine {
             target,
             work,
             config: self.runners.current(),
+            watchdog: self.runners.watchdog(),
             now: self.now(),
             resume,
             reporter: Reporter::new(self.port(), route_id, attempt, generation),

@@ -285,8 +285,9 @@ async fn cell(agent: Published, b: Behaviour) {
     let root = tmp.path().join("work");
     std::fs::create_dir_all(&root).unwrap();
     let root = root.canonicalize().unwrap();
-    // A hang is given up after 25 s of silence (Qwen Code takes up to 15 s to call its provider
-    // on a loaded machine); anything else gets the time the agents' own retries take.
+    // A hang is given up after 25 s of silence, on the watchdogs' clock, which the test moves
+    // past it once the provider holds both routes' requests (see below); anything else gets the
+    // time the agents' own retries take.
     let idle = if b == Behaviour::Hang { 25 } else { 180 };
     let timeouts =
         format!("step = 120\nprompt_idle = {idle}\nprompt_total = 600\ncancel_grace = 5\nexit_grace = 3\n");
@@ -304,7 +305,11 @@ async fn cell(agent: Published, b: Behaviour) {
             )
         })
         .collect();
-    let h = Harness::with_config(tempfile::tempdir().unwrap(), &config).await;
+    let runners = server::config::Runners::new(
+        server::config::RunnerConfig::parse(&config).expect("a valid configuration"),
+    );
+    let watchdog = runners.watchdog();
+    let h = Harness::open_with_runners(tempfile::tempdir().unwrap(), t0(), runners).await;
     let acp =
         |p: &str| json!({"id": "agent", "dispatcher": "acp", "runner": format!("{}-{p}", agent.name())});
     let switch = h
@@ -322,6 +327,20 @@ async fn cell(agent: Published, b: Behaviour) {
     let started = Instant::now();
     let r_switch = h.start_work(&switch, "inv-switch", work.clone()).await;
     let r_wait = h.start_work(&wait, "inv-wait", work).await;
+    if b == Behaviour::Hang {
+        // Both agents have sent their prompt to the provider, which will never answer: from
+        // here on only silence comes, and `prompt_idle` of it need not be waited out in real
+        // time (25 s, twice; an agent that still says something restarts its count).
+        let end = Instant::now() + LIMIT;
+        while provider.calls("switch").is_empty() || provider.calls("wait").is_empty() {
+            assert!(
+                Instant::now() < end,
+                "{test}: the agents never called the provider"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        watchdog.skip(Duration::from_secs(idle + 1));
+    }
     let (a, w) = tokio::join!(settle(&h, &r_switch, started), settle(&h, &r_wait, started));
     agents_gone(&h).await;
 

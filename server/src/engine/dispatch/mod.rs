@@ -45,7 +45,7 @@ use super::{
     error::EngineError,
     input::{Applied, AttemptUpdate, Evidence, HeldSession, Input},
 };
-use crate::{config::RunnerConfig, store::Store};
+use crate::{clock::WatchdogClock, config::RunnerConfig, store::Store};
 
 /// A boxed, sendable future.
 pub(crate) type DispatchFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -64,6 +64,8 @@ pub(crate) struct LaunchRequest {
     pub(crate) work: Option<Work>,
     /// The configuration as it was when the attempt started (it keeps it for its whole life).
     pub(crate) config: Arc<RunnerConfig>,
+    /// The clock the agent's turn watchdogs count on.
+    pub(crate) watchdog: WatchdogClock,
     pub(crate) now: DateTime<Utc>,
     /// The way back to the route, for a dispatcher that reports later.
     pub(crate) reporter: Reporter,

@@ -30,7 +30,7 @@
 //! of the agent: the process exit and stderr are the evidence.
 
 use super::evidence::{Phase, Recorder, RpcError};
-use crate::config::AgentTimeouts;
+use crate::{clock::WatchdogClock, config::AgentTimeouts};
 use agent_client_protocol::{
     self as acp,
     schema::ProtocolVersion,
@@ -50,7 +50,7 @@ use std::{future::Future, path::PathBuf, sync::Arc, time::Duration};
 use tokio::{
     process::{ChildStdin, ChildStdout},
     sync::{mpsc, oneshot, watch},
-    time::{timeout, timeout_at, Instant},
+    time::{timeout, Instant},
 };
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -64,6 +64,8 @@ pub(crate) struct Plan {
     /// Continue this provider-native session (`session/load`) instead of a new one.
     pub(crate) load: Option<String>,
     pub(crate) timeouts: AgentTimeouts,
+    /// What the turn's watchdogs count on.
+    pub(crate) watchdog: WatchdogClock,
 }
 
 /// How the agent's session is set up, before its first prompt.
@@ -75,6 +77,8 @@ pub(crate) struct Setup {
     /// Continue this provider-native session (`session/load`) instead of a new one.
     pub(crate) load: Option<String>,
     pub(crate) timeouts: AgentTimeouts,
+    /// What the turns' watchdogs (`prompt_idle`, `prompt_total`, `cancel_grace`) count on.
+    pub(crate) watchdog: WatchdogClock,
 }
 
 /// One prompt of a session, and where its end goes. The first turn's recorder also sees the
@@ -175,6 +179,7 @@ pub(crate) async fn run(
         auth_method: plan.auth_method,
         load: plan.load,
         timeouts: plan.timeouts,
+        watchdog: plan.watchdog,
     };
     let (turns, queue) = mpsc::channel(1);
     let (done, ended) = oneshot::channel();
@@ -494,17 +499,18 @@ impl Session {
         rec.prompt_sent();
 
         let t = self.setup.timeouts;
-        let total = Instant::now() + t.prompt_total();
+        let clock = self.setup.watchdog.clone();
+        let total = clock.now() + t.prompt_total();
         let mut cancel_by: Option<Instant> = None;
         // The caller keeps the sender while the turn runs; if it is gone, nobody can ask to
         // stop any more.
         let mut stop_open = true;
         loop {
-            let idle = Instant::now() + t.prompt_idle();
+            let idle = clock.now() + t.prompt_idle();
             let deadline = cancel_by.unwrap_or(idle).min(total);
             let stopping = cancel_by.is_some();
             let message = tokio::select! {
-                m = timeout_at(deadline, session.read_update()) => m,
+                m = clock.timeout_at(deadline, session.read_update()) => m,
                 changed = stop.changed(), if !stopping && stop_open => {
                     stop_open = changed.is_ok();
                     if stop_open && *stop.borrow() {
@@ -512,14 +518,14 @@ impl Session {
                         // A dead connection is noticed by the read below.
                         let _ = session.connection().send_notification(cancel);
                         rec.cancel_sent();
-                        cancel_by = Some(Instant::now() + t.cancel_grace());
+                        cancel_by = Some(clock.now() + t.cancel_grace());
                     }
                     continue;
                 }
             };
             match message {
                 Err(_) if stopping => return End::Cancelled { acknowledged: false },
-                Err(_) if Instant::now() >= total => return End::TimedOut(Timeout::PromptTotal),
+                Err(_) if clock.now() >= total => return End::TimedOut(Timeout::PromptTotal),
                 Err(_) => return End::TimedOut(Timeout::PromptIdle),
                 Ok(Err(e)) if closed(&e) => return End::TransportClosed,
                 Ok(Err(e)) => {

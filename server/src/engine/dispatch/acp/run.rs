@@ -99,6 +99,7 @@ pub(super) async fn attempt(store: Store, r: LaunchRequest, stop: watch::Receive
         auth_method: agent.auth_method.clone(),
         load,
         timeouts: agent.timeouts,
+        watchdog: r.watchdog.clone(),
     };
     let t = agent.timeouts;
     // A safety net over the protocol's own timeouts.
