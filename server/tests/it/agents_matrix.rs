@@ -17,8 +17,9 @@
 //! retries), so most failing cells end after one request instead of the agent's minutes of
 //! retrying; Qwen Code still retries a 429 or 5xx for about 80 s in a loop no setting reaches
 //! (README), which runs on its own clock made 20 times faster (`scaled-timers.cjs`,
-//! [`own_retry_loop`]), and the hang cell gives up after `prompt_idle = 25`. Route time is the
-//! manual clock. Agents take real time to start (Gemini CLI and Qwen Code 4 to 7 s on an idle
+//! [`own_retry_loop`]), and the hang cell gives up after `prompt_idle = 25` on the runners'
+//! watchdog clock, which it skips forward once the provider holds both routes' requests. Route
+//! time is the manual clock. Agents take real time to start (Gemini CLI and Qwen Code 4 to 7 s on an idle
 //! machine, far more on a loaded one), waited for as events, never slept for. `MATRIX |`
 //! lines (`--nocapture`) print the table README shows.
 //!
